@@ -1,0 +1,1 @@
+"""Backends: see docs/architecture.md."""

@@ -1,0 +1,142 @@
+"""The backend contract: model metadata, generation requests and results, cancellation.
+
+A backend turns a list of prompt token ids into generated text. ``generate`` blocks and
+is called from the engine's own single-thread executor, never from the event loop.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+
+class CancelToken:
+    """A flag that stops generation within one token when set."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason = ""
+        self.cancelled_at = 0.0
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Set the flag (idempotent; the first reason wins)."""
+        if not self._event.is_set():
+            self.reason = reason
+            self.cancelled_at = time.perf_counter()
+            self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        """True once :meth:`cancel` has been called."""
+        return self._event.is_set()
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What the backend knows about its model, read from the GGUF metadata."""
+
+    path: str
+    name: str = ""
+    architecture: str = ""
+    quantization: str = ""
+    vocab_size: int = 0
+    context_length_train: int = 0
+    bos_id: int | None = None
+    eos_id: int | None = None
+    fim_prefix_id: int | None = None
+    fim_suffix_id: int | None = None
+    fim_middle_id: int | None = None
+    special_tokens: dict[str, int] = field(default_factory=dict)
+    """Special tokens by text, e.g. {"<file_sep>": 5, "<|repo_name|>": 151663}."""
+
+    @property
+    def has_fim(self) -> bool:
+        """True when the model has prefix, suffix and middle tokens."""
+        return None not in (self.fim_prefix_id, self.fim_suffix_id, self.fim_middle_id)
+
+
+StopRule = Callable[[str], int | None]
+"""Given the text generated so far, return the index to cut it at (done), or None."""
+
+
+@dataclass(kw_only=True)
+class GenerationRequest:
+    """One generation: prompt tokens in, text out, with limits and a cancel flag."""
+
+    prompt_tokens: Sequence[int]
+    max_tokens: int = 48
+    stop: Sequence[str] = ()
+    stop_rule: StopRule | None = None
+    cache_key: str = ""
+    """Per-file key for saved KV state (the document URI); '' = no saved state."""
+    stable_prefix_len: int = 0
+    """How many leading prompt tokens are stable across keystrokes (worth saving)."""
+    task_type: str = "completion"
+    cancel: CancelToken = field(default_factory=CancelToken)
+    prompt_timeout_s: float | None = None
+    generation_timeout_s: float | None = None
+    draft: bool | None = None
+    """Force drafting on/off for this request; None = the backend's adaptive choice."""
+    on_text: Callable[[str], None] | None = None
+    """Called with each new piece of text as it is generated."""
+
+
+@dataclass(kw_only=True)
+class GenerationResult:
+    """What one generation produced and what it cost."""
+
+    text: str = ""
+    tokens: list[int] = field(default_factory=list)
+    prompt_tokens: int = 0
+    reused_tokens: int = 0
+    """Prompt tokens served from the KV cache (not evaluated)."""
+    prefill_ms: float = 0.0
+    ttft_ms: float = 0.0
+    latency_ms: float = 0.0
+    drafting: bool = False
+    draft_proposed: int = 0
+    draft_accepted: int = 0
+    stop_reason: str = ""
+    """One of: stop, rule, length, eos, cancelled, timeout."""
+
+    @property
+    def cancelled(self) -> bool:
+        """True when generation ended because of a cancel flag or a time cap."""
+        return self.stop_reason in ("cancelled", "timeout")
+
+
+class Backend(ABC):
+    """A model that tokenizes and generates. Implementations: local (llama.cpp), remote."""
+
+    name = "backend"
+
+    @property
+    @abstractmethod
+    def info(self) -> ModelInfo:
+        """Metadata of the loaded model."""
+
+    @abstractmethod
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        """Return token ids for ``text`` without BOS; ``special`` parses special tokens."""
+
+    @abstractmethod
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """Return the text of ``tokens``."""
+
+    @abstractmethod
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        """Generate for ``request``; blocks; honours its cancel flag within one token."""
+
+    def prefill(self, tokens: Sequence[int], *, cache_key: str = "") -> int:
+        """Evaluate ``tokens`` ahead of time so a later request reuses them; return count."""
+        return 0
+
+    def stats(self) -> dict[str, object]:
+        """Backend counters for status and metrics (KV states held, drafting state...)."""
+        return {}
+
+    def close(self) -> None:
+        """Release the model."""

@@ -1,0 +1,1 @@
+"""CLI: ``lsp-assist`` subcommands, each a thin module over the plain Python API."""

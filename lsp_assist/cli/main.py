@@ -1,0 +1,46 @@
+"""Entry point of the ``lsp-assist`` command: collects the subcommand modules."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Each module lsp_assist.cli.<name>_cmd defines register(subparsers) which adds its
+# parser and sets ``func`` (args -> exit code) as the parser default.
+COMMANDS = ("serve", "complete", "context", "index", "doctor", "stats", "demo")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser with every available subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="lsp-assist",
+        description="AI code completions from a local GGUF model, served over LSP.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"lsp_assist.cli.{name}_cmd")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"lsp_assist.cli.{name}_cmd":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    code: int = func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

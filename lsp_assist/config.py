@@ -1,0 +1,295 @@
+"""Settings: kw-only dataclasses with defaults, parsed leniently from editors, CLI and env.
+
+Every setting has one flat camelCase key (``modelPath``, ``contextBudget`` ...) used in
+LSP initializationOptions and workspace/didChangeConfiguration, and an environment
+variable ``LSP_ASSIST_<UPPER_SNAKE>`` for the CLI. An invalid value never raises: it is
+reported as a warning naming the key and the default is kept. docs/configuration.md
+lists every setting; ``tests/test_config.py`` checks the two stay in step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin, get_type_hints
+
+DraftMode = Literal["prompt-lookup", "model", "off"]
+Strategy = Literal["layered", "baseline"]
+BackendKind = Literal["local", "remote"]
+MultilineMode = Literal["auto", "always", "never"]
+PositionEncoding = Literal["utf-16", "utf-8"]
+
+
+@dataclass(kw_only=True)
+class ModelSettings:
+    """Which model runs and how (in-process llama.cpp or a remote server)."""
+
+    backend: BackendKind = "local"
+    model_path: str = ""
+    """Path of a GGUF; empty means the embedded default (Gemma-3-270M Q4_K_M)."""
+    draft_model_path: str = ""
+    threads: int = 0
+    """CPU threads for llama.cpp; 0 means all cores."""
+    context_length: int = 4096
+    batch_size: int = 512
+    gpu_layers: int = 0
+    draft: DraftMode = "prompt-lookup"
+    draft_tokens: int = 4
+    draft_min_acceptance: float = 0.5
+    kv_cache_mb: int = 256
+    """Byte cap of the per-file KV state LRU."""
+    kv_memory_threshold: float = 0.90
+    """System memory use (fraction) above which saved KV states are dropped, oldest first."""
+    prompt_timeout_ms: int = 5000
+    generation_timeout_ms: int = 5000
+    remote_url: str = "http://127.0.0.1:8080"
+    remote_model: str = ""
+    remote_api_key_env: str = "LSP_ASSIST_API_KEY"
+    remote_connect_timeout_ms: int = 2000
+    remote_read_timeout_ms: int = 30000
+    remote_retries: int = 2
+
+
+@dataclass(kw_only=True)
+class IndexSettings:
+    """What the workspace index reads and how it stays current."""
+
+    max_file_bytes: int = 1_000_000
+    deny_globs: list[str] = field(default_factory=list)
+    """Extra globs never indexed nor read into a prompt (on top of the built-in secret list)."""
+    exclude_globs: list[str] = field(default_factory=list)
+    watch: bool = True
+    file_cache_mb: int = 64
+    persist: bool = True
+
+
+@dataclass(kw_only=True)
+class ContextSettings:
+    """How the prompt is assembled: layers, budget, retrieval thresholds."""
+
+    strategy: Strategy = "layered"
+    context_budget: int = 1024
+    """Total prompt tokens (the embedded model on a CPU pays ~4 ms per uncached token)."""
+    editing_zone_ratio: float = 0.4
+    related_ratio: float = 0.3
+    summary_ratio: float = 0.2
+    instructions_ratio: float = 0.1
+    editing_zone_lines: int = 60
+    layer_file_summary: bool = True
+    layer_project_summary: bool = True
+    layer_related: bool = True
+    layer_similar: bool = True
+    related_threshold: float = 0.3
+    similar_threshold: float = 0.2
+    recent_files: int = 10
+
+
+@dataclass(kw_only=True)
+class CompletionSettings:
+    """What the editor sees and when."""
+
+    debounce_ms: int = 25
+    max_tokens: int = 48
+    max_lines: int = 8
+    multiline: MultilineMode = "auto"
+    skip_in_strings: bool = False
+    skip_in_comments: bool = True
+    max_chars_right_of_cursor: int = 4
+    cache_entries: int = 256
+    position_encoding: PositionEncoding = "utf-16"
+
+
+@dataclass(kw_only=True)
+class TelemetrySettings:
+    """Where logs and metrics go."""
+
+    metrics: bool = True
+    log_prompts: bool = False
+    cache_dir: str = ""
+    """Per-user cache root; empty means $XDG_CACHE_HOME/lsp-assist or ~/.cache/lsp-assist."""
+    log_level: str = "INFO"
+    log_file: str = ""
+
+
+@dataclass(kw_only=True)
+class Settings:
+    """All settings, grouped by the pipeline stage that reads them."""
+
+    model: ModelSettings = field(default_factory=ModelSettings)
+    index: IndexSettings = field(default_factory=IndexSettings)
+    context: ContextSettings = field(default_factory=ContextSettings)
+    completion: CompletionSettings = field(default_factory=CompletionSettings)
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
+
+    def replace(self, values: Mapping[str, Any]) -> tuple[Settings, list[str]]:
+        """Return a copy with ``values`` (flat camelCase keys) applied, and the warnings."""
+        return parse_settings(values, base=self)
+
+
+_SECTIONS = ("model", "index", "context", "completion", "telemetry")
+_LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR"}
+
+
+def camel(name: str) -> str:
+    """Return the camelCase key of a snake_case field name."""
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _fields() -> Iterator[tuple[str, str, Any]]:
+    for section in _SECTIONS:
+        cls = type(getattr(Settings(), section))
+        hints = get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            yield section, f.name, hints[f.name]
+
+
+SETTING_KEYS: dict[str, tuple[str, str]] = {camel(name): (sec, name) for sec, name, _ in _fields()}
+"""camelCase key -> (section, field name)."""
+
+
+def _coerce(value: Any, hint: Any) -> Any:
+    """Return ``value`` converted to ``hint`` or raise ValueError."""
+    origin = get_origin(hint)
+    if origin is Literal:
+        choices = get_args(hint)
+        if value in choices:
+            return value
+        raise ValueError(f"expected one of {', '.join(map(str, choices))}")
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return value.lower() in ("1", "true", "yes", "on")
+        raise ValueError("expected true or false")
+    if hint is int:
+        if isinstance(value, bool):
+            raise ValueError("expected an integer")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+            return int(value)
+        raise ValueError("expected an integer")
+    if hint is float:
+        if isinstance(value, bool):
+            raise ValueError("expected a number")
+        if isinstance(value, int | float):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ValueError("expected a number")
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        raise ValueError("expected a string")
+    if origin is list:
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v]
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return list(value)
+        raise ValueError("expected a list of strings")
+    raise ValueError(f"unsupported type {hint}")
+
+
+def _check_range(section: str, name: str, value: Any) -> None:
+    """Raise ValueError for values of the right type that make no sense."""
+    non_negative = {"threads", "gpu_layers", "remote_retries", "debounce_ms"}
+    if isinstance(value, int) and not isinstance(value, bool):
+        if name in non_negative and value < 0:
+            raise ValueError("must be >= 0")
+        if name not in non_negative and value <= 0:
+            raise ValueError("must be > 0")
+    if isinstance(value, float):
+        if name.endswith("_ratio") or name.endswith("threshold") or name == "draft_min_acceptance":
+            if not 0.0 <= value <= 1.0:
+                raise ValueError("must be between 0 and 1")
+    if name == "log_level" and str(value).upper() not in _LOG_LEVELS:
+        raise ValueError(f"expected one of {', '.join(sorted(_LOG_LEVELS))}")
+
+
+def parse_settings(
+    values: Mapping[str, Any] | None, *, base: Settings | None = None
+) -> tuple[Settings, list[str]]:
+    """Apply flat camelCase ``values`` over ``base`` (or defaults); return settings and warnings.
+
+    Unknown keys and invalid values produce a warning naming the key; the previous value
+    (the default, for a fresh parse) is kept. Nested ``{"lspAssist": {...}}`` is unwrapped.
+    """
+    settings = dataclasses.replace(base) if base is not None else Settings()
+    for section in _SECTIONS:
+        setattr(settings, section, dataclasses.replace(getattr(settings, section)))
+    warnings: list[str] = []
+    if values is None:
+        return settings, warnings
+    if not isinstance(values, Mapping):
+        return settings, ["settings must be an object; using defaults"]
+    if "lspAssist" in values and isinstance(values["lspAssist"], Mapping):
+        values = values["lspAssist"]
+    hints = {(sec, name): hint for sec, name, hint in _fields()}
+    for key, raw in values.items():
+        target = SETTING_KEYS.get(key)
+        if target is None:
+            warnings.append(f"unknown setting '{key}' ignored")
+            continue
+        section, name = target
+        try:
+            value = _coerce(raw, hints[target])
+            _check_range(section, name, value)
+        except ValueError as exc:
+            default = getattr(getattr(settings, section), name)
+            warnings.append(f"invalid setting '{key}' = {raw!r}: {exc}; using {default!r}")
+            continue
+        if name == "log_level":
+            value = str(value).upper()
+        setattr(getattr(settings, section), name, value)
+    ratios = settings.context
+    total = (
+        ratios.editing_zone_ratio
+        + ratios.related_ratio
+        + ratios.summary_ratio
+        + ratios.instructions_ratio
+    )
+    if total > 1.0 + 1e-6:
+        warnings.append(f"context ratios add up to {total:.2f} > 1; using the defaults")
+        defaults = ContextSettings()
+        ratios.editing_zone_ratio = defaults.editing_zone_ratio
+        ratios.related_ratio = defaults.related_ratio
+        ratios.summary_ratio = defaults.summary_ratio
+        ratios.instructions_ratio = defaults.instructions_ratio
+    return settings, warnings
+
+
+def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Return the settings given as ``LSP_ASSIST_<UPPER_SNAKE>`` environment variables."""
+    environ = os.environ if environ is None else environ
+    found: dict[str, str] = {}
+    for key, (_, name) in SETTING_KEYS.items():
+        env_name = "LSP_ASSIST_" + name.upper()
+        if env_name in environ:
+            found[key] = environ[env_name]
+    return found
+
+
+def cache_root(settings: Settings) -> Path:
+    """Return the per-user cache root (metrics, index databases)."""
+    if settings.telemetry.cache_dir:
+        return Path(settings.telemetry.cache_dir).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "lsp-assist"
+
+
+def workspace_cache_dir(settings: Settings, workspace: Path) -> Path:
+    """Return the cache directory of one workspace (a stable hash of its path)."""
+    import hashlib
+
+    resolved = str(workspace.resolve())
+    digest = hashlib.sha256(resolved.encode()).hexdigest()[:16]
+    return cache_root(settings) / "workspaces" / f"{workspace.name or 'root'}-{digest}"

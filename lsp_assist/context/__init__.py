@@ -1,0 +1,1 @@
+"""Context: see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""Lsp: see docs/architecture.md."""

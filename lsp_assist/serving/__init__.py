@@ -1,0 +1,1 @@
+"""Serving: see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""Telemetry: see docs/architecture.md."""
