@@ -1,0 +1,308 @@
+#!/usr/bin/env node
+// Drive `lsp-assist serve` over stdio the way vscode-languageclient does, in plain node:
+// initialize (with the inlineCompletion client capability), initialized, didOpen,
+// textDocument/inlineCompletion, textDocument/completion, workspace/executeCommand
+// (lspAssist.status, lspAssist.explainContext, lspAssist.accept when there is an item),
+// shutdown, exit. Prints one JSON object on stdout; server log lines go to stderr.
+//
+// Exit status: 0 when every request answered without a protocol error; 1 on a
+// ResponseError, a missing capability, a timeout or the server dying early; 2 on bad
+// usage.
+//
+// Usage:
+//   node test/drive-server.mjs --file PATH [--line N --character N] [--text-after TEXT]
+//        [--server lsp-assist] [--server-arg serve]... [--settings JSON]
+//        [--root DIR] [--timeout-ms 60000]
+// Without --line, the cursor goes to the end of the file.
+
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+
+import {
+  createMessageConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+  ResponseError,
+} from 'vscode-jsonrpc/node';
+import {
+  InitializeRequest,
+  InitializedNotification,
+  DidOpenTextDocumentNotification,
+  DidChangeConfigurationNotification,
+  InlineCompletionRequest,
+  InlineCompletionTriggerKind,
+  CompletionRequest,
+  CompletionTriggerKind,
+  ExecuteCommandRequest,
+  ShutdownRequest,
+  ExitNotification,
+} from 'vscode-languageserver-protocol';
+
+const LANGUAGE_IDS = {
+  '.py': 'python',
+  '.js': 'javascript',
+  '.jsx': 'javascriptreact',
+  '.ts': 'typescript',
+  '.tsx': 'typescriptreact',
+  '.go': 'go',
+  '.rs': 'rust',
+  '.java': 'java',
+  '.c': 'c',
+  '.h': 'c',
+  '.cpp': 'cpp',
+  '.cc': 'cpp',
+  '.hpp': 'cpp',
+};
+
+function usage(message) {
+  process.stderr.write(`drive-server: ${message}\n`);
+  process.exit(2);
+}
+
+const { values } = parseArgs({
+  options: {
+    file: { type: 'string' },
+    line: { type: 'string' },
+    character: { type: 'string' },
+    server: { type: 'string', default: process.env.LSP_ASSIST_SERVER || 'lsp-assist' },
+    'server-arg': { type: 'string', multiple: true },
+    settings: { type: 'string', default: '{}' },
+    root: { type: 'string' },
+    'timeout-ms': { type: 'string', default: '120000' },
+    'change-settings': { type: 'string' },
+  },
+});
+
+if (!values.file) {
+  usage('--file is required');
+}
+const file = path.resolve(values.file);
+const text = readFileSync(file, 'utf8');
+const root = path.resolve(values.root ?? path.dirname(file));
+const uri = pathToFileURL(file).href;
+const languageId = LANGUAGE_IDS[path.extname(file)] ?? 'plaintext';
+const lines = text.split('\n');
+// LSP positions count UTF-16 code units, like JavaScript string lengths.
+const line = values.line !== undefined ? Number(values.line) : lines.length - 1;
+const character =
+  values.character !== undefined ? Number(values.character) : (lines[line] ?? '').length;
+let settings;
+try {
+  settings = JSON.parse(values.settings);
+} catch (err) {
+  usage(`--settings is not JSON: ${err.message}`);
+}
+const timeoutMs = Number(values['timeout-ms']);
+const serverArgs = values['server-arg'] ?? ['serve'];
+
+const child = spawn(values.server, serverArgs, {
+  cwd: root,
+  stdio: ['pipe', 'pipe', 'pipe'],
+  env: process.env,
+});
+let exited = null;
+let spawnError = null;
+let shuttingDown = false;
+let rejectOnDeath;
+const death = new Promise((_, reject) => {
+  rejectOnDeath = reject;
+});
+death.catch(() => {});
+child.on('error', (err) => {
+  spawnError = err;
+  rejectOnDeath(new Error(`could not start ${values.server}: ${err.message}`));
+});
+child.on('exit', (code, signal) => {
+  exited = { code, signal };
+  if (!shuttingDown) {
+    rejectOnDeath(new Error(`server exited early (code ${code}, signal ${signal})`));
+  }
+});
+child.stderr.on('data', (chunk) => process.stderr.write(chunk));
+
+const connection = createMessageConnection(
+  new StreamMessageReader(child.stdout),
+  new StreamMessageWriter(child.stdin),
+);
+
+const log = [];
+connection.onNotification((method, params) => {
+  if (method === 'window/logMessage' || method === 'window/showMessage') {
+    log.push({ method, type: params?.type, message: params?.message });
+    process.stderr.write(`[server ${method}] ${params?.message}\n`);
+  }
+});
+// Requests a server may send to its client: answer them as VS Code would.
+connection.onRequest('window/workDoneProgress/create', () => null);
+connection.onRequest('client/registerCapability', () => null);
+connection.onRequest('client/unregisterCapability', () => null);
+connection.onRequest('workspace/configuration', (params) =>
+  (params?.items ?? []).map((item) =>
+    item.section === 'lspAssist' || item.section === undefined ? settings : null,
+  ),
+);
+connection.onRequest('window/showMessageRequest', () => null);
+connection.onRequest('workspace/workspaceFolders', () => [
+  { uri: pathToFileURL(root).href, name: path.basename(root) },
+]);
+connection.listen();
+
+function withTimeout(promise, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timeout after ${timeoutMs} ms: ${what}`)), timeoutMs);
+  });
+  return Promise.race([promise, timeout, death]).finally(() => clearTimeout(timer));
+}
+
+function describe(err) {
+  if (err instanceof ResponseError) {
+    return { code: err.code, message: err.message, data: err.data };
+  }
+  return { message: err?.message ?? String(err) };
+}
+
+const report = {
+  server: [values.server, ...serverArgs],
+  uri,
+  position: { line, character },
+  errors: [],
+};
+
+async function call(name, type, params) {
+  try {
+    const request =
+      params === undefined ? connection.sendRequest(type) : connection.sendRequest(type, params);
+    const result = await withTimeout(request, name);
+    return result;
+  } catch (err) {
+    report.errors.push({ request: name, ...describe(err) });
+    return undefined;
+  }
+}
+
+async function main() {
+  const init = await call('initialize', InitializeRequest.type, {
+    processId: process.pid,
+    clientInfo: { name: 'lsp-assist drive-server.mjs', version: '0.1.0' },
+    rootUri: pathToFileURL(root).href,
+    workspaceFolders: [{ uri: pathToFileURL(root).href, name: path.basename(root) }],
+    initializationOptions: settings,
+    capabilities: {
+      general: { positionEncodings: ['utf-16'] },
+      workspace: {
+        configuration: true,
+        didChangeConfiguration: { dynamicRegistration: true },
+        executeCommand: { dynamicRegistration: true },
+        workspaceFolders: true,
+      },
+      textDocument: {
+        synchronization: { dynamicRegistration: true, didSave: true, willSave: false },
+        completion: {
+          dynamicRegistration: true,
+          completionItem: { snippetSupport: false, insertReplaceSupport: false },
+          contextSupport: true,
+        },
+        inlineCompletion: { dynamicRegistration: true },
+      },
+      window: { workDoneProgress: true },
+    },
+  });
+  if (!init) {
+    throw new Error('initialize failed');
+  }
+  report.serverInfo = init.serverInfo ?? null;
+  report.capabilities = init.capabilities;
+  await connection.sendNotification(InitializedNotification.type, {});
+  await connection.sendNotification(DidOpenTextDocumentNotification.type, {
+    textDocument: { uri, languageId, version: 1, text },
+  });
+
+  if (values['change-settings']) {
+    await connection.sendNotification(DidChangeConfigurationNotification.type, {
+      settings: JSON.parse(values['change-settings']),
+    });
+  }
+
+  const position = { line, character };
+  if (!init.capabilities?.inlineCompletionProvider) {
+    report.errors.push({ request: 'initialize', message: 'no inlineCompletionProvider' });
+  }
+  const started = Date.now();
+  const inline = await call('textDocument/inlineCompletion', InlineCompletionRequest.type, {
+    textDocument: { uri },
+    position,
+    context: { triggerKind: InlineCompletionTriggerKind.Invoked },
+  });
+  report.inlineCompletionMs = Date.now() - started;
+  // The result is InlineCompletionItem[] | InlineCompletionList | null.
+  report.inlineCompletion = inline ?? null;
+  const items = Array.isArray(inline) ? inline : (inline?.items ?? []);
+  report.inlineItems = items;
+
+  if (init.capabilities?.completionProvider) {
+    const completion = await call('textDocument/completion', CompletionRequest.type, {
+      textDocument: { uri },
+      position,
+      context: { triggerKind: CompletionTriggerKind.Invoked },
+    });
+    report.completion = completion ?? null;
+  }
+
+  const commands = init.capabilities?.executeCommandProvider?.commands ?? [];
+  report.commands = commands;
+  if (commands.includes('lspAssist.status')) {
+    report.status = await call('lspAssist.status', ExecuteCommandRequest.type, {
+      command: 'lspAssist.status',
+      arguments: [],
+    });
+  }
+  if (commands.includes('lspAssist.explainContext')) {
+    report.explainContext = await call('lspAssist.explainContext', ExecuteCommandRequest.type, {
+      command: 'lspAssist.explainContext',
+      arguments: [uri, line, character],
+    });
+  }
+  // Report the acceptance as VS Code does: it runs the command of the accepted item.
+  const accepted = items.find((item) => item.command?.command);
+  if (accepted) {
+    report.accept = await call('lspAssist.accept', ExecuteCommandRequest.type, {
+      command: accepted.command.command,
+      arguments: accepted.command.arguments ?? [],
+    });
+    report.acceptSent = true;
+  } else {
+    report.acceptSent = false;
+  }
+
+  shuttingDown = true;
+  await call('shutdown', ShutdownRequest.type, undefined);
+  await connection.sendNotification(ExitNotification.type);
+}
+
+let failed = false;
+try {
+  await main();
+} catch (err) {
+  report.errors.push({ request: 'driver', ...describe(err) });
+}
+report.log = log;
+
+// Give the server a moment to exit after `exit`, then make sure it is gone.
+const deadline = Date.now() + 5000;
+while (exited === null && !spawnError && Date.now() < deadline) {
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+if (exited === null && !spawnError) {
+  child.kill('SIGKILL');
+  report.serverExit = { killed: true };
+} else {
+  report.serverExit = exited;
+}
+failed = report.errors.length > 0;
+connection.dispose();
+process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+process.exit(failed ? 1 : 0);
