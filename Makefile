@@ -1,0 +1,49 @@
+# lsp-assist: `make demo` and `make test` each set up everything they need.
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.setup-done
+EDITORS_STAMP := $(VENV)/.editors-done
+
+.PHONY: setup demo test test-fast lint typecheck bench clean lock
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt .ci/setup.sh .ci/llama_cmake_args.py
+	bash .ci/setup.sh
+	@touch $@
+
+$(EDITORS_STAMP): $(STAMP) editors/vscode/package-lock.json
+	bash .ci/setup.sh --editors
+	@touch $@
+
+demo: setup
+	$(BIN)/lsp-assist demo
+
+test: $(EDITORS_STAMP)
+	$(BIN)/ruff check lsp_assist tests
+	$(BIN)/mypy
+	$(BIN)/pytest -q -ra
+
+test-fast: setup
+	$(BIN)/pytest -q -m "not slow and not editor"
+
+lint: setup
+	$(BIN)/ruff check lsp_assist tests
+	$(BIN)/ruff format --check lsp_assist tests
+
+typecheck: setup
+	$(BIN)/mypy
+
+bench: setup
+	$(BIN)/python tests/benchmarks/bench_index.py
+	$(BIN)/python tests/benchmarks/bench_context.py
+	$(BIN)/python tests/benchmarks/bench_backend.py
+	$(BIN)/python tests/benchmarks/bench_serving.py
+
+# Regenerate the pins from the current environment (after a deliberate upgrade).
+lock:
+	$(BIN)/pip freeze --exclude-editable | grep -v '^lsp-assist' \
+	  | sed -E 's/^llama_cpp_python @ .*llama_cpp_python-([0-9.]+)-.*/llama-cpp-python==\1/' > constraints.txt
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,12 @@
+"""One LSP feature per module; ``register_all`` wires them onto a server."""
+
+from __future__ import annotations
+
+from lsp_assist.lsp.features import commands, completion, documents, inline_completion, lifecycle
+from lsp_assist.lsp.server import LspAssistServer
+
+
+def register_all(server: LspAssistServer) -> None:
+    """Register every feature module's handlers on ``server``."""
+    for module in (lifecycle, documents, inline_completion, completion, commands):
+        module.register(server)

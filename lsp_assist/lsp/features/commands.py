@@ -1,0 +1,41 @@
+"""workspace/executeCommand: accept, explain context, status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsp_assist.errors import LspAssistError
+from lsp_assist.lsp.server import LspAssistServer
+
+
+def register(server: LspAssistServer) -> None:
+    """Register the lspAssist.* commands."""
+
+    @server.command("lspAssist.accept")
+    def accept(ls: LspAssistServer, *args: Any) -> dict[str, Any]:
+        request_id = str(args[0]) if args else ""
+        counted = bool(request_id) and ls.engine is not None and ls.engine.accept(request_id)
+        return {"accepted": counted, "request_id": request_id}
+
+    @server.command("lspAssist.explainContext")
+    async def explain(ls: LspAssistServer, *args: Any) -> dict[str, Any]:
+        if ls.engine is None or ls.scheduler is None or len(args) < 3:
+            return {"error": "usage: lspAssist.explainContext(uri, line, character)"}
+        uri, line, character = str(args[0]), int(args[1]), int(args[2])
+        doc = ls.engine.documents.get(uri)
+        column = doc.from_lsp(line, character, ls.encoding).column if doc else character
+        try:
+            prompt = await ls.scheduler.run(ls.engine.explain, uri, line, column)
+        except LspAssistError as exc:
+            return {"error": str(exc)}
+        from lsp_assist.context.engine import explain as explain_text
+
+        result: dict[str, Any] = prompt.to_json()  # type: ignore[attr-defined]
+        result["text"] = explain_text(prompt)  # type: ignore[arg-type]
+        return result
+
+    @server.command("lspAssist.status")
+    def status(ls: LspAssistServer, *args: Any) -> dict[str, Any]:
+        if ls.engine is None:
+            return {"initialized": False}
+        return {"initialized": True, **ls.engine.status()}

@@ -1,0 +1,64 @@
+"""didOpen, didChange, didClose, didSave: keep the engine's own copy of each buffer.
+
+pygls applies edits to its workspace before our handler runs; the engine keeps its
+own documents so each change reaches the index with its old byte offsets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from lsprotocol import types
+
+from lsp_assist.errors import DocumentError
+from lsp_assist.lsp.server import LspAssistServer
+
+logger = logging.getLogger(__name__)
+
+
+def register(server: LspAssistServer) -> None:
+    """Register the document synchronisation handlers."""
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: LspAssistServer, params: types.DidOpenTextDocumentParams) -> None:
+        if ls.engine is None:
+            return
+        item = params.text_document
+        ls.engine.open_document(
+            item.uri, item.text, version=item.version, language_id=item.language_id
+        )
+        if ls.scheduler is not None and ls.engine.backend is not None:
+            # Evaluate the file's stable prompt prefix while the user reads the file.
+            asyncio.ensure_future(ls.scheduler.run(ls.engine.prefill, item.uri))
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: LspAssistServer, params: types.DidChangeTextDocumentParams) -> None:
+        engine = ls.engine
+        if engine is None:
+            return
+        uri = params.text_document.uri
+        for change in params.content_changes:
+            doc = engine.documents.get(uri)
+            if doc is None:
+                logger.warning("didChange for unopened %s", uri)
+                return
+            try:
+                if isinstance(change, types.TextDocumentContentChangePartial):
+                    start = doc.from_lsp(change.range.start.line, change.range.start.character, ls.encoding)
+                    end = doc.from_lsp(change.range.end.line, change.range.end.character, ls.encoding)
+                    engine.change_document(uri, params.text_document.version, [(start, end, change.text)])
+                else:
+                    engine.change_document(uri, params.text_document.version, [(None, None, change.text)])
+            except DocumentError as exc:
+                ls.warn(f"ignored an edit that does not fit {uri}: {exc}")
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: LspAssistServer, params: types.DidCloseTextDocumentParams) -> None:
+        if ls.engine is not None:
+            ls.engine.close_document(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: LspAssistServer, params: types.DidSaveTextDocumentParams) -> None:
+        # The open buffer is already what the index knows; the watcher sees the file.
+        logger.debug("saved %s", params.text_document.uri)

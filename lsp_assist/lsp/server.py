@@ -1,0 +1,196 @@
+"""The pygls server object: protocol fixes, settings, lifecycle. Features live beside it.
+
+Two pygls 2.1 behaviours are corrected here: a request whose params fail to
+deserialize got no response at all (the editor waited forever) and now gets
+InvalidParams; a request after shutdown got no response and now gets InvalidRequest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+
+from lsp_assist import __version__
+from lsp_assist.config import Settings, parse_settings
+from lsp_assist.documents.document import uri_to_path
+from lsp_assist.serving.engine import CompletionEngine
+from lsp_assist.serving.scheduler import Scheduler
+
+logger = logging.getLogger(__name__)
+
+_HANDLED = object()
+"""Returned by structure_message for a request already answered with an error."""
+
+
+class AssistProtocol(LanguageServerProtocol):
+    """LanguageServerProtocol that answers every request, even malformed ones."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """Deserialize a message; answer a request with an error if its params are invalid."""
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                logger.warning("invalid params for %s (id %s)", data.get("method"), data["id"])
+                self._send_response(data["id"], error=exc.to_response_error())
+                return _HANDLED
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        """Dispatch a message, skipping ones already answered."""
+        if message is _HANDLED:
+            return
+        method = getattr(message, "method", "")
+        if self._shutdown and method != types.EXIT and hasattr(message, "id") and method:
+            error = JsonRpcInvalidRequest("server is shutting down").to_response_error()
+            self._send_response(message.id, error=error)
+            return
+        super().handle_message(message)
+
+
+class LspAssistServer(LanguageServer):
+    """The lsp-assist language server: an engine, a scheduler and the client's encoding."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        super().__init__(
+            name="lsp-assist",
+            version=__version__,
+            protocol_cls=AssistProtocol,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+        )
+        self.base_settings = settings or Settings()
+        self.settings = self.base_settings
+        self.engine: CompletionEngine | None = None
+        self.scheduler: Scheduler | None = None
+        self.pending_warnings: list[str] = []
+        self.ready = threading.Event()
+
+    @property
+    def encoding(self) -> str:
+        """The negotiated position encoding: utf-16 (default), utf-8 or utf-32."""
+        try:
+            value = self.workspace.position_encoding
+        except RuntimeError:
+            return "utf-16"
+        return str(value.value if hasattr(value, "value") else value or "utf-16")
+
+    def setup(self, params: types.InitializeParams) -> None:
+        """Create the engine for the client's workspace and settings."""
+        settings, warnings = parse_settings(
+            params.initialization_options if isinstance(params.initialization_options, dict)
+            else None,
+            base=self.base_settings,
+        )
+        if params.initialization_options is not None and not isinstance(
+            params.initialization_options, dict
+        ):
+            warnings.append("initializationOptions must be an object; using defaults")
+        self.settings = settings
+        self.pending_warnings.extend(warnings)
+        root = workspace_root(params)
+        self.engine = CompletionEngine(settings, workspace=root)
+        self.scheduler = Scheduler(self.engine)
+
+    def warn(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        """Log a message and show it in the editor."""
+        logger.warning(message)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=f"lsp-assist: {message}"))
+
+    def apply_settings(self, values: Any) -> None:
+        """Apply settings from workspace/didChangeConfiguration."""
+        if self.engine is None:
+            return
+        if isinstance(values, dict) and "lspAssist" in values:
+            values = values["lspAssist"]
+        if not isinstance(values, dict):
+            if values is not None:
+                self.warn("settings must be an object; keeping the current ones")
+            return
+        settings, warnings = parse_settings(values, base=self.settings)
+        for warning in warnings:
+            self.warn(warning)
+        self.settings = settings
+        self.engine.update_settings(settings)
+
+    async def start_background_work(self) -> None:
+        """Load the model and index the workspace without blocking the editor."""
+        assert self.engine is not None and self.scheduler is not None
+        engine = self.engine
+        asyncio.ensure_future(self._index_with_progress())
+        backend = await self.scheduler.run(engine.load_backend)
+        if backend is None:
+            self.warn(
+                f"no completions: {engine.model_error or 'model not loaded'}",
+                types.MessageType.Error,
+            )
+        self.ready.set()
+
+    async def _index_with_progress(self) -> None:
+        engine = self.engine
+        if engine is None or engine.index is None:
+            return
+        token = "lsp-assist/index"
+        loop = asyncio.get_running_loop()
+        progress_ok = False
+        try:
+            await asyncio.wait_for(self.work_done_progress.create_async(token), timeout=5)
+            self.work_done_progress.begin(
+                token,
+                types.WorkDoneProgressBegin(title="lsp-assist: indexing", percentage=0),
+            )
+            progress_ok = True
+        except Exception as exc:  # client without work-done progress support
+            logger.debug("no work-done progress: %s", exc)
+
+        last = [-1]
+
+        def report(done: int, total: int) -> None:
+            pct = int(done * 100 / total) if total else 100
+            if progress_ok and pct != last[0]:
+                last[0] = pct
+                loop.call_soon_threadsafe(
+                    self.work_done_progress.report,
+                    token,
+                    types.WorkDoneProgressReport(message=f"{done}/{total} files", percentage=pct),
+                )
+
+        thread = engine.start_indexing(report)
+        if thread is not None:
+            await loop.run_in_executor(None, thread.join)
+        if progress_ok:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="indexed"))
+
+    def shutdown_engine(self) -> None:
+        """Stop background work and release the model."""
+        if self.scheduler is not None:
+            self.scheduler.shutdown()
+        if self.engine is not None:
+            self.engine.close()
+
+
+def workspace_root(params: types.InitializeParams) -> Path | None:
+    """Return the first workspace folder (or rootUri / rootPath) as a path."""
+    if params.workspace_folders:
+        return uri_to_path(params.workspace_folders[0].uri)
+    if params.root_uri:
+        return uri_to_path(params.root_uri)
+    if params.root_path:
+        return Path(params.root_path)
+    return None
+
+
+def create_server(settings: Settings | None = None) -> LspAssistServer:
+    """Return a server with every feature registered."""
+    from lsp_assist.lsp.features import register_all
+
+    server = LspAssistServer(settings)
+    register_all(server)
+    return server

@@ -1,0 +1,590 @@
+"""The completion engine: the whole pipeline as one plain Python object (no pygls).
+
+documents -> index -> context -> backend -> post-processing, with telemetry around it.
+The LSP handlers and the CLI both call this class; the scheduler runs its blocking
+``complete`` on the model's own single-thread executor.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsp_assist.backends.base import Backend, CancelToken, GenerationRequest
+from lsp_assist.config import Settings, workspace_cache_dir
+from lsp_assist.context.model import AssembledPrompt, Cursor
+from lsp_assist.documents import ByteEdit, Document, DocumentStore, Position
+from lsp_assist.documents.document import language_for_path
+from lsp_assist.errors import BackendError, LspAssistError, ModelLoadError
+
+logger = logging.getLogger(__name__)
+
+Change = tuple[Position | None, Position | None, str]
+"""One content change: start, end (None, None for a full replacement), new text."""
+
+
+@dataclass(kw_only=True)
+class CompletionQuery:
+    """A request for a suggestion at a position of an open (or on-disk) document."""
+
+    uri: str
+    line: int
+    column: int
+    """0-based column in code points."""
+    trigger: str = "invoked"
+    """invoked, automatic, or cli."""
+    version: int | None = None
+    cancel: CancelToken = field(default_factory=CancelToken)
+    strategy: str | None = None
+    task_type: str = "completion"
+    request_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    received_at: float = field(default_factory=time.perf_counter)
+
+
+@dataclass(kw_only=True)
+class CompletionOutcome:
+    """A suggestion (possibly empty) and what producing it cost."""
+
+    request_id: str
+    text: str = ""
+    line: int = 0
+    column: int = 0
+    multiline: bool = False
+    skipped: str = ""
+    """Why no model call was made (automatic-trigger rules, stale version, no model)."""
+    cache_hit: bool = False
+    cancelled: bool = False
+    error: str = ""
+    strategy: str = ""
+    layer_tokens: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    reused_tokens: int = 0
+    output_tokens: int = 0
+    ttft_ms: float = 0.0
+    engine_ms: float = 0.0
+    latency_ms: float = 0.0
+    context_ms: float = 0.0
+    drafting: bool = False
+    draft_proposed: int = 0
+    draft_accepted: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the JSON form used by ``lsp-assist complete --json``."""
+        return {
+            "request_id": self.request_id,
+            "text": self.text,
+            "multiline": self.multiline,
+            "skipped": self.skipped,
+            "cache_hit": self.cache_hit,
+            "cancelled": self.cancelled,
+            "error": self.error,
+            "strategy": self.strategy,
+            "prompt_tokens": self.prompt_tokens,
+            "reused_tokens": self.reused_tokens,
+            "output_tokens": self.output_tokens,
+            "ttft_ms": round(self.ttft_ms, 2),
+            "latency_ms": round(self.latency_ms, 2),
+            "engine_ms": round(self.engine_ms, 2),
+            "context_ms": round(self.context_ms, 2),
+            "layers": dict(self.layer_tokens),
+            "draft": {
+                "enabled": self.drafting,
+                "proposed": self.draft_proposed,
+                "accepted": self.draft_accepted,
+            },
+        }
+
+
+BackendFactory = Callable[[Settings], Backend]
+
+
+def _default_backend_factory(settings: Settings) -> Backend:
+    from lsp_assist.backends.factory import create_backend
+
+    return create_backend(settings.model)
+
+
+class CompletionEngine:
+    """Owns the documents, index, context engine, backend, caches and metrics log."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        workspace: Path | None = None,
+        backend_factory: BackendFactory | None = None,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.workspace = workspace.resolve() if workspace else None
+        self.documents = DocumentStore()
+        self._backend_factory = backend_factory or _default_backend_factory
+        self.backend: Backend | None = None
+        self.model_error = ""
+        self._backend_lock = threading.Lock()
+        self._context: Any = None
+        self._recent: list[Path] = []
+        self.index: Any = None
+        self._build_index()
+        from lsp_assist.serving.typethrough import TypeThroughCache
+
+        self.typethrough = TypeThroughCache(self.settings.completion.cache_entries)
+        self.metrics: Any = None
+        self._open_metrics()
+        self.last_outcomes: list[CompletionOutcome] = []
+
+    # -- set-up -------------------------------------------------------------------
+
+    def _build_index(self) -> None:
+        if self.workspace is None:
+            return
+        try:
+            from lsp_assist.index.workspace import WorkspaceIndex
+
+            cache_dir = (
+                workspace_cache_dir(self.settings, self.workspace)
+                if self.settings.index.persist
+                else None
+            )
+            self.index = WorkspaceIndex(
+                [self.workspace], self.settings.index, cache_dir=cache_dir
+            )
+        except (LspAssistError, OSError) as exc:
+            logger.error("workspace index unavailable: %s", exc)
+            self.index = None
+
+    def _open_metrics(self) -> None:
+        if not self.settings.telemetry.metrics:
+            self.metrics = None
+            return
+        try:
+            from lsp_assist.telemetry.metrics import MetricsLog, metrics_dir
+
+            directory = metrics_dir(self.settings, self.workspace)
+            directory.mkdir(parents=True, exist_ok=True)
+            self.metrics = MetricsLog(
+                directory / "metrics.jsonl", log_prompts=self.settings.telemetry.log_prompts
+            )
+        except OSError as exc:
+            logger.warning("metrics log unavailable: %s", exc)
+            self.metrics = None
+
+    def load_backend(self) -> Backend | None:
+        """Load the model (once); on failure remember the error and return None."""
+        with self._backend_lock:
+            if self.backend is not None:
+                return self.backend
+            try:
+                self.backend = self._backend_factory(self.settings)
+                self.model_error = ""
+            except ModelLoadError as exc:
+                self.model_error = str(exc)
+                logger.error("model not loaded: %s", exc)
+                return None
+            except BackendError as exc:
+                self.model_error = str(exc)
+                logger.error("backend not available: %s", exc)
+                return None
+            self._context = None
+            return self.backend
+
+    def update_settings(self, settings: Settings) -> None:
+        """Apply new settings; reloads the model if model settings changed."""
+        old = self.settings
+        self.settings = settings
+        if old.model != settings.model:
+            with self._backend_lock:
+                if self.backend is not None:
+                    self.backend.close()
+                self.backend = None
+                self.model_error = ""
+            self._context = None
+        elif self._context is not None:
+            self._context.update_settings(settings.context)
+        if old.telemetry != settings.telemetry:
+            self._open_metrics()
+
+    def context_engine(self) -> Any:
+        """Return the context engine (built lazily once the model's tokenizer is known)."""
+        if self._context is not None:
+            return self._context
+        backend = self.backend
+        if backend is None:
+            return None
+        from lsp_assist.context.engine import ContextEngine
+
+        index = self.index if self.index is not None else _EmptyIndex()
+        relative = self.index.relative if self.index is not None else None
+        self._context = ContextEngine(
+            index, backend, backend.info, self.settings.context, relative=relative
+        )
+        for path in reversed(self._recent):
+            self._context.note_opened(path)
+        return self._context
+
+    def start_indexing(self, progress: Callable[[int, int], None] | None = None) -> Any:
+        """Start the background index scan and the file watcher; return the scan thread."""
+        if self.index is None:
+            return None
+        thread = self.index.start_background_scan(progress)
+        if self.settings.index.watch:
+            self.index.start_watching()
+        return thread
+
+    def close(self) -> None:
+        """Stop the watcher and release the model."""
+        if self.index is not None:
+            self.index.stop()
+        if self.backend is not None:
+            self.backend.close()
+            self.backend = None
+
+    # -- documents ----------------------------------------------------------------
+
+    def open_document(
+        self, uri: str, text: str, *, version: int = 0, language_id: str = ""
+    ) -> Document:
+        """Open a buffer; the index then knows its text instead of the disk's."""
+        doc = self.documents.open(uri, text, version=version, language_id=language_id)
+        self._note_recent(doc.path)
+        if self.index is not None and doc.language_id:
+            self.index.open_buffer(doc.path, text)
+        return doc
+
+    def change_document(self, uri: str, version: int, changes: list[Change]) -> Document | None:
+        """Apply content changes in order; each reaches the index as an incremental edit."""
+        doc = self.documents.get(uri)
+        if doc is None:
+            logger.warning("didChange for a document that is not open: %s", uri)
+            return None
+        for start, end, new_text in changes:
+            edit: ByteEdit = doc.apply_change(start, end, new_text)
+            if self.index is not None and doc.language_id:
+                self.index.edit_buffer(doc.path, doc.text, edit)
+        doc.version = version
+        if self._context is not None:
+            self._context.note_edited(doc.path)
+        return doc
+
+    def close_document(self, uri: str) -> None:
+        """Close a buffer; the index goes back to the file on disk."""
+        doc = self.documents.close(uri)
+        if doc is not None and self.index is not None and doc.language_id:
+            self.index.close_buffer(doc.path)
+
+    def _note_recent(self, path: Path) -> None:
+        if path in self._recent:
+            self._recent.remove(path)
+        self._recent.insert(0, path)
+        del self._recent[self.settings.context.recent_files :]
+        if self._context is not None:
+            self._context.note_opened(path)
+
+    def _document(self, uri: str) -> Document | None:
+        doc = self.documents.get(uri)
+        if doc is not None:
+            return doc
+        from lsp_assist.documents.document import uri_to_path
+
+        path = uri_to_path(uri)
+        if self.index is not None and self.index.is_denied(path):
+            return None
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        return Document(uri, text)
+
+    # -- completions --------------------------------------------------------------
+
+    def skip_reason(self, doc: Document, pos: Position, trigger: str) -> str:
+        """Return why an automatic trigger should not call the model here ('' = go)."""
+        if trigger != "automatic":
+            return ""
+        line = doc.line(pos.line)
+        before, after = line[: pos.column], line[pos.column :]
+        if before and (before[-1].isalnum() or before[-1] == "_") and after[:1].isalnum():
+            return "mid-word"
+        if len(after.strip()) > self.settings.completion.max_chars_right_of_cursor:
+            return "text right of cursor"
+        return ""
+
+    def cached(self, query: CompletionQuery) -> CompletionOutcome | None:
+        """Serve a query from the type-through cache when the user typed into a suggestion."""
+        doc = self.documents.get(query.uri)
+        if doc is None:
+            return None
+        pos = doc.clamp(query.line, query.column)
+        offset = doc.offset_at(pos)
+        remainder = self.typethrough.get(query.uri, doc.text[:offset], doc.text[offset:])
+        if not remainder:
+            return None
+        outcome = CompletionOutcome(
+            request_id=query.request_id,
+            text=remainder,
+            line=pos.line,
+            column=pos.column,
+            multiline="\n" in remainder,
+            cache_hit=True,
+            strategy="typethrough",
+        )
+        outcome.latency_ms = outcome.engine_ms = (time.perf_counter() - query.received_at) * 1000
+        self._record(outcome, doc, "typethrough")
+        return outcome
+
+    def build_prompt(
+        self,
+        doc: Document,
+        pos: Position,
+        *,
+        strategy: str | None = None,
+        budget: int | None = None,
+    ) -> AssembledPrompt:
+        """Assemble the prompt for a position (raises BackendError when there is no model)."""
+        if self.load_backend() is None:
+            raise ModelLoadError(self.model_error or "no model loaded")
+        engine = self.context_engine()
+        cursor = Cursor(
+            path=doc.path,
+            language=doc.language_id or language_for_path(doc.path) or "",
+            text=doc.text,
+            line=pos.line,
+            column=pos.column,
+            open_files=tuple(p for p in self._recent if p != doc.path),
+        )
+        prompt: AssembledPrompt = engine.build(cursor, strategy=strategy, budget=budget)
+        return prompt
+
+    def complete(self, query: CompletionQuery) -> CompletionOutcome:
+        """Produce a suggestion; blocking (run it on the model executor)."""
+        started = time.perf_counter()
+        outcome = CompletionOutcome(request_id=query.request_id, line=query.line)
+        doc = self._document(query.uri)
+        if doc is None:
+            outcome.skipped = "document not open"
+            return outcome
+        pos = doc.clamp(query.line, query.column)
+        outcome.line, outcome.column = pos.line, pos.column
+        if query.version is not None and doc.version != query.version:
+            outcome.skipped = "stale version"
+            return outcome
+        reason = self.skip_reason(doc, pos, query.trigger)
+        if reason:
+            outcome.skipped = reason
+            return outcome
+        hit = self.cached(query)
+        if hit is not None:
+            return hit
+        if query.cancel.cancelled:
+            outcome.cancelled = True
+            return outcome
+        backend = self.load_backend()
+        if backend is None:
+            outcome.error = self.model_error or "no model loaded"
+            outcome.skipped = "no model"
+            return outcome
+        try:
+            outcome = self._generate(query, doc, pos, backend, outcome)
+        except LspAssistError as exc:
+            logger.error("completion failed: %s", exc)
+            outcome.error = str(exc)
+        outcome.engine_ms = (time.perf_counter() - started) * 1000
+        outcome.latency_ms = (time.perf_counter() - query.received_at) * 1000
+        self._record(outcome, doc, query.trigger)
+        self.last_outcomes = [*self.last_outcomes[-19:], outcome]
+        return outcome
+
+    def _generate(
+        self,
+        query: CompletionQuery,
+        doc: Document,
+        pos: Position,
+        backend: Backend,
+        outcome: CompletionOutcome,
+    ) -> CompletionOutcome:
+        from lsp_assist.serving.postprocess import decide_multiline, postprocess
+        from lsp_assist.serving.stoprules import make_stop_rule, stop_strings
+
+        settings = self.settings.completion
+        line_text = doc.line(pos.line)
+        prefix, suffix = line_text[: pos.column], line_text[pos.column :]
+        tree = self.index.tree_of(doc.path) if self.index is not None else None
+        if settings.multiline == "auto":
+            multiline = decide_multiline(tree, doc.text, pos.line, pos.column, doc.language_id)
+        else:
+            multiline = settings.multiline == "always"
+        context_started = time.perf_counter()
+        prompt = self.build_prompt(doc, pos, strategy=query.strategy)
+        outcome.context_ms = (time.perf_counter() - context_started) * 1000
+        outcome.strategy = prompt.strategy
+        outcome.layer_tokens = prompt.layer_tokens()
+        outcome.prompt_tokens = prompt.total_tokens
+        indent = len(prefix) - len(prefix.lstrip()) if prefix.strip() else len(prefix)
+        request = GenerationRequest(
+            prompt_tokens=prompt.tokens,
+            max_tokens=settings.max_tokens,
+            stop=stop_strings(doc.language_id),
+            stop_rule=make_stop_rule(
+                multiline=multiline,
+                cursor_indent=indent,
+                line_prefix=prefix,
+                max_lines=settings.max_lines,
+            ),
+            cache_key=query.uri,
+            stable_prefix_len=prompt.stable_prefix_len,
+            task_type=query.task_type,
+            cancel=query.cancel,
+            prompt_timeout_s=self.settings.model.prompt_timeout_ms / 1000,
+            generation_timeout_s=self.settings.model.generation_timeout_ms / 1000,
+        )
+        result = backend.generate(request)
+        offset = doc.offset_at(pos)
+        text = postprocess(
+            result.text,
+            line_prefix=prefix,
+            line_suffix=suffix,
+            following_text=doc.text[offset:],
+            multiline=multiline,
+            max_lines=settings.max_lines,
+            language=doc.language_id,
+        )
+        outcome.multiline = multiline
+        outcome.cancelled = result.cancelled
+        outcome.text = "" if result.cancelled else text
+        outcome.reused_tokens = result.reused_tokens
+        outcome.output_tokens = len(result.tokens)
+        outcome.ttft_ms = result.ttft_ms
+        outcome.drafting = result.drafting
+        outcome.draft_proposed = result.draft_proposed
+        outcome.draft_accepted = result.draft_accepted
+        if outcome.text:
+            self.typethrough.put(query.uri, doc.text[:offset], doc.text[offset:], outcome.text)
+        self._last_prompt = prompt
+        return outcome
+
+    def prefill(self, uri: str, line: int = 0, column: int = 0) -> int:
+        """Evaluate a document's stable prompt prefix ahead of time; return tokens evaluated."""
+        doc = self.documents.get(uri)
+        backend = self.load_backend()
+        if doc is None or backend is None:
+            return 0
+        try:
+            prompt = self.build_prompt(doc, doc.clamp(line, column))
+        except LspAssistError as exc:
+            logger.debug("prefill skipped: %s", exc)
+            return 0
+        stable = prompt.tokens[: prompt.stable_prefix_len]
+        return backend.prefill(stable, cache_key=uri) if stable else 0
+
+    def explain(
+        self, uri: str, line: int, column: int, *, strategy: str | None = None
+    ) -> AssembledPrompt:
+        """Return the prompt the engine would build at a position (for explain commands)."""
+        doc = self._document(uri)
+        if doc is None:
+            raise LspAssistError(f"cannot read {uri}")
+        return self.build_prompt(doc, doc.clamp(line, column), strategy=strategy)
+
+    def accept(self, request_id: str) -> bool:
+        """Record that the user took the suggestion of ``request_id``."""
+        if self.metrics is None:
+            return False
+        self.metrics.mark_accepted(request_id)
+        return True
+
+    def status(self) -> dict[str, Any]:
+        """Return model, index and latency state for the status command."""
+        info = self.backend.info if self.backend is not None else None
+        index_done, index_total = self.index.progress if self.index is not None else (0, 0)
+        recent = [o for o in self.last_outcomes if not o.skipped][-5:]
+        return {
+            "model": {
+                "loaded": self.backend is not None,
+                "path": info.path if info else self.settings.model.model_path,
+                "architecture": info.architecture if info else "",
+                "error": self.model_error,
+                "backend": self.settings.model.backend,
+                "stats": self.backend.stats() if self.backend is not None else {},
+            },
+            "index": {"files_done": index_done, "files_total": index_total},
+            "documents": len(self.documents),
+            "last_latencies_ms": [round(o.latency_ms, 1) for o in recent],
+            "last_ttft_ms": [round(o.ttft_ms, 1) for o in recent],
+            "typethrough": {"hits": self.typethrough.hits, "misses": self.typethrough.misses},
+        }
+
+    def _record(self, outcome: CompletionOutcome, doc: Document, trigger: str) -> None:
+        if self.metrics is None:
+            return
+        from lsp_assist.telemetry.metrics import MetricsRecord
+
+        record = MetricsRecord(
+            ts=time.time(),
+            request_id=outcome.request_id,
+            task_type="completion",
+            language=doc.language_id,
+            strategy=outcome.strategy,
+            trigger=trigger,
+            layer_tokens=dict(outcome.layer_tokens),
+            prompt_tokens=outcome.prompt_tokens,
+            reused_tokens=outcome.reused_tokens,
+            draft_proposed=outcome.draft_proposed,
+            draft_accepted=outcome.draft_accepted,
+            drafting=outcome.drafting,
+            ttft_ms=outcome.ttft_ms,
+            latency_ms=outcome.latency_ms,
+            engine_ms=outcome.engine_ms,
+            output_tokens=outcome.output_tokens,
+            cancelled=outcome.cancelled,
+            cache_hit=outcome.cache_hit,
+            accepted=False,
+            error=outcome.error,
+        )
+        if self.settings.telemetry.log_prompts:
+            record.completion = outcome.text
+            prompt = getattr(self, "_last_prompt", None)
+            if prompt is not None and not outcome.cache_hit:
+                record.prompt = prompt.prompt
+        try:
+            self.metrics.record(record)
+        except OSError as exc:
+            logger.warning("could not write metrics: %s", exc)
+
+
+class _EmptyIndex:
+    """An index with nothing in it, for a document outside any workspace."""
+
+    def file(self, path: Path) -> None:
+        return None
+
+    def lookup(self, name: str) -> list[Any]:
+        return []
+
+    def lookup_prefix(self, prefix: str, limit: int = 50) -> list[Any]:
+        return []
+
+    def symbols_of(self, path: Path) -> list[Any]:
+        return []
+
+    def resolve_import(self, from_path: Path, imp: Any) -> None:
+        return None
+
+    def importers_of(self, path: Path) -> list[Path]:
+        return []
+
+    def text_of(self, path: Path) -> str | None:
+        return None
+
+    def is_denied(self, path: Path) -> bool:
+        return False
+
+    def tree_of(self, path: Path) -> None:
+        return None
+
+    def relative(self, path: Path) -> str:
+        return path.name

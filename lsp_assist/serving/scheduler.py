@@ -1,0 +1,95 @@
+"""Scheduling of completion requests: debounce, newest-wins, cancellation, one model thread.
+
+The model runs on an executor of its own (one thread: one llama.cpp context, serialized),
+never on the event loop nor on pygls's thread pool. A new request for a document cancels
+the older one for that document, and a request that arrives while the model is busy
+with an older request cancels that one too: the user has moved on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from lsp_assist.backends.base import CancelToken
+from lsp_assist.serving.engine import CompletionEngine, CompletionOutcome, CompletionQuery
+
+logger = logging.getLogger(__name__)
+
+
+class Scheduler:
+    """Runs engine work on the model executor with debounce and newest-wins."""
+
+    def __init__(self, engine: CompletionEngine) -> None:
+        self.engine = engine
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lsp-assist-model")
+        self._latest: dict[str, CancelToken] = {}
+        self._running: CancelToken | None = None
+
+    async def run(self, func: object, *args: object) -> object:
+        """Run a blocking engine call on the model executor."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, func, *args)  # type: ignore[arg-type]
+
+    def _supersede(self, query: CompletionQuery) -> None:
+        previous = self._latest.get(query.uri)
+        if previous is not None and previous is not query.cancel:
+            previous.cancel("superseded")
+        if self._running is not None and self._running is not query.cancel:
+            self._running.cancel("superseded")
+        self._latest[query.uri] = query.cancel
+
+    async def complete(self, query: CompletionQuery) -> CompletionOutcome:
+        """Answer a query: type-through cache first, then debounce, then the model."""
+        hit = self.engine.cached(query)
+        if hit is not None:
+            self._supersede(query)
+            return hit
+        self._supersede(query)
+        try:
+            delay = self.engine.settings.completion.debounce_ms / 1000
+            if delay > 0 and query.trigger == "automatic":
+                await asyncio.sleep(delay)
+            if query.cancel.cancelled:
+                return self._cancelled(query)
+            doc = self.engine.documents.get(query.uri)
+            if doc is not None and query.version is not None and doc.version != query.version:
+                return self._cancelled(query, "stale version")
+            future = asyncio.get_running_loop().run_in_executor(
+                self.executor, self._run_on_model, query
+            )
+            return await future
+        except asyncio.CancelledError:
+            query.cancel.cancel("client cancelled")
+            raise
+        finally:
+            if self._latest.get(query.uri) is query.cancel:
+                del self._latest[query.uri]
+
+    def _run_on_model(self, query: CompletionQuery) -> CompletionOutcome:
+        if query.cancel.cancelled:
+            return self._cancelled(query)
+        self._running = query.cancel
+        try:
+            return self.engine.complete(query)
+        finally:
+            self._running = None
+
+    @staticmethod
+    def _cancelled(query: CompletionQuery, reason: str = "") -> CompletionOutcome:
+        return CompletionOutcome(
+            request_id=query.request_id,
+            line=query.line,
+            column=query.column,
+            cancelled=True,
+            skipped=reason or query.cancel.reason or "cancelled",
+            latency_ms=(time.perf_counter() - query.received_at) * 1000,
+        )
+
+    def shutdown(self) -> None:
+        """Cancel what runs and stop the executor."""
+        if self._running is not None:
+            self._running.cancel("shutdown")
+        self.executor.shutdown(wait=False, cancel_futures=True)
