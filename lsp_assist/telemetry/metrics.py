@@ -1,0 +1,256 @@
+"""Per-request metrics: one JSON line per request in a local, rotated log.
+
+The log lives in the cache directory (``metrics_dir``), never leaves the machine, and
+holds no code or prompt text unless prompt logging (``logPrompts``) is on. Files rotate
+like ``logging.handlers.RotatingFileHandler``: ``metrics.jsonl`` is written, and when it
+would pass ``max_bytes`` it becomes ``metrics.jsonl.1`` (older ones shift to ``.2`` ...,
+the oldest beyond ``backups`` is deleted). An accepted suggestion adds an event line
+``{"event": "accept", "request_id": ..., "ts": ...}`` that :func:`read_records` joins
+back onto its request. See docs/telemetry.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsp_assist.config import Settings, cache_root, workspace_cache_dir
+
+log = logging.getLogger(__name__)
+
+METRICS_FILE = "metrics.jsonl"
+"""Name of the live metrics file inside the metrics directory."""
+
+ACCEPT_EVENT = "accept"
+
+_TEXT_FIELDS = ("prompt", "completion")
+
+
+@dataclass(kw_only=True)
+class MetricsRecord:
+    """What one request cost and how it ended (one line of the metrics log)."""
+
+    ts: float = field(default_factory=time.time)
+    """When the request arrived (unix seconds)."""
+    request_id: str = ""
+    task_type: str = "completion"
+    """completion, explain, test ..."""
+    language: str = ""
+    strategy: str = ""
+    """Context strategy: layered or baseline."""
+    trigger: str = "invoked"
+    """invoked, automatic, typethrough or cli."""
+    layer_tokens: dict[str, int] = field(default_factory=dict)
+    """Prompt tokens spent per context layer."""
+    prompt_tokens: int = 0
+    reused_tokens: int = 0
+    """Prompt tokens served from the KV cache."""
+    draft_proposed: int = 0
+    draft_accepted: int = 0
+    drafting: bool = False
+    ttft_ms: float = 0.0
+    """Request arrival to first token (or to the answer, for a cache hit)."""
+    latency_ms: float = 0.0
+    """Request arrival to the response."""
+    engine_ms: float = 0.0
+    """Time spent in the model (prefill + decode)."""
+    output_tokens: int = 0
+    cancelled: bool = False
+    cache_hit: bool = False
+    """Answered from the type-through cache without the model."""
+    accepted: bool = False
+    """The user took the suggestion (joined from accept events when read back)."""
+    error: str = ""
+    prompt: str | None = None
+    """Prompt text; only written when prompt logging is on."""
+    completion: str | None = None
+    """Suggestion text; only written when prompt logging is on."""
+
+    def to_json(self, *, log_prompts: bool = False) -> dict[str, Any]:
+        """Return the JSON object written to the log (text fields only with ``log_prompts``)."""
+        data = dataclasses.asdict(self)
+        for name in _TEXT_FIELDS:
+            if not log_prompts or data.get(name) is None:
+                data.pop(name, None)
+        data["ts"] = round(self.ts, 6)
+        for name in ("ttft_ms", "latency_ms", "engine_ms"):
+            data[name] = round(float(data[name]), 3)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MetricsRecord:
+        """Return a record from a log object; unknown keys are ignored, bad values defaulted."""
+        kwargs: dict[str, Any] = {}
+        defaults = cls()
+        for f in dataclasses.fields(cls):
+            if f.name not in data:
+                continue
+            value = data[f.name]
+            default = getattr(defaults, f.name)
+            kwargs[f.name] = _coerce(value, default, f.name)
+        return cls(**kwargs)
+
+
+def _coerce(value: Any, default: Any, name: str) -> Any:
+    """Return ``value`` converted to the type of ``default``, or ``default`` if it cannot be."""
+    if name in _TEXT_FIELDS:
+        return value if isinstance(value, str) else None
+    try:
+        if isinstance(default, bool):
+            return bool(value)
+        if isinstance(default, int):
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+        if isinstance(default, str):
+            return str(value)
+        if isinstance(default, dict):
+            return {str(k): int(v) for k, v in dict(value).items()}
+    except (TypeError, ValueError):
+        return default
+    return value
+
+
+class MetricsLog:
+    """Appends records to a JSON-lines file, rotating it by size; safe across threads."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_bytes: int = 5_000_000,
+        backups: int = 3,
+        log_prompts: bool = False,
+    ) -> None:
+        self.path = Path(path)
+        self.max_bytes = max_bytes
+        self.backups = backups
+        self.log_prompts = log_prompts
+        self._lock = threading.Lock()
+        self._warned = False
+
+    def record(self, rec: MetricsRecord) -> None:
+        """Append one request record (never raises: a failing log only warns once)."""
+        self._write(rec.to_json(log_prompts=self.log_prompts))
+
+    def mark_accepted(self, request_id: str) -> None:
+        """Append an acceptance event for ``request_id`` (joined by :func:`read_records`)."""
+        self._write({"event": ACCEPT_EVENT, "request_id": request_id, "ts": round(time.time(), 6)})
+
+    def _write(self, obj: Mapping[str, Any]) -> None:
+        line = (json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+        with self._lock:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._maybe_rotate(len(line))
+                with open(self.path, "ab") as fh:
+                    fh.write(line)
+            except OSError as exc:
+                if not self._warned:
+                    log.warning("metrics log %s not writable: %s", self.path, exc)
+                    self._warned = True
+
+    def _maybe_rotate(self, incoming: int) -> None:
+        """Rotate when appending ``incoming`` bytes would pass ``max_bytes``."""
+        if self.max_bytes <= 0:
+            return
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return
+        if size == 0 or size + incoming <= self.max_bytes:
+            return
+        if self.backups <= 0:
+            self.path.unlink(missing_ok=True)
+            return
+        for i in range(self.backups - 1, 0, -1):
+            src = self.path.with_name(f"{self.path.name}.{i}")
+            if src.exists():
+                os.replace(src, self.path.with_name(f"{self.path.name}.{i + 1}"))
+        os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
+
+    def files(self) -> list[Path]:
+        """Return the log files that exist, oldest first."""
+        return log_files(self.path)
+
+
+def log_files(dir_or_file: Path) -> list[Path]:
+    """Return a metrics log and its rotated files that exist, oldest first."""
+    base = Path(dir_or_file)
+    if base.is_dir():
+        base = base / METRICS_FILE
+    rotated: list[tuple[int, Path]] = []
+    if base.parent.is_dir():
+        prefix = base.name + "."
+        for candidate in base.parent.iterdir():
+            suffix = candidate.name[len(prefix) :]
+            if candidate.name.startswith(prefix) and suffix.isdigit():
+                rotated.append((int(suffix), candidate))
+    found = [p for _, p in sorted(rotated, reverse=True)]
+    if base.is_file():
+        found.append(base)
+    return found
+
+
+def _iter_objects(paths: Iterable[Path]) -> Iterable[dict[str, Any]]:
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    line = line.strip()
+                    if not line:
+                        continue
+                    try:
+                        obj = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+                    if isinstance(obj, dict):
+                        yield obj
+        except OSError as exc:
+            log.warning("cannot read metrics file %s: %s", path, exc)
+
+
+def read_records(dir_or_file: Path, since: float | None = None) -> list[MetricsRecord]:
+    """Return the records of a metrics directory or file (rotated files included), by time.
+
+    Acceptance events are joined onto their request (``accepted=True``); records older
+    than ``since`` (unix seconds) are left out; malformed lines are skipped.
+    """
+    records: list[MetricsRecord] = []
+    accepted: set[str] = set()
+    for obj in _iter_objects(log_files(Path(dir_or_file))):
+        if "event" in obj:
+            if obj.get("event") == ACCEPT_EVENT and obj.get("request_id"):
+                accepted.add(str(obj["request_id"]))
+            continue
+        records.append(MetricsRecord.from_json(obj))
+    for rec in records:
+        if rec.request_id and rec.request_id in accepted:
+            rec.accepted = True
+    if since is not None:
+        records = [r for r in records if r.ts >= since]
+    records.sort(key=lambda r: r.ts)
+    return records
+
+
+def metrics_dir(settings: Settings, workspace: Path | None = None) -> Path:
+    """Return the metrics directory: per workspace when given, else the user-wide one."""
+    if workspace is not None:
+        return workspace_cache_dir(settings, workspace) / "metrics"
+    return cache_root(settings) / "metrics"
+
+
+def metrics_log(settings: Settings, workspace: Path | None = None) -> MetricsLog:
+    """Return the metrics log the settings ask for (prompt logging per ``logPrompts``)."""
+    return MetricsLog(
+        metrics_dir(settings, workspace) / METRICS_FILE,
+        log_prompts=settings.telemetry.log_prompts,
+    )
