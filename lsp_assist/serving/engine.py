@@ -335,6 +335,7 @@ class CompletionEngine:
         )
         outcome.latency_ms = outcome.engine_ms = (time.perf_counter() - query.received_at) * 1000
         self._record(outcome, doc, "typethrough")
+        self.last_outcomes = [*self.last_outcomes[-19:], outcome]
         return outcome
 
     def build_prompt(
@@ -516,6 +517,7 @@ class CompletionEngine:
             "last_latencies_ms": [round(o.latency_ms, 1) for o in recent],
             "last_ttft_ms": [round(o.ttft_ms, 1) for o in recent],
             "typethrough": {"hits": self.typethrough.hits, "misses": self.typethrough.misses},
+            "last": self.last_outcomes[-1].to_json() if self.last_outcomes else {},
         }
 
     def _record(self, outcome: CompletionOutcome, doc: Document, trigger: str) -> None:

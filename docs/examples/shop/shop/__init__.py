@@ -1,0 +1,1 @@
+"""A tiny shop: orders, payments and receipts (the lsp-assist demo workspace)."""

@@ -1,0 +1,71 @@
+"""``lsp-assist complete FILE:LINE:COL``: one completion through the engine, no editor."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from lsp_assist.cli.common import (
+    add_model_flags,
+    find_workspace,
+    parse_location,
+    settings_from_args,
+    setup_logging,
+)
+from lsp_assist.serving.engine import CompletionEngine, CompletionQuery
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the complete subcommand."""
+    parser = sub.add_parser("complete", help="complete at FILE:LINE:COL (1-based) with timings")
+    parser.add_argument("location", type=parse_location, metavar="FILE:LINE:COL")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--workspace", help="workspace folder (default: enclosing git repo)")
+    parser.add_argument("--strategy", choices=["layered", "baseline"], help="context strategy")
+    add_model_flags(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Complete once and print the suggestion with its costs."""
+    from pathlib import Path
+
+    settings, warnings = settings_from_args(args)
+    setup_logging("WARNING")
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    path, line, column = args.location
+    path = path.resolve()
+    if not path.is_file():
+        print(f"error: no such file: {path}", file=sys.stderr)
+        return 2
+    workspace = Path(args.workspace).resolve() if args.workspace else find_workspace(path)
+    engine = CompletionEngine(settings, workspace=workspace)
+    try:
+        if engine.index is not None:
+            engine.index.scan()
+        if engine.load_backend() is None:
+            print(f"error: {engine.model_error}", file=sys.stderr)
+            return 1
+        text = path.read_text(encoding="utf-8", errors="replace")
+        doc = engine.open_document(path.as_uri(), text)
+        query = CompletionQuery(
+            uri=doc.uri, line=line, column=column, trigger="cli", strategy=args.strategy
+        )
+        outcome = engine.complete(query)
+    finally:
+        engine.close()
+    if args.json:
+        print(json.dumps(outcome.to_json(), indent=2))
+    else:
+        print(outcome.text if outcome.text else f"(no suggestion{': ' + (outcome.error or outcome.skipped) if (outcome.error or outcome.skipped) else ''})")
+        print(
+            f"--- ttft {outcome.ttft_ms:.0f} ms, total {outcome.latency_ms:.0f} ms, "
+            f"prompt {outcome.prompt_tokens} tokens ({outcome.reused_tokens} reused), "
+            f"output {outcome.output_tokens} tokens",
+            file=sys.stderr,
+        )
+        layers = ", ".join(f"{k} {v}" for k, v in outcome.layer_tokens.items())
+        print(f"--- layers: {layers}", file=sys.stderr)
+    return 1 if outcome.error else 0

@@ -1,0 +1,201 @@
+"""``lsp-assist demo``: drive ``lsp-assist serve`` as an editor would, over real JSON-RPC.
+
+Starts the server over stdio, initializes it, opens a file of the demo workspace, asks
+for an inline completion at a cursor, then types a character and asks again (the KV
+cache should make the second one fast), and prints the suggestion, the latency and the
+tokens each context layer used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+DEMO_FILE = "shop/checkout.py"
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the demo subcommand."""
+    parser = sub.add_parser("demo", help="run the server on the demo workspace and show a completion")
+    parser.add_argument("--workspace", type=Path, help="workspace folder (default: the demo shop)")
+    parser.add_argument("--file", default=DEMO_FILE, help="file to open, relative to the workspace")
+    parser.add_argument("--line", type=int, help="1-based line (default: the file's last line)")
+    parser.add_argument("--col", type=int, help="1-based column (default: end of that line)")
+    parser.add_argument("--model", help="GGUF model path (default: the embedded model)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=run)
+
+
+def default_workspace() -> Path:
+    """Return the demo workspace shipped in the repository's docs/examples/shop."""
+    return Path(__file__).resolve().parents[2] / "docs" / "examples" / "shop"
+
+
+async def drive(args: argparse.Namespace) -> dict[str, Any]:
+    """Run one editor session against the server and return what it saw."""
+    from pygls.lsp.client import LanguageClient
+
+    workspace = (args.workspace or default_workspace()).resolve()
+    path = workspace / args.file
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    if args.line is None:
+        while len(lines) > 1 and lines[-1] == "":
+            lines.pop()
+        line = len(lines) - 1
+    else:
+        line = args.line - 1
+    column = len(text.split("\n")[line]) if args.col is None else args.col - 1
+
+    client = LanguageClient("lsp-assist-demo", "0.1")
+    messages: list[str] = []
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE)
+    def show_message(params: types.ShowMessageParams) -> None:
+        messages.append(params.message)
+
+    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+    def progress_create(params: types.WorkDoneProgressCreateParams) -> None:
+        return None
+
+    @client.feature(types.PROGRESS)
+    def progress(params: types.ProgressParams) -> None:
+        return None
+
+    command = [sys.executable, "-m", "lsp_assist.cli.main", "serve"]
+    if args.model:
+        command += ["--model", args.model]
+    await client.start_io(*command)
+    options = {"contextBudget": 1024}
+    started = time.perf_counter()
+    init = await client.initialize_async(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(
+                text_document=types.TextDocumentClientCapabilities(
+                    inline_completion=types.InlineCompletionClientCapabilities()
+                ),
+                window=types.WindowClientCapabilities(work_done_progress=True),
+            ),
+            root_uri=workspace.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)],
+            initialization_options=options,
+        )
+    )
+    client.initialized(types.InitializedParams())
+    uri = path.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=1, text=text
+            )
+        )
+    )
+    status: dict[str, Any] = {}
+    while time.perf_counter() - started < 300:
+        status = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="lspAssist.status")
+        )
+        if status["model"]["loaded"] or status["model"]["error"]:
+            break
+        await asyncio.sleep(0.25)
+    load_s = time.perf_counter() - started
+
+    async def ask(line: int, column: int) -> tuple[str, float, dict[str, Any]]:
+        t0 = time.perf_counter()
+        result = await client.text_document_inline_completion_async(
+            types.InlineCompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                position=types.Position(line=line, character=column),
+                context=types.InlineCompletionContext(
+                    trigger_kind=types.InlineCompletionTriggerKind.Invoked
+                ),
+            )
+        )
+        elapsed = (time.perf_counter() - t0) * 1000
+        items = result.items if isinstance(result, types.InlineCompletionList) else (result or [])
+        suggestion = str(items[0].insert_text) if items else ""
+        state = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="lspAssist.status")
+        )
+        return suggestion, elapsed, state.get("last", {})
+
+    first, first_ms, first_details = await ask(line, column)
+    # Type the suggestion's first character by hand, as a user would, and ask again.
+    typed = "r" if not first else first[0]
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(
+                        start=types.Position(line=line, character=column),
+                        end=types.Position(line=line, character=column),
+                    ),
+                    text=typed,
+                )
+            ],
+        )
+    )
+    second, second_ms, second_details = await ask(line, column + 1)
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return {
+        "workspace": str(workspace),
+        "file": args.file,
+        "position": {"line": line + 1, "col": column + 1},
+        "server": init.server_info.name if init.server_info else "",
+        "inline_completion_provider": init.capabilities.inline_completion_provider is not None,
+        "completion_provider": init.capabilities.completion_provider is not None,
+        "model_load_s": round(load_s, 2),
+        "messages": messages,
+        "first": {"suggestion": first, "round_trip_ms": round(first_ms, 1), **first_details},
+        "after_typing": {
+            "typed": typed,
+            "suggestion": second,
+            "round_trip_ms": round(second_ms, 1),
+            **second_details,
+        },
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the demo and print what the editor would show."""
+    report = asyncio.run(drive(args))
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0 if report["first"]["suggestion"] else 1
+    print(f"lsp-assist demo: {report['workspace']}/{report['file']} at line {report['position']['line']}, col {report['position']['col']}")
+    print(
+        f"server advertises inlineCompletion: {report['inline_completion_provider']}, "
+        f"completion: {report['completion_provider']}; model ready after {report['model_load_s']} s"
+    )
+    for message in report["messages"]:
+        print(f"server says: {message}")
+    for title, key in (("first request", "first"), ("after typing one character", "after_typing")):
+        part = report[key]
+        print(f"\n== {title} ==")
+        if key == "after_typing":
+            print(f"typed: {part['typed']!r}")
+        print("suggestion:")
+        print("    " + (part["suggestion"] or "(empty)").replace("\n", "\n    "))
+        print(
+            f"latency: round trip {part['round_trip_ms']} ms; time to first token "
+            f"{part.get('ttft_ms', 0)} ms; engine {part.get('engine_ms', 0)} ms"
+            + ("  (type-through cache hit)" if part.get("cache_hit") else "")
+        )
+        print(
+            f"prompt: {part.get('prompt_tokens', 0)} tokens, "
+            f"{part.get('reused_tokens', 0)} reused from the KV cache"
+        )
+        layers = part.get("layers") or {}
+        if layers:
+            print("tokens per layer: " + ", ".join(f"{k} {v}" for k, v in layers.items()))
+    return 0 if report["first"]["suggestion"] else 1

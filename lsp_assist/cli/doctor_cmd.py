@@ -1,0 +1,151 @@
+"""``lsp-assist doctor``: what this machine, build, model and workspace look like."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from lsp_assist.cli.common import add_model_flags, settings_from_args
+from lsp_assist.config import cache_root, workspace_cache_dir
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the doctor subcommand."""
+    parser = sub.add_parser("doctor", help="report Python, llama.cpp build (AMX?), model, grammars")
+    parser.add_argument("--workspace", type=Path, default=Path.cwd(), help="workspace folder")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_model_flags(parser)
+    parser.set_defaults(func=run)
+
+
+def cpu_flags() -> set[str]:
+    """Return the CPU flags from /proc/cpuinfo (empty elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def llama_build() -> dict[str, Any]:
+    """Return llama.cpp's compiled features and whether AMX is in use."""
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        return {"installed": False, "error": str(exc)}
+    info = llama_cpp.llama_print_system_info().decode(errors="replace")
+    features = {k: v == "1" for k, v in re.findall(r"([A-Z0-9_]+) = (\d)", info)}
+    cpu = cpu_flags()
+    amx_built = any(k.startswith("AMX") and v for k, v in features.items())
+    gpu = bool(llama_cpp.llama_supports_gpu_offload())
+    return {
+        "installed": True,
+        "version": llama_cpp.__version__,
+        "system_info": info.strip(),
+        "avx2": features.get("AVX2", False),
+        "avx512": features.get("AVX512", False),
+        "amx_built": amx_built,
+        "cpu_has_amx": bool({"amx_tile", "amx_int8"} & cpu),
+        "amx_active": amx_built and bool({"amx_tile", "amx_int8"} & cpu),
+        "gpu_offload": gpu,
+        "cuda": "CUDA" in info,
+        "metal": "METAL" in info.upper(),
+    }
+
+
+def model_report(path: Path) -> dict[str, Any]:
+    """Return a model's metadata from a vocabulary-only load."""
+    from lsp_assist.backends.gguf_meta import read_model_info
+
+    info = read_model_info(path)
+    return {
+        "path": str(path),
+        "size_mb": round(path.stat().st_size / 1e6, 1),
+        "name": info.name,
+        "architecture": info.architecture,
+        "quantization": info.quantization,
+        "vocab_size": info.vocab_size,
+        "context_length_train": info.context_length_train,
+        "fim": {
+            "prefix": info.fim_prefix_id,
+            "suffix": info.fim_suffix_id,
+            "middle": info.fim_middle_id,
+        },
+        "repo_tokens": dict(info.special_tokens),
+    }
+
+
+def collect(args: argparse.Namespace) -> dict[str, Any]:
+    """Gather the whole report."""
+    settings, warnings = settings_from_args(args)
+    report: dict[str, Any] = {
+        "python": {"version": platform.python_version(), "executable": sys.executable},
+        "platform": platform.platform(),
+        "settings_warnings": warnings,
+        "llama_cpp": llama_build(),
+    }
+    try:
+        from lsp_assist.backends.models import embedded_model_path
+
+        path = Path(settings.model.model_path) if settings.model.model_path else embedded_model_path()
+        report["model"] = model_report(path)
+    except Exception as exc:  # doctor reports every failure instead of stopping
+        report["model"] = {"error": str(exc)}
+    try:
+        from lsp_assist.index.languages import available_languages
+
+        report["grammars"] = available_languages()
+    except Exception as exc:
+        report["grammars"] = {"error": str(exc)}
+    report["cache_root"] = str(cache_root(settings))
+    report["workspace"] = str(args.workspace.resolve())
+    report["workspace_cache_dir"] = str(workspace_cache_dir(settings, args.workspace))
+    return report
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the report; exit 1 when something essential is broken."""
+    report = collect(args)
+    llama = report["llama_cpp"]
+    ok = bool(llama.get("installed")) and "error" not in report["model"]
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0 if ok else 1
+    print(f"Python        {report['python']['version']} ({report['python']['executable']})")
+    if llama.get("installed"):
+        print(f"llama.cpp     llama-cpp-python {llama['version']}")
+        feats = [n for n in ("avx2", "avx512", "cuda", "metal") if llama.get(n)]
+        print(f"  features    {', '.join(f.upper() for f in feats) or 'none'}; GPU offload: {'yes' if llama['gpu_offload'] else 'no'}")
+        print(
+            f"  AMX         in use: {'YES' if llama['amx_active'] else 'no'} "
+            f"(built with AMX: {'yes' if llama['amx_built'] else 'no'}; CPU has AMX: {'yes' if llama['cpu_has_amx'] else 'no'})"
+        )
+        if llama["amx_active"]:
+            print("  WARNING     this build uses AMX, which segfaults on first decode (llama.cpp #20824); rebuild with `make clean setup`")
+    else:
+        print(f"llama.cpp     NOT INSTALLED: {llama.get('error')}")
+    model = report["model"]
+    if "error" in model:
+        print(f"model         ERROR: {model['error']}")
+    else:
+        fim = model["fim"]
+        fim_text = "yes" if None not in fim.values() else "no"
+        print(f"model         {model['path']} ({model['size_mb']} MB)")
+        print(f"  metadata    {model['architecture']}, {model['quantization']}, vocab {model['vocab_size']}, trained context {model['context_length_train']}")
+        print(f"  FIM tokens  {fim_text} {fim if fim_text == 'yes' else ''}".rstrip())
+        if model["repo_tokens"]:
+            print(f"  repo tokens {', '.join(sorted(model['repo_tokens']))}")
+    grammars = report["grammars"]
+    print(f"grammars      {', '.join(grammars) if isinstance(grammars, list) else grammars}")
+    print(f"cache         {report['cache_root']}")
+    print(f"workspace     {report['workspace']} -> {report['workspace_cache_dir']}")
+    for warning in report["settings_warnings"]:
+        print(f"warning       {warning}")
+    return 0 if ok else 1
