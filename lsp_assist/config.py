@@ -21,7 +21,6 @@ DraftMode = Literal["prompt-lookup", "model", "off"]
 Strategy = Literal["layered", "baseline"]
 BackendKind = Literal["local", "remote"]
 MultilineMode = Literal["auto", "always", "never"]
-PositionEncoding = Literal["utf-16", "utf-8"]
 
 
 @dataclass(kw_only=True)
@@ -100,7 +99,6 @@ class CompletionSettings:
     skip_in_comments: bool = True
     max_chars_right_of_cursor: int = 4
     cache_entries: int = 256
-    position_encoding: PositionEncoding = "utf-16"
 
 
 @dataclass(kw_only=True)

@@ -312,6 +312,22 @@ class CompletionEngine:
             return "mid-word"
         if len(after.strip()) > self.settings.completion.max_chars_right_of_cursor:
             return "text right of cursor"
+        settings = self.settings.completion
+        if (settings.skip_in_comments or settings.skip_in_strings) and self.index is not None:
+            tree = self.index.tree_of(doc.path)
+            if tree is not None:
+                point = doc.point_at(pos)
+                node = tree.root_node.descendant_for_point_range(point, point)
+                kinds = []
+                while node is not None and len(kinds) < 4:
+                    kinds.append(node.type)
+                    node = node.parent
+                if settings.skip_in_comments and any("comment" in k for k in kinds):
+                    return "inside a comment"
+                if settings.skip_in_strings and any(
+                    "string" in k and "interpolation" not in k for k in kinds
+                ):
+                    return "inside a string"
         return ""
 
     def cached(self, query: CompletionQuery) -> CompletionOutcome | None:
