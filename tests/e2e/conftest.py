@@ -1,0 +1,144 @@
+"""Fixtures that start ``lsp-assist serve`` as a subprocess and drive it with pytest-lsp."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from lsp_assist.backends.models import small_model_path
+
+DEMO = Path(__file__).resolve().parents[2] / "docs" / "examples" / "shop"
+SERVER = [sys.executable, "-m", "lsp_assist.cli.main", "serve", "--log-level", "INFO"]
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    """Return the environment for a server subprocess."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LSP_ASSIST_")}
+    env.update(extra)
+    return env
+
+
+def init_params(workspace: Path, options: dict[str, Any], *, utf8: bool = False) -> types.InitializeParams:
+    """Return InitializeParams of an editor with inline completion support."""
+    general = types.GeneralClientCapabilities(
+        position_encodings=[types.PositionEncodingKind.Utf8, types.PositionEncodingKind.Utf16]
+    ) if utf8 else None
+    return types.InitializeParams(
+        capabilities=types.ClientCapabilities(
+            general=general,
+            text_document=types.TextDocumentClientCapabilities(
+                inline_completion=types.InlineCompletionClientCapabilities(),
+                completion=types.CompletionClientCapabilities(),
+            ),
+            window=types.WindowClientCapabilities(work_done_progress=True),
+        ),
+        root_uri=workspace.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)],
+        initialization_options=options,
+    )
+
+
+def copy_demo(tmp_path: Path) -> Path:
+    """Copy the demo workspace into a temporary folder and return it."""
+    workspace = tmp_path / "shop"
+    shutil.copytree(DEMO, workspace)
+    return workspace
+
+
+async def wait_ready(client: LanguageClient, timeout: float = 120) -> dict[str, Any]:
+    """Poll lspAssist.status until the model is loaded or failed."""
+    deadline = time.monotonic() + timeout
+    status: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        status = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="lspAssist.status")
+        )
+        if status.get("model", {}).get("loaded") or status.get("model", {}).get("error"):
+            return status
+        await asyncio.sleep(0.2)
+    return status
+
+
+def open_file(client: LanguageClient, path: Path, text: str | None = None, version: int = 1) -> str:
+    """Send didOpen for a file and return its URI."""
+    uri = path.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri,
+                language_id="python",
+                version=version,
+                text=path.read_text() if text is None else text,
+            )
+        )
+    )
+    return uri
+
+
+def inline_params(uri: str, line: int, character: int, automatic: bool = False) -> types.InlineCompletionParams:
+    """Return InlineCompletionParams at a position."""
+    kind = types.InlineCompletionTriggerKind.Automatic if automatic else types.InlineCompletionTriggerKind.Invoked
+    return types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line=line, character=character),
+        context=types.InlineCompletionContext(trigger_kind=kind),
+    )
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=server_env()))
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """A server on a copy of the demo workspace with the small SmolLM2 model."""
+    tmp_path: Path = request.getfixturevalue("tmp_path")
+    workspace = copy_demo(tmp_path)
+    options = {
+        "modelPath": str(small_model_path()),
+        "cacheDir": str(tmp_path / "cache"),
+        "debounceMs": 0,
+        "contextBudget": 512,
+        "maxTokens": 24,
+    }
+    await lsp_client.initialize_session(init_params(workspace, options))
+    lsp_client.workspace_path = workspace  # type: ignore[attr-defined]
+    lsp_client.cache_path = tmp_path / "cache"  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=server_env()))
+async def broken_client(lsp_client: LanguageClient, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """A server told to load a model file that does not exist, plus invalid settings."""
+    tmp_path: Path = request.getfixturevalue("tmp_path")
+    workspace = copy_demo(tmp_path)
+    options = {
+        "modelPath": str(tmp_path / "missing.gguf"),
+        "cacheDir": str(tmp_path / "cache"),
+        "contextBudget": "lots",
+        "noSuchSetting": True,
+    }
+    await lsp_client.initialize_session(init_params(workspace, options))
+    lsp_client.workspace_path = workspace  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=server_env()))
+async def utf8_client(lsp_client: LanguageClient, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """A server negotiated to UTF-8 positions, with the small model."""
+    tmp_path: Path = request.getfixturevalue("tmp_path")
+    workspace = copy_demo(tmp_path)
+    options = {"modelPath": str(small_model_path()), "cacheDir": str(tmp_path / "cache"), "debounceMs": 0}
+    result = await lsp_client.initialize_session(init_params(workspace, options, utf8=True))
+    lsp_client.workspace_path = workspace  # type: ignore[attr-defined]
+    lsp_client.init_result = result  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()

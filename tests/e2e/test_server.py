@@ -1,0 +1,271 @@
+"""End to end over stdio: the real server, a real LSP client (pytest-lsp), the small model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
+
+from tests.e2e.conftest import inline_params, open_file, wait_ready
+
+pytestmark = pytest.mark.slow
+
+CHECKOUT = "shop/checkout.py"
+
+
+def _cursor_at_end(path: Path) -> tuple[int, int]:
+    lines = path.read_text().split("\n")
+    while lines and lines[-1] == "":
+        lines.pop()
+    return len(lines) - 1, len(lines[-1])
+
+
+async def test_initialize_advertises_both_completion_providers(client: LanguageClient) -> None:
+    caps = client.capabilities if hasattr(client, "capabilities") else None
+    result = client.server_capabilities if hasattr(client, "server_capabilities") else caps
+    assert result is not None
+    assert result.inline_completion_provider is not None
+    assert result.completion_provider is not None
+    sync = result.text_document_sync
+    kind = sync.change if isinstance(sync, types.TextDocumentSyncOptions) else sync
+    assert kind == types.TextDocumentSyncKind.Incremental
+
+
+async def test_inline_completion_with_real_model(client: LanguageClient) -> None:
+    workspace: Path = client.workspace_path  # type: ignore[attr-defined]
+    status = await wait_ready(client)
+    assert status["model"]["loaded"], status
+    path = workspace / CHECKOUT
+    uri = open_file(client, path)
+    line, col = _cursor_at_end(path)
+    result = await client.text_document_inline_completion_async(inline_params(uri, line, col))
+    assert isinstance(result, types.InlineCompletionList)
+    assert len(result.items) == 1
+    item = result.items[0]
+    assert isinstance(item.insert_text, str) and item.insert_text.strip()
+    assert item.range is not None and item.range.start == types.Position(line=line, character=col)
+    assert item.command is not None and item.command.command == "lspAssist.accept"
+    state = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="lspAssist.status")
+    )
+    last = state["last"]
+    assert last["prompt_tokens"] > 0 and last["layers"]
+    assert sum(last["layers"].values()) == last["prompt_tokens"]
+
+
+async def test_completion_fallback_is_one_labelled_item(client: LanguageClient) -> None:
+    workspace: Path = client.workspace_path  # type: ignore[attr-defined]
+    await wait_ready(client)
+    path = workspace / CHECKOUT
+    uri = open_file(client, path)
+    line, col = _cursor_at_end(path)
+    result = await client.text_document_completion_async(
+        types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=line, character=col),
+        )
+    )
+    assert isinstance(result, types.CompletionList)
+    assert len(result.items) == 1
+    item = result.items[0]
+    assert "lsp-assist" in (item.detail or "")
+    assert isinstance(item.text_edit, types.TextEdit) and item.text_edit.new_text.strip()
+    assert item.text_edit.range.start == types.Position(line=line, character=col)
+
+
+async def test_invalid_params_get_an_error_response(client: LanguageClient) -> None:
+    with pytest.raises(JsonRpcException) as info:
+        await asyncio.wait_for(
+            client.protocol.send_request_async(
+                "textDocument/inlineCompletion", {"textDocument": 5, "position": "x"}
+            ),
+            timeout=10,
+        )
+    assert info.value.code == -32602  # InvalidParams
+
+
+async def test_unknown_method_gets_method_not_found(client: LanguageClient) -> None:
+    with pytest.raises(JsonRpcException) as info:
+        await asyncio.wait_for(
+            client.protocol.send_request_async("lspAssist/noSuchMethod", {}), timeout=10
+        )
+    assert info.value.code == -32601  # MethodNotFound
+
+
+async def test_position_past_end_is_clamped_not_an_error(client: LanguageClient) -> None:
+    workspace: Path = client.workspace_path  # type: ignore[attr-defined]
+    await wait_ready(client)
+    uri = open_file(client, workspace / CHECKOUT)
+    result = await client.text_document_inline_completion_async(inline_params(uri, 500, 80))
+    assert isinstance(result, types.InlineCompletionList)
+    unopened = await client.text_document_inline_completion_async(
+        inline_params((workspace / "nope.py").as_uri(), 0, 0)
+    )
+    assert isinstance(unopened, types.InlineCompletionList) and unopened.items == []
+
+
+async def test_newer_request_supersedes_older(client: LanguageClient) -> None:
+    workspace: Path = client.workspace_path  # type: ignore[attr-defined]
+    await wait_ready(client)
+    path = workspace / CHECKOUT
+    uri = open_file(client, path)
+    line, col = _cursor_at_end(path)
+    first = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, line, col)))
+    await asyncio.sleep(0.01)
+    second = await client.text_document_inline_completion_async(inline_params(uri, line, col))
+    older = await first
+    assert isinstance(second, types.InlineCompletionList) and second.items
+    # The older one was cancelled before or during generation: it returns nothing.
+    assert isinstance(older, types.InlineCompletionList) and older.items == []
+
+
+async def test_cancel_request_is_honoured_and_server_keeps_serving(client: LanguageClient) -> None:
+    workspace: Path = client.workspace_path  # type: ignore[attr-defined]
+    await wait_ready(client)
+    path = workspace / CHECKOUT
+    uri = open_file(client, path)
+    line, col = _cursor_at_end(path)
+    future = client.protocol.send_request_async(
+        types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(uri, line, col)
+    )
+    await asyncio.sleep(0.05)
+    msg_id = max(client.protocol._request_futures) if client.protocol._request_futures else None  # type: ignore[attr-defined]
+    if msg_id is not None:
+        client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+    try:
+        result = await asyncio.wait_for(future, timeout=30)
+        assert result is None or not getattr(result, "items", None) or result.items
+    except (JsonRpcException, asyncio.CancelledError) as exc:
+        assert isinstance(exc, asyncio.CancelledError) or exc.code in (-32800, -32801)
+    again = await client.text_document_inline_completion_async(inline_params(uri, line, col))
+    assert isinstance(again, types.InlineCompletionList) and again.items
+
+
+async def test_type_through_and_accept_are_recorded(client: LanguageClient) -> None:
+    workspace: Path = client.workspace_path  # type: ignore[attr-defined]
+    cache: Path = client.cache_path  # type: ignore[attr-defined]
+    await wait_ready(client)
+    path = workspace / CHECKOUT
+    text = path.read_text()
+    uri = open_file(client, path, text)
+    line, col = _cursor_at_end(path)
+    first = await client.text_document_inline_completion_async(inline_params(uri, line, col))
+    assert first is not None and first.items
+    suggestion = str(first.items[0].insert_text)
+    typed = suggestion[:2]
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(
+                        start=types.Position(line=line, character=col),
+                        end=types.Position(line=line, character=col),
+                    ),
+                    text=typed,
+                )
+            ],
+        )
+    )
+    second = await client.text_document_inline_completion_async(
+        inline_params(uri, line, col + len(typed), automatic=True)
+    )
+    assert second is not None and second.items
+    assert second.items[0].insert_text == suggestion[len(typed) :]
+    state = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="lspAssist.status")
+    )
+    assert state["last"]["cache_hit"] is True
+    accepted = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="lspAssist.accept", arguments=second.items[0].command.arguments  # type: ignore[union-attr]
+        )
+    )
+    assert accepted["accepted"] is True
+    logs = list(cache.rglob("metrics.jsonl"))
+    assert logs, "no metrics log written"
+    lines = [json.loads(x) for x in logs[0].read_text().splitlines()]
+    assert any(x.get("event") == "accept" for x in lines)
+    assert any(x.get("cache_hit") for x in lines)
+    assert not any("prompt" in x and x.get("prompt") for x in lines), "prompt text logged"
+
+
+async def test_explain_context_command(client: LanguageClient) -> None:
+    workspace: Path = client.workspace_path  # type: ignore[attr-defined]
+    await wait_ready(client)
+    path = workspace / CHECKOUT
+    uri = open_file(client, path)
+    line, col = _cursor_at_end(path)
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="lspAssist.explainContext", arguments=[uri, line, col])
+    )
+    assert result["total_tokens"] <= result["budget"]
+    names = [layer["name"] for layer in result["layers"]]
+    assert "editing_zone" in names
+    assert "create_payment" in result["prompt"]
+
+
+async def test_missing_model_warns_and_keeps_serving(broken_client: LanguageClient) -> None:
+    client = broken_client
+    workspace: Path = client.workspace_path  # type: ignore[attr-defined]
+    status = await wait_ready(client)
+    assert status["model"]["loaded"] is False
+    assert "missing.gguf" in status["model"]["error"]
+    for _ in range(50):
+        if any("missing.gguf" in m.message for m in client.messages):
+            break
+        await asyncio.sleep(0.1)
+    texts = [m.message for m in client.messages]
+    assert any("missing.gguf" in t for t in texts), texts
+    assert any("contextBudget" in t for t in texts), texts
+    assert any("noSuchSetting" in t for t in texts), texts
+    uri = open_file(client, workspace / CHECKOUT)
+    result = await client.text_document_inline_completion_async(inline_params(uri, 9, 4))
+    assert isinstance(result, types.InlineCompletionList) and result.items == []
+
+
+async def test_invalid_configuration_change_is_reported(client: LanguageClient) -> None:
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"lspAssist": {"maxTokens": "many"}})
+    )
+    for _ in range(50):
+        if any("maxTokens" in m.message for m in client.messages):
+            break
+        await asyncio.sleep(0.1)
+    assert any("maxTokens" in m.message for m in client.messages)
+    state = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="lspAssist.status")
+    )
+    assert state["initialized"] is True
+
+
+async def test_utf8_positions_on_non_ascii_line(utf8_client: LanguageClient) -> None:
+    client = utf8_client
+    result = client.init_result  # type: ignore[attr-defined]
+    assert result.capabilities.position_encoding == types.PositionEncodingKind.Utf8
+    workspace: Path = client.workspace_path  # type: ignore[attr-defined]
+    await wait_ready(client)
+    text = 'GREETING = "héllo wörld 😀"\nprint(GREETING, '
+    path = workspace / "greet.py"
+    path.write_text(text)
+    uri = open_file(client, path, text)
+    line1 = text.split("\n")[1]
+    response = await client.text_document_inline_completion_async(
+        inline_params(uri, 1, len(line1.encode()))
+    )
+    assert isinstance(response, types.InlineCompletionList)
+    if response.items:
+        assert response.items[0].range is not None
+        assert response.items[0].range.start.character == len(line1.encode())
+    # A UTF-8 offset in the middle of the first line maps past the emoji correctly.
+    first = text.split("\n")[0]
+    end_bytes = len(first.encode())
+    state = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="lspAssist.explainContext", arguments=[uri, 0, end_bytes])
+    )
+    assert "error" not in state
