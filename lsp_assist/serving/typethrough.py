@@ -1,0 +1,127 @@
+"""The type-through cache: serve the rest of a suggestion while the user types into it.
+
+When a suggestion is shown and the user types characters that match its start, the
+editor asks again; the remainder is already known, so it is answered from here without
+the model. Entries are keyed by the document URI and the context the suggestion was made
+for: the text before its start position (length and hash) and the text after the cursor
+(hash). A lookup matches an entry when the new text before the cursor is the entry's
+prefix plus typed characters that are a strict prefix of the suggestion, and the text
+after the cursor is unchanged. Only hashes are stored, never the document text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Key:
+    uri: str
+    prefix_len: int
+    prefix_hash: bytes
+    suffix_hash: bytes
+
+
+class TypeThroughCache:
+    """An LRU of recent suggestions by context; counts hits and misses. Thread-safe."""
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max(1, max_entries)
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[_Key, str] = OrderedDict()
+        self._by_uri: dict[str, set[_Key]] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def put(self, uri: str, prefix_text: str, suffix_text: str, suggestion: str) -> None:
+        """Remember ``suggestion`` made with ``prefix_text`` before and ``suffix_text`` after."""
+        if not suggestion:
+            return
+        key = _Key(
+            uri=uri,
+            prefix_len=len(prefix_text),
+            prefix_hash=_digest(prefix_text),
+            suffix_hash=_digest(suffix_text),
+        )
+        with self._lock:
+            self._entries[key] = suggestion
+            self._entries.move_to_end(key)
+            self._by_uri.setdefault(uri, set()).add(key)
+            while len(self._entries) > self.max_entries:
+                old, _ = self._entries.popitem(last=False)
+                self._forget(old)
+
+    def get(self, uri: str, prefix_text: str, suffix_text: str) -> str | None:
+        """Return the rest of a cached suggestion the user is typing through, or None."""
+        with self._lock:
+            found = self._lookup(uri, prefix_text, suffix_text)
+            if found is None:
+                self.misses += 1
+                return None
+            key, remainder = found
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return remainder
+
+    def _lookup(self, uri: str, prefix_text: str, suffix_text: str) -> tuple[_Key, str] | None:
+        keys = self._by_uri.get(uri)
+        if not keys:
+            return None
+        n = len(prefix_text)
+        suffix_hash: bytes | None = None
+        prefix_hashes: dict[int, bytes] = {}
+        # The most recent context first: the longest prefix the user has not typed past.
+        for key in sorted(keys, key=lambda k: k.prefix_len, reverse=True):
+            suggestion = self._entries[key]
+            typed_len = n - key.prefix_len
+            if typed_len < 0 or typed_len >= len(suggestion):
+                continue
+            if not suggestion.startswith(prefix_text[key.prefix_len :]):
+                continue
+            if suffix_hash is None:
+                suffix_hash = _digest(suffix_text)
+            if key.suffix_hash != suffix_hash:
+                continue
+            if key.prefix_len not in prefix_hashes:
+                prefix_hashes[key.prefix_len] = _digest(prefix_text[: key.prefix_len])
+            if prefix_hashes[key.prefix_len] != key.prefix_hash:
+                continue
+            return key, suggestion[typed_len:]
+        return None
+
+    def _forget(self, key: _Key) -> None:
+        keys = self._by_uri.get(key.uri)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_uri[key.uri]
+
+    def invalidate(self, uri: str) -> None:
+        """Drop every entry of ``uri`` (closed or replaced document)."""
+        with self._lock:
+            for key in self._by_uri.pop(uri, set()):
+                self._entries.pop(key, None)
+
+    def clear(self) -> None:
+        """Drop every entry and reset the counters."""
+        with self._lock:
+            self._entries.clear()
+            self._by_uri.clear()
+            self.hits = self.misses = 0
+
+    def stats(self) -> dict[str, int]:
+        """Return entries, hits and misses."""
+        return {"entries": len(self._entries), "hits": self.hits, "misses": self.misses}
