@@ -1,0 +1,308 @@
+"""Related definitions: the symbols the editing zone uses, found through the index.
+
+Candidates are the identifiers of the editing zone (calls, attribute chains, type
+names; the identifier being typed is left out until it is complete) and the names the
+current file imports. Each is looked up in the index and scored by rules:
+
+- named in the editing zone: +0.45, on or just above the cursor line: +0.2
+- defined in a file the current file imports: +0.35 (+0.1 when the name is imported)
+- same package (directory): +0.15; recently opened or edited: +0.1
+- a name with several definitions and none imported: divided by sqrt(count)
+- a method reached by a bare name: x0.7; a variable: x0.8
+
+A name that has a definition in an imported file drops its other definitions, so an
+unrelated file that happens to define the same name stays out. Candidates below the
+relevance threshold are dropped, never added to fill space. Definitions in the
+current file are left to the file summary, so nothing duplicates the editing zone.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from lsp_assist.context.formats import comment_prefix
+from lsp_assist.index.model import Import, IndexLookup, Symbol
+
+log = logging.getLogger(__name__)
+
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ATTR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:\.|::|->)\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+KEYWORDS = frozenset(
+    """
+    and as assert async await break case catch class const continue def default defer del
+    delete do elif else enum except export extends false finally fn for from func function
+    global go goto if impl import in instanceof interface is lambda let loop match mod
+    module mut new nil none None not null or package pass pub raise return self Self static
+    struct super switch this throw throws true True False try type typeof union unsafe use
+    using var void where while with yield int float str bool char double long short
+    unsigned signed auto bytes dict list set tuple print len range isinstance object string
+    boolean number any undefined include define ifdef ifndef endif namespace template
+    typename public private protected final abstract override virtual extern inline sizeof
+    crate where dyn ref move chan map make append error println printf std err ok Ok Err
+    Some Option Result Vec String Box main init __init__ cls args kwargs
+    """.split()  # noqa: SIM905
+)
+
+FULL_BODY_LINES = 15
+"""Definitions up to this many lines go in whole; longer ones as signature + doc."""
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A scored definition that may go into the related layer."""
+
+    symbol: Symbol
+    source: str
+    score: float
+    reason: str
+    full: str
+    short: str
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """Stable identity and prompt order: source path, then line."""
+        return (self.source, self.symbol.start_line)
+
+
+def identifiers(text: str) -> list[str]:
+    """Return the identifiers of ``text`` that are worth looking up, in order of appearance."""
+    seen: dict[str, None] = {}
+    for name in IDENT.findall(text):
+        if len(name) > 1 and name not in KEYWORDS:
+            seen.setdefault(name, None)
+    return list(seen)
+
+
+def partial_identifier(typed: str) -> str:
+    """Return the identifier being typed at the end of ``typed`` ('' when none)."""
+    match = re.search(r"[A-Za-z_][A-Za-z0-9_]*$", typed)
+    return match.group(0) if match else ""
+
+
+class _LineCache:
+    """Lines of other files, re-split only when their text changes."""
+
+    def __init__(self) -> None:
+        self._cache: dict[Path, tuple[str, list[str]]] = {}
+
+    def lines(self, index: IndexLookup, path: Path) -> list[str] | None:
+        text = index.text_of(path)
+        if text is None:
+            return None
+        found = self._cache.get(path)
+        if found is not None and found[0] is text:
+            return found[1]
+        if found is not None and found[0] == text:
+            self._cache[path] = (text, found[1])
+            return found[1]
+        lines = text.split("\n")
+        if len(self._cache) > 512:
+            self._cache.clear()
+        self._cache[path] = (text, lines)
+        return lines
+
+
+def _dedent(block: list[str]) -> list[str]:
+    widths = [len(x) - len(x.lstrip()) for x in block if x.strip()]
+    cut = min(widths) if widths else 0
+    return [x[cut:] if x.strip() else "" for x in block]
+
+
+class Retriever:
+    """Finds and scores the definitions the editing zone refers to."""
+
+    def __init__(self, index: IndexLookup, relative: Callable[[Path], str]) -> None:
+        self.index = index
+        self.relative = relative
+        self._lines = _LineCache()
+        self._render_cache: dict[tuple[Path, int, int, str], tuple[str, str]] = {}
+
+    def lines_of(self, path: Path) -> list[str] | None:
+        """Return the lines of ``path`` through the index (cached split)."""
+        return self._lines.lines(self.index, path)
+
+    def _render(self, sym: Symbol, language: str) -> tuple[str, str] | None:
+        """Return (full, short) texts of a definition."""
+        lines = self.lines_of(sym.path)
+        if lines is None or sym.start_line >= len(lines):
+            return None
+        end = min(sym.end_line, len(lines) - 1)
+        key = (sym.path, sym.start_line, end, lines[sym.start_line])
+        cached = self._render_cache.get(key)
+        if cached is not None:
+            return cached
+        python = language == "python"
+        c = comment_prefix(language)
+        block = lines[sym.start_line : end + 1]
+        header = ""
+        if python and sym.parent and sym.kind == "method":
+            header = f"class {sym.parent}:\n"
+        else:
+            block = _dedent(block)
+        if sym.kind in ("variable", "constant") and len(block) > 3:
+            block = [*block[:3], "..."]
+        full = header + "\n".join(block).rstrip() + "\n"
+        # short form: signature (+ members for containers) + doc
+        indent = ""
+        if header and block:
+            indent = block[0][: len(block[0]) - len(block[0].lstrip())]
+        sig = sym.signature.strip() or (block[0].strip() if block else sym.name)
+        short_lines: list[str] = []
+        if sym.kind in ("class", "interface", "struct", "enum", "type"):
+            members = [
+                m
+                for m in self.index.symbols_of(sym.path)
+                if m.parent == sym.name and sym.start_line <= m.start_line <= sym.end_line
+            ]
+            if python:
+                short_lines.append(sig if sig.endswith(":") else sig + ":")
+                if sym.doc:
+                    short_lines.append(f'    """{sym.doc}"""')
+                for m in members[:12]:
+                    msig = m.signature.strip() or m.name
+                    short_lines.append(f"    {msig} ...")
+                if not members and not sym.doc:
+                    short_lines.append("    ...")
+            else:
+                if sym.doc:
+                    short_lines.append(f"{c} {sym.doc}")
+                short_lines.append(sig.rstrip("{ ") + " {")
+                for m in members[:12]:
+                    msig = (m.signature.strip() or m.name).rstrip("{ ")
+                    short_lines.append(f"    {msig};")
+                short_lines.append("}")
+        elif python:
+            short_lines.append(indent + sig)
+            if sym.doc:
+                short_lines.append(f'{indent}    """{sym.doc}"""')
+            short_lines.append(f"{indent}    ...")
+        else:
+            if sym.doc:
+                short_lines.append(f"{c} {sym.doc}")
+            short_lines.append(sig.rstrip("{ ") + " { ... }")
+        short = header + "\n".join(short_lines) + "\n"
+        if len(block) <= FULL_BODY_LINES:
+            result = (full, short if len(short) < len(full) else full)
+        else:
+            result = (short, short)
+        if len(self._render_cache) > 4096:
+            self._render_cache.clear()
+        self._render_cache[key] = result
+        return result
+
+    def imported(self, path: Path, imports: Iterable[Import]) -> tuple[dict[Path, str], set[str]]:
+        """Return the files ``path`` imports (with the alias/module name) and imported names."""
+        files: dict[Path, str] = {}
+        names: set[str] = set()
+        for imp in imports:
+            try:
+                target = self.index.resolve_import(path, imp)
+            except Exception:  # an index failure must not break the prompt
+                log.debug("resolve_import failed for %s", imp.module, exc_info=True)
+                target = None
+            names.update(imp.names)
+            if target is not None and not self.index.is_denied(target):
+                files.setdefault(target, imp.module.rsplit(".", 1)[-1].rsplit("/", 1)[-1])
+        return files, names
+
+    def candidates(
+        self,
+        *,
+        path: Path,
+        language: str,
+        zone_text: str,
+        near_text: str,
+        typed_partial: str,
+        imports: list[Import],
+        recent: set[Path],
+        threshold: float,
+    ) -> list[Candidate]:
+        """Return the candidates at or above ``threshold``, best first (deterministic)."""
+        in_zone = identifiers(zone_text)
+        near = set(identifiers(near_text))
+        zone_set = set(in_zone)
+        if typed_partial and zone_text.count(typed_partial) <= 1:
+            zone_set.discard(typed_partial)
+            near.discard(typed_partial)
+        attrs: dict[str, set[str]] = {}
+        for obj, attr in _ATTR.findall(zone_text):
+            attrs.setdefault(attr, set()).add(obj)
+        files, imported_names = self.imported(path, imports)
+        names = sorted(zone_set | {n for n in imported_names if n not in KEYWORDS})
+        out: dict[tuple[Path, int], Candidate] = {}
+        for name in names:
+            try:
+                symbols = self.index.lookup(name)
+            except Exception:
+                log.debug("lookup failed for %s", name, exc_info=True)
+                continue
+            symbols = [
+                s
+                for s in symbols
+                if s.path != path and s.kind != "module" and not self.index.is_denied(s.path)
+            ]
+            if not symbols:
+                continue
+            from_imports = [s for s in symbols if s.path in files]
+            if from_imports:
+                symbols = from_imports
+            symbols.sort(key=lambda s: (str(s.path), s.start_line))
+            ambiguity = 1.0 if from_imports else math.sqrt(len(symbols))
+            for sym in symbols[:8]:
+                score = 0.0
+                reasons: list[str] = []
+                if name in zone_set:
+                    score += 0.45
+                    reasons.append("in editing zone")
+                    if name in near:
+                        score += 0.2
+                        reasons.append("near cursor")
+                else:
+                    score += 0.1
+                if sym.path in files:
+                    score += 0.35
+                    reasons.append("imported file")
+                    if name in imported_names:
+                        score += 0.1
+                        reasons.append("imported name")
+                    objs = attrs.get(name)
+                    if objs and files[sym.path] in objs:
+                        score += 0.1
+                        reasons.append(f"{files[sym.path]}.{name}")
+                elif sym.path.parent == path.parent:
+                    score += 0.15
+                    reasons.append("same package")
+                if sym.path in recent:
+                    score += 0.1
+                    reasons.append("recently opened")
+                score /= ambiguity
+                if sym.parent and sym.kind == "method" and name not in attrs:
+                    score *= 0.7
+                if sym.kind in ("variable", "constant"):
+                    score *= 0.8
+                if ambiguity > 1.0:
+                    reasons.append(f"{len(symbols)} definitions")
+                if score < threshold:
+                    continue
+                rendered = self._render(sym, language)
+                if rendered is None:
+                    continue
+                key = (sym.path, sym.start_line)
+                prev = out.get(key)
+                if prev is None or prev.score < score:
+                    out[key] = Candidate(
+                        symbol=sym,
+                        source=self.relative(sym.path),
+                        score=min(score, 1.0),
+                        reason=", ".join(reasons),
+                        full=rendered[0],
+                        short=rendered[1],
+                    )
+        ranked = sorted(out.values(), key=lambda c: (-c.score, c.key))
+        return ranked
