@@ -41,7 +41,9 @@ def run_nvim(
     proc = subprocess.run(
         cmd, cwd=workspace, env=env, capture_output=True, text=True, timeout=200, check=False
     )
-    assert out.exists(), f"nvim wrote no report (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    assert out.exists(), (
+        f"nvim wrote no report (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    )
     report: dict[str, Any] = json.loads(out.read_text())
     report["_stderr"] = proc.stderr
     return report
@@ -101,4 +103,3 @@ def test_nvim_plugin_gets_inline_completion(
     assert report["status"]["result"]["initialized"] is True
     assert report["explain"].get("err") is None, context
     assert report["explain"]["has_text"], context
-
