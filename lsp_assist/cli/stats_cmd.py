@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from lsp_assist.config import env_overrides, parse_settings
-from lsp_assist.telemetry.metrics import metrics_dir, read_records
+from lsp_assist.telemetry.metrics import all_metrics_dirs, metrics_dir, read_records
 from lsp_assist.telemetry.stats import compute_stats, format_stats, plot_stats
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
@@ -45,7 +45,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     parser.add_argument(
-        "--workspace", type=Path, help="read the metrics of this workspace (default: user-wide)"
+        "--workspace",
+        type=Path,
+        help="read the metrics of this workspace (default: every workspace and the user-wide log)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
@@ -67,21 +69,24 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"lsp-assist stats: {exc}", file=sys.stderr)
         return 2
+    sources: list[Path]
     if args.metrics is not None:
-        source: Path = args.metrics
+        sources = [args.metrics]
     else:
         settings, warnings = parse_settings(env_overrides())
         for warning in warnings:
             print(f"lsp-assist stats: {warning}", file=sys.stderr)
-        source = metrics_dir(settings, args.workspace)
-    if not source.exists():
-        print(f"lsp-assist stats: no metrics at {source}", file=sys.stderr)
-    records = read_records(source, since)
+        if args.workspace is not None:
+            sources = [metrics_dir(settings, args.workspace)]
+        else:
+            sources = all_metrics_dirs(settings) or [metrics_dir(settings, None)]
+    where = ", ".join(str(s) for s in sources)
+    records = read_records(sources, since)
     stats = compute_stats(records)
     if args.json:
         print(json.dumps(stats, indent=2))
     elif not records:
-        print(f"no requests recorded in {source}")
+        print(f"no requests recorded in {where}")
     else:
         print(format_stats(stats))
     if args.plot is not None:

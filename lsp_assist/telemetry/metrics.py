@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,15 +218,19 @@ def _iter_objects(paths: Iterable[Path]) -> Iterable[dict[str, Any]]:
             log.warning("cannot read metrics file %s: %s", path, exc)
 
 
-def read_records(dir_or_file: Path, since: float | None = None) -> list[MetricsRecord]:
-    """Return the records of a metrics directory or file (rotated files included), by time.
+def read_records(
+    dir_or_file: Path | Sequence[Path], since: float | None = None
+) -> list[MetricsRecord]:
+    """Return the records of metrics directories or files (rotated files included), by time.
 
     Acceptance events are joined onto their request (``accepted=True``); records older
     than ``since`` (unix seconds) are left out; malformed lines are skipped.
     """
     records: list[MetricsRecord] = []
     accepted: set[str] = set()
-    for obj in _iter_objects(log_files(Path(dir_or_file))):
+    sources = [dir_or_file] if isinstance(dir_or_file, str | Path) else list(dir_or_file)
+    paths = [p for source in sources for p in log_files(Path(source))]
+    for obj in _iter_objects(paths):
         if "event" in obj:
             if obj.get("event") == ACCEPT_EVENT and obj.get("request_id"):
                 accepted.add(str(obj["request_id"]))
@@ -242,10 +246,20 @@ def read_records(dir_or_file: Path, since: float | None = None) -> list[MetricsR
 
 
 def metrics_dir(settings: Settings, workspace: Path | None = None) -> Path:
-    """Return the metrics directory: per workspace when given, else the user-wide one."""
+    """Return the metrics directory: the workspace's cache directory, else the cache root."""
     if workspace is not None:
-        return workspace_cache_dir(settings, workspace) / "metrics"
-    return cache_root(settings) / "metrics"
+        return workspace_cache_dir(settings, workspace)
+    return cache_root(settings)
+
+
+def all_metrics_dirs(settings: Settings) -> list[Path]:
+    """Return every directory under the cache root that holds a metrics log."""
+    root = cache_root(settings)
+    candidates = [root]
+    workspaces = root / "workspaces"
+    if workspaces.is_dir():
+        candidates += sorted(p for p in workspaces.iterdir() if p.is_dir())
+    return [d for d in candidates if log_files(d)]
 
 
 def metrics_log(settings: Settings, workspace: Path | None = None) -> MetricsLog:

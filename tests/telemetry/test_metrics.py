@@ -11,6 +11,7 @@ from lsp_assist.telemetry.metrics import (
     METRICS_FILE,
     MetricsLog,
     MetricsRecord,
+    all_metrics_dirs,
     log_files,
     metrics_dir,
     metrics_log,
@@ -89,7 +90,7 @@ def test_settings_log_prompts_reaches_the_log(tmp_path: Path) -> None:
     assert not warnings
     log = metrics_log(settings)
     assert log.log_prompts is True
-    assert log.path == tmp_path / "metrics" / METRICS_FILE
+    assert log.path == tmp_path / METRICS_FILE
 
 
 def test_rotation_keeps_backups_and_reads_all(tmp_path: Path) -> None:
@@ -197,8 +198,15 @@ def test_concurrent_writers_leave_whole_lines(tmp_path: Path) -> None:
 def test_metrics_dir_under_cache_root(tmp_path: Path) -> None:
     settings = Settings()
     settings.telemetry.cache_dir = str(tmp_path / "cache")
-    assert metrics_dir(settings, None) == cache_root(settings) / "metrics"
+    assert metrics_dir(settings, None) == cache_root(settings)
     ws = tmp_path / "project"
     ws.mkdir()
-    assert metrics_dir(settings, ws) == workspace_cache_dir(settings, ws) / "metrics"
-    assert metrics_dir(settings, ws).is_relative_to(tmp_path / "cache")
+    # docs/configuration.md: <cacheDir>/workspaces/<name>-<hash>/metrics.jsonl
+    assert metrics_dir(settings, ws) == workspace_cache_dir(settings, ws)
+    assert metrics_dir(settings, ws).parent == tmp_path / "cache" / "workspaces"
+    assert all_metrics_dirs(settings) == []
+    MetricsLog(metrics_dir(settings, ws) / METRICS_FILE).record(_rec(1))
+    MetricsLog(metrics_dir(settings) / METRICS_FILE).record(_rec(2))
+    assert all_metrics_dirs(settings) == [cache_root(settings), metrics_dir(settings, ws)]
+    both = read_records(all_metrics_dirs(settings))
+    assert [r.request_id for r in both] == ["r1", "r2"]

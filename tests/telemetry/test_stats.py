@@ -204,6 +204,16 @@ def test_cli_workspace_uses_cache_dir(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["requests"] == 1
+    every = subprocess.run(
+        [str(CLI), "stats", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert every.returncode == 0 and json.loads(every.stdout)["requests"] == 1
+    env["LSP_ASSIST_CACHE_DIR"] = str(tmp_path / "empty-cache")
     empty = subprocess.run(
         [str(CLI), "stats"], capture_output=True, text=True, timeout=120, env=env, check=False
     )
