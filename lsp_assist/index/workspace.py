@@ -1,0 +1,764 @@
+"""Workspace index: the live symbol index of the workspace folders and open buffers.
+
+Owns :class:`WorkspaceIndex`: the scan (cold, or warm from the SQLite cache), the
+name and prefix tables, the import graph, open buffers kept current incrementally
+(``Tree.edit`` + ``parse(old_tree)``, re-extracting only the top-level nodes an edit
+touched), the LRU of texts and trees, and the watcher that applies disk changes.
+All public methods are thread-safe; lookups work while a background scan runs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tree_sitter
+
+from lsp_assist.config import IndexSettings
+from lsp_assist.documents.document import ByteEdit, language_for_path
+from lsp_assist.errors import IndexError_
+from lsp_assist.index.cache import CachedFile, FileCache
+from lsp_assist.index.extract import Extraction, extract, summarize
+from lsp_assist.index.files import FileRules, FoundFile, is_binary
+from lsp_assist.index.languages import get_parser, queries_fingerprint
+from lsp_assist.index.model import FileEntry, Import, Symbol
+from lsp_assist.index.resolve import Resolver
+from lsp_assist.index.store import IndexStore, StoredFile, decode_entry, encode_entry
+from lsp_assist.index.watch import Debouncer, Poller, start_observer
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(kw_only=True)
+class IndexStats:
+    """What one scan did."""
+
+    files: int = 0
+    symbols: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    parsed: int = 0
+    """Files actually parsed by this run."""
+    skipped_unchanged: int = 0
+    """Files whose size+mtime or content hash matched the index or the persistent cache."""
+    removed: int = 0
+    languages: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Buffer:
+    language: str
+    text: str
+    src: bytes
+    tree: tree_sitter.Tree
+    ext: Extraction
+
+
+def content_hash(data: bytes) -> str:
+    """Return the content hash the index uses (BLAKE2b, 128 bits, hex)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _parse(lang: str, src: bytes, old: tree_sitter.Tree | None = None) -> tree_sitter.Tree:
+    try:
+        parser = get_parser(lang)
+        tree = parser.parse(src, old) if old is not None else parser.parse(src)
+    except (ValueError, TypeError) as exc:
+        raise IndexError_(f"tree-sitter failed to parse {lang}: {exc}") from exc
+    if tree is None:  # pragma: no cover - only with a timeout set
+        raise IndexError_(f"tree-sitter returned no tree for {lang}")
+    return tree
+
+
+def _norm(path: Path | str) -> Path:
+    return Path(os.path.abspath(path))
+
+
+class WorkspaceIndex:
+    """The symbol index of one or more workspace folders (satisfies ``IndexLookup``)."""
+
+    def __init__(
+        self,
+        roots: list[Path],
+        settings: IndexSettings | None = None,
+        *,
+        cache_dir: Path | None = None,
+    ) -> None:
+        self.settings = settings or IndexSettings()
+        self.roots = [Path(r).resolve() for r in roots]
+        self.rules = FileRules(self.roots, self.settings)
+        self._lock = threading.RLock()
+        self._scan_lock = threading.Lock()
+        self._entries: dict[Path, FileEntry] = {}
+        self._stat: dict[Path, tuple[int, int]] = {}
+        self._disk_files: set[Path] = set()
+        self._by_name: dict[str, dict[Path, list[Symbol]]] = {}
+        self._sorted_names: list[str] = []
+        self._pending_names: set[str] = set()
+        self._names_rebuild = False
+        self._buffers: dict[Path, _Buffer] = {}
+        self._cache = FileCache(self.settings.file_cache_mb * 1024 * 1024)
+        self._resolver: Resolver | None = None
+        self._importers: dict[Path, set[Path]] | None = None
+        self._progress = (0, 0)
+        self._store: IndexStore | None = None
+        self._persisted: dict[str, StoredFile] | None = None
+        if cache_dir is not None and self.settings.persist:
+            try:
+                self._store = IndexStore(Path(cache_dir), queries_fingerprint())
+            except IndexError_ as exc:
+                logger.warning("index persistence disabled: %s", exc)
+        self._observer: Any = None
+        self._debouncer: Debouncer | None = None
+        self._poller: Poller | None = None
+        self._stopped = False
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def progress(self) -> tuple[int, int]:
+        """(files done, files total) of the current or last scan."""
+        return self._progress
+
+    def files(self) -> list[Path]:
+        """Return the indexed workspace files (open buffers outside the roots excluded)."""
+        with self._lock:
+            return sorted(self._disk_files | {p for p in self._buffers if self.rules.root_of(p)})
+
+    def relative(self, path: Path) -> str:
+        """Return the workspace-relative display path (root name first with several roots)."""
+        path = _norm(path)
+        root = self.rules.root_of(path)
+        if root is None:
+            return str(path)
+        rel = path.relative_to(root).as_posix()
+        return f"{root.name}/{rel}" if len(self.roots) > 1 else rel
+
+    def is_denied(self, path: Path) -> bool:
+        """True when a file must never be indexed nor read into a prompt (secrets)."""
+        return self.rules.is_denied(_norm(path))
+
+    # ------------------------------------------------------------------ lookups
+    def file(self, path: Path) -> FileEntry | None:
+        """Return the entry of ``path`` (open buffer state if open) or None."""
+        with self._lock:
+            return self._entries.get(_norm(path))
+
+    def lookup(self, name: str) -> list[Symbol]:
+        """Return every symbol named exactly ``name``."""
+        with self._lock:
+            per_file = self._by_name.get(name)
+            if not per_file:
+                return []
+            return [s for syms in per_file.values() for s in syms]
+
+    def _names(self) -> list[str]:
+        if self._names_rebuild or len(self._pending_names) > 2000:
+            self._sorted_names = sorted(self._by_name)
+        else:
+            for name in self._pending_names:
+                index = bisect.bisect_left(self._sorted_names, name)
+                if index >= len(self._sorted_names) or self._sorted_names[index] != name:
+                    self._sorted_names.insert(index, name)
+        self._pending_names.clear()
+        self._names_rebuild = False
+        return self._sorted_names
+
+    def lookup_prefix(self, prefix: str, limit: int = 50) -> list[Symbol]:
+        """Return symbols whose name starts with ``prefix`` (at most ``limit``)."""
+        out: list[Symbol] = []
+        with self._lock:
+            names = self._names()
+            index = bisect.bisect_left(names, prefix)
+            while index < len(names) and len(out) < limit:
+                name = names[index]
+                if not name.startswith(prefix):
+                    break
+                per_file = self._by_name.get(name)
+                if per_file:
+                    for syms in per_file.values():
+                        out.extend(syms)
+                index += 1
+        return out[:limit]
+
+    def symbols_of(self, path: Path) -> list[Symbol]:
+        """Return all symbols of one file."""
+        entry = self.file(path)
+        return list(entry.symbols) if entry is not None else []
+
+    def _get_resolver(self) -> Resolver:
+        with self._lock:
+            if self._resolver is None:
+                files = set(self._entries)
+                self._resolver = Resolver(self.roots, files, lambda p: self._language_of(p))
+            return self._resolver
+
+    def _language_of(self, path: Path) -> str | None:
+        entry = self._entries.get(path)
+        return entry.language if entry is not None else language_for_path(path)
+
+    def resolve_import(self, from_path: Path, imp: Import) -> Path | None:
+        """Return the workspace file an import of ``from_path`` resolves to, or None."""
+        return self._get_resolver().resolve(_norm(from_path), imp)
+
+    def importers_of(self, path: Path) -> list[Path]:
+        """Return the files that import ``path``."""
+        path = _norm(path)
+        with self._lock:
+            if self._importers is None:
+                resolver = self._get_resolver()
+                graph: dict[Path, set[Path]] = {}
+                for src, entry in self._entries.items():
+                    for imp in entry.imports:
+                        for target in resolver.resolve_all(src, imp):
+                            if target != src:
+                                graph.setdefault(target, set()).add(src)
+                self._importers = graph
+            return sorted(self._importers.get(path, ()))
+
+    # ------------------------------------------------------------------ text and trees
+    def _read_allowed(self, path: Path) -> bool:
+        return not self.rules.is_denied(path) and self.rules.root_of(path) is not None
+
+    def _load(self, path: Path, with_tree: bool) -> CachedFile | None:
+        cached = self._cache.get(path)
+        if cached is not None and (cached.tree is not None or not with_tree):
+            return cached
+        if not self._read_allowed(path):
+            return None
+        try:
+            if path.is_symlink() and self.rules.root_of(path.resolve()) is None:
+                return None
+            if path.stat().st_size > self.settings.max_file_bytes:
+                return None
+            src = path.read_bytes()
+        except OSError:
+            return None
+        if is_binary(src):
+            return None
+        tree = None
+        lang = language_for_path(path)
+        if with_tree and lang is not None:
+            tree = _parse(lang, src)
+        item = CachedFile(src=src, tree=tree, text=None, content_hash="")
+        self._cache.put(path, item)
+        return item
+
+    def text_of(self, path: Path) -> str | None:
+        """Return the text of a file (open buffer first, then the LRU cache, then disk)."""
+        path = _norm(path)
+        if self.rules.is_denied(path):
+            return None
+        with self._lock:
+            buf = self._buffers.get(path)
+            if buf is not None:
+                return buf.text
+        item = self._load(path, with_tree=False)
+        if item is None:
+            return None
+        if item.text is None:
+            text = item.src.decode("utf-8", "replace")
+            self._cache.update_text(path, text)
+            return text
+        return item.text
+
+    def tree_of(self, path: Path) -> tree_sitter.Tree | None:
+        """Return the syntax tree of a file (open buffer, else LRU-cached, else parsed)."""
+        path = _norm(path)
+        if self.rules.is_denied(path):
+            return None
+        with self._lock:
+            buf = self._buffers.get(path)
+            if buf is not None:
+                return buf.tree
+        item = self._load(path, with_tree=True)
+        return item.tree if item is not None else None
+
+    # ------------------------------------------------------------------ index mutation
+    def _install(self, path: Path, entry: FileEntry | None) -> None:
+        """Replace the entry of ``path`` (None removes it); caller holds the lock."""
+        old = self._entries.pop(path, None)
+        if old is not None:
+            for name in {s.name for s in old.symbols}:
+                per_file = self._by_name.get(name)
+                if per_file is not None:
+                    per_file.pop(path, None)
+                    if not per_file:
+                        del self._by_name[name]
+                        self._names_rebuild = True
+        if entry is not None:
+            self._entries[path] = entry
+            by_name = self._by_name
+            for sym in entry.symbols:
+                per_file = by_name.get(sym.name)
+                if per_file is None:
+                    by_name[sym.name] = {path: [sym]}
+                    if not self._names_rebuild:
+                        self._pending_names.add(sym.name)
+                else:
+                    syms = per_file.get(path)
+                    if syms is None:
+                        per_file[path] = [sym]
+                    else:
+                        syms.append(sym)
+        if (old is None) != (entry is None):
+            self._resolver = None
+            self._importers = None
+        elif old is not None and entry is not None and old.imports != entry.imports:
+            self._importers = None
+
+    def _entry_from(
+        self, path: Path, lang: str, src: bytes, tree: tree_sitter.Tree, ext: Extraction
+    ) -> FileEntry:
+        return FileEntry(
+            path=path,
+            language=lang,
+            symbols=list(ext.symbols),
+            imports=list(ext.imports),
+            summary=summarize(lang, tree, src, ext.symbols),
+            size=len(src),
+        )
+
+    def _index_file(self, found: FoundFile, src: bytes, digest: str) -> FileEntry:
+        tree = _parse(found.language, src)
+        ext = extract(found.language, tree, src, found.path)
+        entry = self._entry_from(found.path, found.language, src, tree, ext)
+        entry.mtime = found.mtime_ns / 1e9
+        entry.content_hash = digest
+        self._cache.put(found.path, CachedFile(src=src, tree=tree, text=None, content_hash=digest))
+        return entry
+
+    @staticmethod
+    def _row(entry: FileEntry, mtime_ns: int) -> tuple[Any, ...]:
+        return (
+            str(entry.path),
+            entry.size,
+            mtime_ns,
+            entry.content_hash,
+            entry.language,
+            entry.summary,
+            encode_entry(entry),
+        )
+
+    def _refresh_found(
+        self, found: FoundFile, rows: list[tuple[Any, ...]], stats: IndexStats
+    ) -> None:
+        """Bring one disk file up to date (parse only when its content changed)."""
+        path = found.path
+        key = (found.size, found.mtime_ns)
+        with self._lock:
+            self._disk_files.add(path)
+            if self._stat.get(path) == key and (path in self._entries or path in self._buffers):
+                stats.skipped_unchanged += 1
+                return
+            if path in self._buffers:
+                self._stat[path] = key
+                stats.skipped_unchanged += 1
+                return
+            current = self._entries.get(path)
+        row = self._persisted.pop(str(path), None) if self._persisted is not None else None
+        if row is not None and row.size == found.size and row.mtime_ns == found.mtime_ns:
+            entry = decode_entry(row, path)
+            with self._lock:
+                if path not in self._buffers:
+                    self._install(path, entry)
+                self._stat[path] = key
+            stats.skipped_unchanged += 1
+            return
+        try:
+            src = found.path.read_bytes()
+        except OSError as exc:
+            logger.debug("cannot read %s: %s", path, exc)
+            self._forget(path)
+            return
+        if is_binary(src) or len(src) > self.settings.max_file_bytes:
+            self._forget(path)
+            return
+        digest = content_hash(src)
+        reuse: FileEntry | None = None
+        if current is not None and current.content_hash == digest:
+            reuse = current
+        elif row is not None and row.content_hash == digest:
+            reuse = decode_entry(row, path)
+        if reuse is not None:
+            reuse.mtime = found.mtime_ns / 1e9
+            reuse.size = len(src)
+            with self._lock:
+                if path not in self._buffers:
+                    self._install(path, reuse)
+                self._stat[path] = key
+            rows.append(self._row(reuse, found.mtime_ns))
+            stats.skipped_unchanged += 1
+            return
+        entry = self._index_file(found, src, digest)
+        with self._lock:
+            if path not in self._buffers:
+                self._install(path, entry)
+            self._stat[path] = key
+        rows.append(self._row(entry, found.mtime_ns))
+        stats.parsed += 1
+
+    def _forget(self, path: Path) -> bool:
+        """Drop a disk file from the index (open buffers keep their entry)."""
+        self._cache.discard(path)
+        with self._lock:
+            known = path in self._disk_files or path in self._stat
+            self._disk_files.discard(path)
+            self._stat.pop(path, None)
+            if path not in self._buffers:
+                if path in self._entries:
+                    known = True
+                self._install(path, None)
+            else:
+                self._resolver = None
+                self._importers = None
+        return known
+
+    # ------------------------------------------------------------------ scanning
+    def scan(self, progress: Progress | None = None) -> IndexStats:
+        """Scan the roots: parse new or changed files, drop vanished ones (blocking)."""
+        with self._scan_lock:
+            return self._scan(progress)
+
+    def _scan(self, progress: Progress | None) -> IndexStats:
+        started = time.perf_counter()
+        stats = IndexStats()
+        found = self.rules.walk()
+        total = len(found)
+        self._progress = (0, total)
+        if progress is not None:
+            progress(0, total)
+        if self._store is not None and self._persisted is None:
+            try:
+                self._persisted = self._store.load()
+            except IndexError_ as exc:
+                logger.warning("ignoring the index cache: %s", exc)
+                self._persisted = {}
+        rows: list[tuple[Any, ...]] = []
+        step = max(1, total // 100)
+        seen: set[Path] = set()
+        for done, item in enumerate(found, 1):
+            if self._stopped:
+                break
+            seen.add(item.path)
+            try:
+                self._refresh_found(item, rows, stats)
+            except IndexError_ as exc:
+                logger.warning("skipping %s: %s", item.path, exc)
+            if done % step == 0 or done == total:
+                self._progress = (done, total)
+                if progress is not None:
+                    progress(done, total)
+        deleted: list[str] = []
+        if not self._stopped:
+            with self._lock:
+                vanished = [p for p in self._disk_files if p not in seen]
+            for path in vanished:
+                self._forget(path)
+                deleted.append(str(path))
+            if self._persisted:
+                deleted.extend(self._persisted)
+                self._persisted.clear()
+        stats.removed = len(vanished) if not self._stopped else 0
+        self._save(rows, deleted)
+        with self._lock:
+            for item in found:
+                entry = self._entries.get(item.path)
+                if entry is None:
+                    continue
+                stats.files += 1
+                stats.symbols += len(entry.symbols)
+                stats.bytes += entry.size
+                stats.languages[entry.language] = stats.languages.get(entry.language, 0) + 1
+        stats.seconds = time.perf_counter() - started
+        logger.info(
+            "indexed %d files (%d parsed, %d unchanged) in %.2fs",
+            stats.files,
+            stats.parsed,
+            stats.skipped_unchanged,
+            stats.seconds,
+        )
+        return stats
+
+    def _save(self, rows: list[tuple[Any, ...]], deleted: list[str]) -> None:
+        if self._store is None:
+            return
+        try:
+            self._store.save(rows, deleted)
+        except IndexError_ as exc:
+            logger.warning("index cache not written: %s", exc)
+
+    def start_background_scan(self, progress: Progress | None = None) -> threading.Thread:
+        """Run :meth:`scan` in a daemon thread and return it (lookups work meanwhile)."""
+
+        def run() -> None:
+            try:
+                self.scan(progress)
+            except Exception:
+                logger.exception("background index scan failed")
+
+        thread = threading.Thread(target=run, name="index-scan", daemon=True)
+        thread.start()
+        return thread
+
+    # ------------------------------------------------------------------ watching
+    def start_watching(self) -> bool:
+        """Start the file watcher; False (and periodic rescans) if it cannot start."""
+        if not self.settings.watch or self._debouncer is not None or self._poller is not None:
+            return self._observer is not None
+        self._debouncer = Debouncer(self._apply_events)
+        try:
+            self._observer = start_observer(self.roots, self._debouncer.add)
+        except Exception as exc:  # inotify limits, missing backends: poll instead
+            logger.warning("file watcher unavailable (%s); rescanning every few seconds", exc)
+            self._debouncer.stop()
+            self._debouncer = None
+            self._poller = Poller(self.scan)
+            return False
+        return True
+
+    def _apply_events(self, batch: dict[Path, bool]) -> None:
+        full = False
+        files: list[Path] = []
+        for raw, is_dir in batch.items():
+            path = _norm(raw)
+            root = self.rules.root_of(path)
+            if root is None:
+                continue
+            parts = path.relative_to(root).parts
+            if parts and parts[0] == ".git":
+                if parts[-1] == "exclude":
+                    self.rules.invalidate()
+                    full = True
+                continue
+            if path.name == ".gitignore":
+                self.rules.invalidate()
+                full = True
+            elif is_dir or path.is_dir():
+                full = True
+            else:
+                with self._lock:
+                    known_dir = any(p.is_relative_to(path) for p in self._disk_files if p != path)
+                if known_dir:
+                    full = True
+                files.append(path)
+        if full:
+            self.scan()
+            return
+        rows: list[tuple[Any, ...]] = []
+        deleted: list[str] = []
+        stats = IndexStats()
+        with self._scan_lock:
+            for path in files:
+                found = self.rules.eligible(path)
+                if found is None:
+                    if self._forget(path):
+                        deleted.append(str(path))
+                    continue
+                try:
+                    self._refresh_found(found, rows, stats)
+                except IndexError_ as exc:
+                    logger.warning("skipping %s: %s", path, exc)
+            self._save(rows, deleted)
+
+    def stop(self) -> None:
+        """Stop the watcher or poller and close the persistent cache."""
+        self._stopped = True
+        if self._observer is not None:
+            try:
+                self._observer.stop()
+                self._observer.join(timeout=2)
+            except Exception as exc:  # pragma: no cover - best effort
+                logger.debug("stopping the observer: %s", exc)
+            self._observer = None
+        if self._debouncer is not None:
+            self._debouncer.stop()
+            self._debouncer = None
+        if self._poller is not None:
+            self._poller.stop()
+            self._poller = None
+        with self._scan_lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+    # ------------------------------------------------------------------ open buffers
+    def open_buffer(self, path: Path, text: str) -> None:
+        """Index an open buffer's text (it replaces the disk state until closed)."""
+        path = _norm(path)
+        lang = language_for_path(path)
+        if lang is None or self.rules.is_denied(path):
+            return
+        src = text.encode("utf-8", "surrogatepass")
+        tree = _parse(lang, src)
+        ext = extract(lang, tree, src, path)
+        entry = self._entry_from(path, lang, src, tree, ext)
+        entry.content_hash = content_hash(src)
+        with self._lock:
+            self._buffers[path] = _Buffer(lang, text, src, tree, ext)
+            disk = self._entries.get(path)
+            if disk is not None:
+                entry.mtime = disk.mtime
+            self._install(path, entry)
+
+    def edit_buffer(self, path: Path, text: str, edit: ByteEdit) -> None:
+        """Apply one edit incrementally; ``text`` is the full new text."""
+        path = _norm(path)
+        with self._lock:
+            buf = self._buffers.get(path)
+        if buf is None:
+            self.open_buffer(path, text)
+            return
+        src = text.encode("utf-8", "surrogatepass")
+        old_tree = buf.tree
+        old_tree.edit(
+            start_byte=edit.start_byte,
+            old_end_byte=edit.old_end_byte,
+            new_end_byte=edit.new_end_byte,
+            start_point=edit.start_point,
+            old_end_point=edit.old_end_point,
+            new_end_point=edit.new_end_point,
+        )
+        tree = _parse(buf.language, src, old_tree)
+        lo = edit.start_byte
+        hi = edit.new_end_byte
+        for rng in old_tree.changed_ranges(tree):
+            lo = min(lo, rng.start_byte)
+            hi = max(hi, rng.end_byte)
+        r0, r1 = _region(tree.root_node, lo, hi, len(src))
+        delta = edit.new_end_byte - edit.old_end_byte
+        row_delta = edit.new_end_point[0] - edit.old_end_point[0]
+        old_r1 = r1 - delta
+        fresh = extract(buf.language, tree, src, path, start_byte=r0, end_byte=r1)
+        ext = _splice(buf.ext, fresh, r0, old_r1, delta, row_delta)
+        entry = self._entry_from(path, buf.language, src, tree, ext)
+        with self._lock:
+            if self._buffers.get(path) is not buf:
+                return
+            self._buffers[path] = _Buffer(buf.language, text, src, tree, ext)
+            disk = self._entries.get(path)
+            if disk is not None:
+                entry.mtime = disk.mtime
+            self._install(path, entry)
+
+    def close_buffer(self, path: Path) -> None:
+        """Forget an open buffer; the disk state of the file is indexed again."""
+        path = _norm(path)
+        with self._lock:
+            buf = self._buffers.pop(path, None)
+            if buf is None:
+                return
+            self._stat.pop(path, None)
+            self._install(path, None)
+            self._disk_files.discard(path)
+        self._cache.discard(path)
+        found = self.rules.eligible(path)
+        if found is None:
+            return
+        rows: list[tuple[Any, ...]] = []
+        with self._scan_lock:
+            try:
+                self._refresh_found(found, rows, IndexStats())
+            except IndexError_ as exc:
+                logger.warning("skipping %s: %s", path, exc)
+            self._save(rows, [])
+
+
+def _region(root: tree_sitter.Node, lo: int, hi: int, size: int) -> tuple[int, int]:
+    """Return the byte range of the top-level nodes covering [lo, hi], widened by one
+    node on each side and across adjacent comments (doc comments belong to the next node)."""
+    first = root.first_named_child_for_byte(lo)
+    if first is None:
+        last_child = root.named_child(root.named_child_count - 1) if root.named_child_count else None
+        if last_child is None:
+            return 0, size + 1
+        first = last_child
+    start_node = first
+    prev = start_node.prev_named_sibling
+    while prev is not None:
+        start_node = prev
+        if "comment" not in prev.type and prev.type not in _ATTACHED:
+            break
+        prev = prev.prev_named_sibling
+    r0 = start_node.start_byte if prev is not None or start_node is not first else 0
+    if start_node.prev_named_sibling is None:
+        r0 = 0
+    node: tree_sitter.Node | None = first
+    last = first
+    while node is not None and node.start_byte < hi:
+        last = node
+        node = node.next_named_sibling
+    extra = 0
+    while node is not None:
+        last = node
+        if "comment" not in node.type and node.type not in _ATTACHED:
+            extra += 1
+            if extra >= 1:
+                break
+        node = node.next_named_sibling
+    if node is None or last.next_named_sibling is None:
+        return r0, size + 1
+    return r0, last.end_byte
+
+
+_ATTACHED = frozenset({"attribute_item", "decorator", "annotation", "inner_attribute_item"})
+
+
+def _splice(
+    old: Extraction, fresh: Extraction, r0: int, old_r1: int, delta: int, row_delta: int
+) -> Extraction:
+    """Return ``old`` with its symbols/imports in [r0, old_r1) replaced by ``fresh``."""
+    out = Extraction()
+    _splice_list(old.symbols, old.starts, fresh.symbols, fresh.starts, r0, old_r1, delta,
+                 row_delta, out.symbols, out.starts, _shift_symbol)
+    _splice_list(old.imports, old.import_starts, fresh.imports, fresh.import_starts, r0, old_r1,
+                 delta, row_delta, out.imports, out.import_starts, _shift_import)
+    return out
+
+
+def _shift_symbol(sym: Symbol, rows: int) -> Symbol:
+    new = Symbol.__new__(Symbol)
+    for name in Symbol.__slots__:
+        object.__setattr__(new, name, getattr(sym, name))
+    object.__setattr__(new, "start_line", sym.start_line + rows)
+    object.__setattr__(new, "end_line", sym.end_line + rows)
+    return new
+
+
+def _shift_import(imp: Import, rows: int) -> Import:
+    return Import(module=imp.module, names=imp.names, line=imp.line + rows, level=imp.level)
+
+
+def _splice_list(
+    old_items: list[Any],
+    old_starts: list[int],
+    new_items: list[Any],
+    new_starts: list[int],
+    r0: int,
+    old_r1: int,
+    delta: int,
+    row_delta: int,
+    out_items: list[Any],
+    out_starts: list[int],
+    shift: Callable[[Any, int], Any],
+) -> None:
+    lo = bisect.bisect_left(old_starts, r0)
+    hi = bisect.bisect_left(old_starts, old_r1)
+    out_items.extend(old_items[:lo])
+    out_starts.extend(old_starts[:lo])
+    out_items.extend(new_items)
+    out_starts.extend(new_starts)
+    tail = old_items[hi:]
+    if row_delta:
+        tail = [shift(item, row_delta) for item in tail]
+    out_items.extend(tail)
+    out_starts.extend(s + delta for s in old_starts[hi:])
