@@ -83,6 +83,11 @@ See docs/configuration.md for every key."
   "Seconds of idle time before `lsp-assist-preview-mode' asks for a suggestion."
   :type 'number)
 
+(defcustom lsp-assist-request-timeout 20
+  "Seconds to wait for the server in blocking requests.
+The first request of a session may wait for the model to load."
+  :type 'number)
+
 (defface lsp-assist-preview-face
   '((t :inherit shadow))
   "Face of the suggestion shown by `lsp-assist-preview-mode'.")
@@ -124,7 +129,8 @@ See docs/configuration.md for every key."
     server))
 
 (defun lsp-assist--managed-hook ()
-  "Use `lsp-assist-completion-at-point' instead of eglot's capf in lsp-assist buffers."
+  "Use `lsp-assist-completion-at-point' instead of eglot's capf.
+Only in buffers managed by an lsp-assist server."
   (when (and (bound-and-true-p eglot--managed-mode)
              (lsp-assist--server-p (eglot-current-server)))
     (setq-local completion-at-point-functions
@@ -140,10 +146,12 @@ See docs/configuration.md for every key."
           (arguments (plist-get command :arguments)))
       (when name
         (jsonrpc-request server :workspace/executeCommand
-                         `(:command ,name :arguments ,(or arguments [])))))))
+                         `(:command ,name :arguments ,(or arguments []))
+                         :timeout lsp-assist-request-timeout)))))
 
 (defun lsp-assist-completion-at-point ()
-  "Eglot's `completion-at-point', reporting accepted lsp-assist items to the server."
+  "Eglot's `completion-at-point', reporting accepted items to the server.
+eglot 1.9 ignores a completion item's command; this runs lspAssist.accept."
   (when-let ((result (eglot-completion-at-point)))
     (let* ((props (nthcdr 3 result))
            (exit (plist-get props :exit-function))
@@ -167,7 +175,8 @@ See docs/configuration.md for every key."
   "Ask SERVER for completions at point; return (RESPONSE . ITEMS)."
   (eglot--signal-textDocument/didChange)
   (let* ((response (jsonrpc-request server :textDocument/completion
-                                    (eglot--CompletionParams)))
+                                    (eglot--CompletionParams)
+                                    :timeout lsp-assist-request-timeout))
          (items (append (if (vectorp response) response (plist-get response :items)) nil)))
     (setq lsp-assist-last-response response)
     (cons response items)))
@@ -318,7 +327,8 @@ The server receives workspace/didChangeConfiguration with {\"lspAssist\": {...}}
 (defun lsp-assist--execute (command arguments)
   "Run COMMAND with the vector ARGUMENTS on the current lsp-assist server."
   (jsonrpc-request (lsp-assist--server) :workspace/executeCommand
-                   `(:command ,command :arguments ,arguments)))
+                   `(:command ,command :arguments ,arguments)
+                   :timeout lsp-assist-request-timeout))
 
 (defun lsp-assist--show (buffer-name text)
   "Show TEXT in a read-only BUFFER-NAME."

@@ -46,6 +46,9 @@ def drive(workspace: Path, server: str, env: dict[str, str]) -> tuple[int, dict[
         json.dumps(SETTINGS),
         "--timeout-ms",
         "120000",
+        # What the extension sends when a setting changes (workspace/didChangeConfiguration).
+        "--change-settings",
+        json.dumps({"lspAssist": {"maxTokens": 10}}),
     ]
     proc = subprocess.run(
         cmd, cwd=VSCODE, env=env, capture_output=True, text=True, timeout=200, check=False
@@ -107,5 +110,10 @@ def test_vscode_protocol_client(
     explain = report["explainContext"]
     assert isinstance(explain, dict) and isinstance(explain.get("text"), str), context
     assert "error" not in explain, context
+    # The initializationOptions and the configuration change were accepted: the server
+    # warns (window/showMessage) about any unknown or invalid key.
+    warnings = [e["message"] for e in report["log"] if "setting" in (e.get("message") or "")]
+    assert warnings == [], warnings
+
     # The server exited cleanly after shutdown/exit.
     assert report["serverExit"] == {"code": 0, "signal": None}, context
