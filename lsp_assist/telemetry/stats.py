@@ -9,7 +9,10 @@ Definitions (docs/telemetry.md):
   ranks (numpy's default), ``None`` when there are no completed requests.
 - ``prompt_tokens_mean``: over the requests that reached the model (not cache hits).
 - ``kv_reuse_ratio``: sum of reused prompt tokens / sum of prompt tokens.
-- ``draft_acceptance_rate``: sum of accepted draft tokens / sum of proposed ones.
+- ``overhead_ms``: percentiles of ``latency_ms - engine_ms`` (time outside the engine)
+  over completed requests that have an engine time.
+- ``draft_acceptance_rate``: sum of accepted draft tokens / sum of proposed ones;
+  ``drafting_rate``: share of model requests that ran with drafting on.
 - ``cache_hit_rate`` and ``cancel_rate``: over all requests.
 
 A rate whose denominator is zero is ``None``.
@@ -78,6 +81,9 @@ def _summary(records: Sequence[MetricsRecord]) -> dict[str, Any]:
         "completed": len(completed),
         "ttft_ms": _percentiles([r.ttft_ms for r in completed]),
         "latency_ms": _percentiles([r.latency_ms for r in completed]),
+        "overhead_ms": _percentiles(
+            [max(0.0, r.latency_ms - r.engine_ms) for r in completed if r.engine_ms > 0]
+        ),
         "prompt_tokens_mean": (
             round(sum(r.prompt_tokens for r in model_requests) / len(model_requests), 2)
             if model_requests
@@ -90,6 +96,7 @@ def _summary(records: Sequence[MetricsRecord]) -> dict[str, Any]:
         ),
         "kv_reuse_ratio": _ratio(reused_sum, prompt_sum),
         "draft_acceptance_rate": _ratio(accepted_drafts, proposed),
+        "drafting_rate": _ratio(sum(r.drafting for r in model_requests), len(model_requests)),
         "accept_rate": _ratio(sum(r.accepted for r in completed), len(completed)),
         "cache_hit_rate": _ratio(sum(r.cache_hit for r in records), n),
         "cancel_rate": _ratio(sum(r.cancelled for r in records), n),
@@ -131,9 +138,11 @@ _ROWS: tuple[tuple[str, str, str | None, str], ...] = (
     ("latency p50 (ms)", "latency_ms", "p50", "ms"),
     ("latency p90 (ms)", "latency_ms", "p90", "ms"),
     ("latency p99 (ms)", "latency_ms", "p99", "ms"),
+    ("overhead p50 (ms)", "overhead_ms", "p50", "float"),
     ("prompt tokens (mean)", "prompt_tokens_mean", None, "float"),
     ("output tokens (mean)", "output_tokens_mean", None, "float"),
     ("KV reuse", "kv_reuse_ratio", None, "pct"),
+    ("drafting on", "drafting_rate", None, "pct"),
     ("draft acceptance", "draft_acceptance_rate", None, "pct"),
     ("user acceptance", "accept_rate", None, "pct"),
     ("type-through hits", "cache_hit_rate", None, "pct"),

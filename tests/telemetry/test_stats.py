@@ -49,6 +49,8 @@ def _write_log(path: Path) -> None:
                 cache_hit=hit,
                 error=err,
                 output_tokens=10,
+                engine_ms=lat - 2 * (i + 1) if rid in ("a", "b") else 0.0,
+                drafting=rid in ("a", "b"),
             )
         )
     log.mark_accepted("a")
@@ -82,6 +84,8 @@ def test_stats_match_hand_computed(tmp_path: Path) -> None:
     assert stats["kv_reuse_ratio"] == 0.5
     # drafts: (6+4+2) / (8+8+4)
     assert stats["draft_acceptance_rate"] == 0.6
+    assert stats["drafting_rate"] == 0.4  # a, b of the 5 model requests
+    assert stats["overhead_ms"]["p50"] == 3.0  # latency - engine of a, b: 2, 4
     # accepted a, e, f of the 5 completed
     assert stats["accept_rate"] == 0.6
     assert stats["cache_hit_rate"] == pytest.approx(1 / 6, abs=1e-4)
@@ -241,6 +245,11 @@ def synthetic_records(n: int = 300, seed: int = 7) -> list[MetricsRecord]:
                 latency_ms=latency,
                 prompt_tokens=0 if hit else 900,
                 reused_tokens=0 if hit else rng.randint(600, 900),
+                engine_ms=0.0 if hit else latency - rng.uniform(0.5, 4.0),
+                output_tokens=0 if hit else rng.randint(3, 40),
+                drafting=not hit,
+                draft_proposed=0 if hit else 8,
+                draft_accepted=0 if hit else rng.randint(3, 8),
                 cancelled=cancelled,
                 cache_hit=hit,
                 accepted=rng.random() < 0.4,
