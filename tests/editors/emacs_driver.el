@@ -113,6 +113,19 @@
             (driver-put 'completion_response (driver-json response))
             (driver-put 'completion_items (length items))
             (let ((item (lsp-assist--suggestion items)))
+              ;; 3. lsp-assist-preview-mode: the asynchronous request and the overlay.
+              (when item
+                (driver-step "preview"
+                  (lsp-assist-preview-mode 1)
+                  (lsp-assist--request-preview (current-buffer))
+                  (let ((wait-until (min deadline (+ (float-time) 30))))
+                    (while (and (null lsp-assist--overlay) (< (float-time) wait-until))
+                      (accept-process-output nil 0.1)))
+                  (driver-put 'preview_text
+                              (and lsp-assist--overlay
+                                   (substring-no-properties
+                                    (overlay-get lsp-assist--overlay 'after-string))))
+                  (lsp-assist-preview-mode -1)))
               (when item
                 (driver-step "accept"
                   (let* ((before (buffer-substring-no-properties

@@ -106,6 +106,8 @@ def test_eglot_connects_and_completes(
     # When there was a suggestion, lsp-assist-complete inserted it and the server
     # counted the acceptance.
     if report.get("inserted"):
+        # lsp-assist-preview-mode showed it as an overlay after point.
+        assert report["preview_text"], context
         assert report["inserted"] in report["buffer_after"]
         assert report["accept_command"]["command"] == "lspAssist.accept"
         assert report["accept_response"]["accepted"] is True, context
