@@ -29,7 +29,12 @@ from lsp_assist.context.formats import PromptFormat, comment_prefix, detect_form
 from lsp_assist.context.model import AssembledPrompt, Cursor, Layer, LayerItem, TokenCounter
 from lsp_assist.context.retrieval import Candidate, Retriever, partial_identifier
 from lsp_assist.context.similar import SimilarCode
-from lsp_assist.context.summaries import file_summary, project_line, select_entries
+from lsp_assist.context.summaries import (
+    SummaryEntry,
+    file_summary,
+    project_line,
+    select_entries,
+)
 from lsp_assist.context.syntax import TreeCache
 from lsp_assist.context.tokens import CachedCounter
 from lsp_assist.context.zone import Zone, select_zone
@@ -118,6 +123,8 @@ class ContextEngine:
         self.retriever = Retriever(index, self.relative)
         self.similar = SimilarCode()
         self._recent: OrderedDict[Path, None] = OrderedDict()
+        self._zone_memo: dict[Path, tuple[int, int, int, int, int]] = {}
+        self._summary_memo: dict[Path, tuple[tuple[int, int], int, list[SummaryEntry]]] = {}
         self._lock = threading.RLock()
         log.debug("context engine: format %s (%s)", self.format.name, self.format.family)
 
@@ -152,6 +159,35 @@ class ContextEngine:
         """Return the remembered files, most recent first."""
         with self._lock:
             return list(reversed(self._recent))
+
+    def _zone_hint(
+        self, path: Path, n_lines: int, budget: int, settings: ContextSettings
+    ) -> tuple[int, int] | None:
+        memo = self._zone_memo.get(path)
+        if memo is None or memo[:3] != (n_lines, budget, settings.editing_zone_lines):
+            return None
+        return memo[3], memo[4]
+
+    def _summary_entries(
+        self, cursor: Cursor, tree: object, lines: list[str], zone: Zone
+    ) -> list[SummaryEntry]:
+        """Return the file summary, reused while the text outside the zone is unchanged.
+
+        A half-typed line inside the zone can make the parser's error recovery swallow
+        later definitions; reusing the summary keeps the prompt stable meanwhile.
+        """
+        key = (zone.start_line, zone.end_line)
+        outside = hash(
+            (tuple(lines[: zone.start_line]), tuple(lines[zone.end_line + 1 :]), len(lines))
+        )
+        memo = self._summary_memo.get(cursor.path)
+        if memo is not None and memo[0] == key and memo[1] == outside:
+            return memo[2]
+        entries = file_summary(tree, cursor.text, lines, cursor.language, key)
+        if len(self._summary_memo) > 64:
+            self._summary_memo.clear()
+        self._summary_memo[cursor.path] = (key, outside, entries)
+        return entries
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -257,6 +293,14 @@ class ContextEngine:
             budget=zone_budget,
             count=self.counter.count,
             fim=fmt.is_fim,
+            hint=self._zone_hint(cursor.path, len(lines), zone_budget, settings),
+        )
+        self._zone_memo[cursor.path] = (
+            len(lines),
+            zone_budget,
+            settings.editing_zone_lines,
+            zone.start_line,
+            max(zone.end_line, line),
         )
         if zone.before:
             parts.before = [self._piece("editing_zone", zone.before)]
@@ -455,9 +499,7 @@ class ContextEngine:
         c: str,
         rel: str,
     ) -> None:
-        entries = file_summary(
-            tree, cursor.text, lines, cursor.language, (zone.start_line, zone.end_line)
-        )
+        entries = self._summary_entries(cursor, tree, lines, zone)
         fixed: list[_Piece] = []
         if not self.format.has_repo_tokens:
             fixed.append(self._piece("file_summary", f"{c} Outline of {rel} (bodies elided):\n"))

@@ -288,6 +288,7 @@ class Retriever:
                     score *= 0.8
                 if ambiguity > 1.0:
                     reasons.append(f"{len(symbols)} definitions")
+                score = min(score, 1.0)
                 if score < threshold:
                     continue
                 rendered = self._render(sym, language)
@@ -299,7 +300,7 @@ class Retriever:
                     out[key] = Candidate(
                         symbol=sym,
                         source=self.relative(sym.path),
-                        score=min(score, 1.0),
+                        score=score,
                         reason=", ".join(reasons),
                         full=rendered[0],
                         short=rendered[1],

@@ -223,7 +223,7 @@ class _Builder:
             if inner is not None:
                 self.visit(outer, inner, parent)
                 return
-        if body is not None and _span(body)[1] > _span(body)[0]:
+        if body is not None:
             head = self.text(outer.start_byte, body.start_byte).rstrip()
             name = _name_of(node, self.data)
             if kind in _CONTAINERS or node.type.endswith("class_declaration"):

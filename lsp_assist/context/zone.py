@@ -70,8 +70,13 @@ def select_zone(
     budget: int,
     count: Callable[[str], int],
     fim: bool,
+    hint: tuple[int, int] | None = None,
 ) -> Zone:
-    """Return the editing zone around ``(line, col)`` within ``max_lines`` and ``budget``."""
+    """Return the editing zone around ``(line, col)`` within ``max_lines`` and ``budget``.
+
+    ``hint`` is the previous zone of the same file; it is kept when the tree has
+    syntax errors (a half-typed line) so the zone does not jump while typing.
+    """
     n = len(lines)
     line = max(0, min(line, n - 1)) if n else 0
     col = max(0, min(col, len(lines[line]) if n else 0))
@@ -87,6 +92,24 @@ def select_zone(
 
     start, end = line, line
     children: list[tuple[int, int]] = []
+    if (
+        hint is not None
+        and tree is not None
+        and tree.root_node.has_error
+        and hint[0] <= line <= hint[1]
+        and hint[1] < n
+        and fits(hint[0], hint[1])
+    ):
+        start, end = hint
+        before, typed, after = _parts(lines, start, end if fim else line, line, col, fim)
+        if count(before) + count(typed) + count(after) <= budget:
+            return Zone(
+                start_line=start,
+                end_line=end if fim else line,
+                before=before,
+                typed=typed,
+                after=after,
+            )
     if tree is not None and n:
         byte_col = len(lines[line][:col].encode("utf-8"))
         node = tree.root_node.descendant_for_point_range((line, byte_col), (line, byte_col))

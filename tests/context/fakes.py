@@ -37,8 +37,10 @@ class FakeIndex:
 
         def add(node: ast.AST, parent: str | None) -> None:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                kind = "class" if isinstance(node, ast.ClassDef) else (
-                    "method" if parent else "function"
+                kind = (
+                    "class"
+                    if isinstance(node, ast.ClassDef)
+                    else ("method" if parent else "function")
                 )
                 d = ast.get_docstring(node)
                 entry.symbols.append(

@@ -1,0 +1,115 @@
+"""``lsp-assist context FILE:LINE:COL``: show the prompt the context engine builds, layer by layer.
+
+No model weights are loaded: the tokenizer comes from a vocabulary-only load of the
+GGUF (``--model``, default the embedded model), the workspace index is scanned once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from lsp_assist.cli.common import find_workspace, parse_location, settings_from_args, setup_logging
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the context subcommand."""
+    parser = sub.add_parser(
+        "context", help="print the prompt built for FILE:LINE:COL (1-based), layer by layer"
+    )
+    parser.add_argument("location", type=parse_location, metavar="FILE:LINE:COL")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--strategy", choices=["layered", "baseline"], help="context strategy")
+    parser.add_argument("--budget", type=int, help="prompt token budget")
+    parser.add_argument("--workspace", help="workspace folder (default: enclosing git repo)")
+    parser.add_argument("--model", metavar="GGUF", help="GGUF whose vocabulary counts tokens")
+    parser.add_argument(
+        "--open",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="another open buffer (repeatable; feeds similar code and the baseline)",
+    )
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any setting by its camelCase key (repeatable), e.g. --setting layerSimilar=false",
+    )
+    parser.set_defaults(func=run)
+
+
+def _open_index(workspace: Path, settings: Any) -> Any:
+    from lsp_assist.index.workspace import WorkspaceIndex
+
+    index = WorkspaceIndex([workspace], settings.index, cache_dir=None)
+    index.scan()
+    return index
+
+
+def _language(path: Path, index: Any) -> str:
+    entry = index.file(path)
+    if entry is not None and entry.language:
+        return str(entry.language)
+    from lsp_assist.documents.document import language_for_path
+
+    return language_for_path(path) or "text"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the prompt once and print it (or its JSON form)."""
+    from lsp_assist.backends.models import embedded_model_path
+    from lsp_assist.context.engine import ContextEngine, explain
+    from lsp_assist.context.model import Cursor
+    from lsp_assist.context.tokens import VocabTokenizer
+    from lsp_assist.errors import LspAssistError
+
+    settings, warnings = settings_from_args(args)
+    setup_logging("WARNING")
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    path, line, column = args.location
+    path = path.resolve()
+    if not path.is_file():
+        print(f"error: no such file: {path}", file=sys.stderr)
+        return 2
+    workspace = Path(args.workspace).resolve() if args.workspace else find_workspace(path)
+    try:
+        model_path = args.model or settings.model.model_path or str(embedded_model_path())
+        tokenizer = VocabTokenizer(model_path)
+        index = _open_index(workspace, settings)
+        text = path.read_text(encoding="utf-8", errors="replace")
+        engine = ContextEngine(
+            index, tokenizer, tokenizer.info(), settings.context, relative=index.relative
+        )
+        open_files = tuple(Path(p).resolve() for p in args.open)
+        for other in reversed(open_files):
+            engine.note_opened(other)
+        cursor = Cursor(
+            path=path,
+            language=_language(path, index),
+            text=text,
+            line=line,
+            column=column,
+            open_files=open_files,
+        )
+        prompt = engine.build(cursor, strategy=args.strategy, budget=args.budget)
+    except LspAssistError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        data = {
+            "strategy": prompt.strategy,
+            "budget": prompt.budget,
+            "total_tokens": prompt.total_tokens,
+            "layers": [layer.to_json() for layer in prompt.layers],
+            "prompt": prompt.to_json(),
+        }
+        print(json.dumps(data, indent=2))
+    else:
+        print(explain(prompt), end="")
+    return 0

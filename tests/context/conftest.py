@@ -1,0 +1,111 @@
+"""Fixtures of the context engine tests: a small Python workspace behind a fake index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .fakes import FakeIndex
+
+BILLING = '''"""Billing: totals and taxes."""
+TAX_RATE = 0.2
+
+
+def compute_total(items, discount=0.0):
+    """Sum item prices minus a discount."""
+    subtotal = sum(item.price for item in items)
+    return subtotal * (1 - discount) * (1 + TAX_RATE)
+
+
+class Invoice:
+    """A printable invoice."""
+
+    def __init__(self, number):
+        self.number = number
+
+    def render(self):
+        return f"Invoice {self.number}"
+'''
+
+BILLING_OLD = '''"""Old billing helpers, kept for reference."""
+
+
+def compute_totals(rows):
+    return [r * 2 for r in rows]
+
+
+def compute_total(rows):
+    """The legacy total (do not use)."""
+    return len(rows)
+'''
+
+SECRETS = """API_KEY = "sk-very-secret-value"
+
+
+def load_credentials(path):
+    return {"key": "hunter2-secret"}
+"""
+
+CART = '''"""Shopping cart."""
+import os
+
+from shop.billing import compute_total
+from shop.secrets import load_credentials
+
+MAX_ITEMS = 10
+
+
+class Item:
+    def __init__(self, name, price):
+        self.name = name
+        self.price = price
+
+
+class Cart:
+    """Holds items until checkout."""
+
+    def __init__(self):
+        self.items = []
+
+    def add(self, item):
+        if len(self.items) >= MAX_ITEMS:
+            raise ValueError("cart is full")
+        self.items.append(item)
+
+    def remove(self, name):
+        self.items = [i for i in self.items if i.name != name]
+
+    def total(self):
+        creds = load_credentials(os.environ.get("CREDS", ""))
+        result = compute_total(self.items)
+        return result
+
+
+def main():
+    cart = Cart()
+    cart.add(Item("apple", 1.0))
+    print(cart.total())
+'''
+
+FILES = {
+    "shop/__init__.py": "",
+    "shop/billing.py": BILLING,
+    "shop/billing_old.py": BILLING_OLD,
+    "shop/secrets.py": SECRETS,
+    "shop/cart.py": CART,
+}
+
+
+@pytest.fixture()
+def shop() -> FakeIndex:
+    """The shop workspace; shop/secrets.py is denied."""
+    return FakeIndex(Path("/ws"), dict(FILES), deny=("*secrets*",))
+
+
+def cart_position(marker: str) -> tuple[int, int]:
+    """Return (line, column) just after the first occurrence of ``marker`` in CART."""
+    offset = CART.index(marker) + len(marker)
+    line = CART.count("\n", 0, offset)
+    col = offset - (CART.rfind("\n", 0, offset) + 1)
+    return line, col

@@ -1,0 +1,221 @@
+"""The layered context engine on a small Python workspace: layers, budget, determinism, secrets."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lsp_assist.config import ContextSettings
+from lsp_assist.context.engine import ContextEngine, explain
+from lsp_assist.context.model import Cursor
+from lsp_assist.context.tokens import ApproxTokenizer
+from lsp_assist.errors import ContextError
+
+from .conftest import CART, FILES, cart_position
+from .fakes import GEMMA_LIKE, QWEN_LIKE, SMOLLM_LIKE, FakeIndex
+
+CART_PATH = Path("/ws/shop/cart.py")
+MODELS = [GEMMA_LIKE, SMOLLM_LIKE, QWEN_LIKE]
+
+
+def engine_for(index: FakeIndex, model=GEMMA_LIKE, **changes: object) -> ContextEngine:
+    settings = dataclasses.replace(ContextSettings(), **changes)  # type: ignore[arg-type]
+    return ContextEngine(index, ApproxTokenizer(model.special_tokens), model, settings)
+
+
+def cursor_at(marker: str, text: str = CART, **kw: object) -> Cursor:
+    line, col = cart_position(marker)
+    return Cursor(path=CART_PATH, language="python", text=text, line=line, column=col, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.path)
+def test_called_definition_is_in_prompt_and_lookalike_is_not(shop: FakeIndex, model) -> None:
+    prompt = engine_for(shop, model).build(cursor_at("result = compute_total("))
+    related = {layer.name: layer for layer in prompt.layers}["related"]
+    assert [i.symbol for i in related.items if i.symbol == "compute_total"]
+    assert all(i.source == "shop/billing.py" for i in related.items)
+    assert "subtotal = sum(item.price" in prompt.prompt
+    assert "legacy total" not in prompt.prompt
+    assert "billing_old" not in prompt.prompt
+
+
+def test_layers_in_prompt_order(shop: FakeIndex) -> None:
+    prompt = engine_for(shop).build(cursor_at("result = compute_total("))
+    names = [layer.name for layer in prompt.layers]
+    assert names == [
+        "instructions",
+        "project_summary",
+        "related",
+        "similar",
+        "file_summary",
+        "editing_zone",
+    ]
+    assert sum(layer.tokens for layer in prompt.layers) == prompt.total_tokens
+    assert prompt.prompt.endswith("        result = compute_total(")
+    text = explain(prompt)
+    assert "== related" in text and "compute_total" in text
+
+
+def test_secret_file_never_reaches_prompt(shop: FakeIndex) -> None:
+    secrets = Path("/ws/shop/secrets.py")
+    for strategy in ("layered", "baseline"):
+        eng = engine_for(shop)
+        eng.note_opened(secrets)
+        prompt = eng.build(
+            cursor_at("creds = load_credentials(", open_files=(secrets,)), strategy=strategy
+        )
+        assert "sk-very-secret" not in prompt.prompt
+        assert "hunter2" not in prompt.prompt
+        assert "shop/secrets.py" not in prompt.prompt
+    with pytest.raises(ContextError):
+        engine_for(shop).build(
+            Cursor(path=secrets, language="python", text=FILES["shop/secrets.py"], line=0, column=0)
+        )
+
+
+def test_determinism_same_state_same_bytes(shop: FakeIndex) -> None:
+    cur = cursor_at("cart.add(")
+    a = engine_for(shop, QWEN_LIKE).build(cur)
+    engine = engine_for(shop, QWEN_LIKE)
+    engine.build(cursor_at("self.items = []"))
+    b = engine.build(cur)
+    assert a.prompt == b.prompt
+    assert a.tokens == b.tokens
+    assert a.to_json()["layers"] == b.to_json()["layers"]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.path)
+def test_typing_within_a_line_changes_only_the_tail(shop: FakeIndex, model) -> None:
+    engine = engine_for(shop, model)
+    line, col = cart_position("        return result")
+    typed = "return self.items[0].price * 2 + compute_total(self.items)"
+    base = CART.split("\n")
+    prev = None
+    for k in range(len(typed) + 1):
+        lines = list(base)
+        lines[line] = "        " + typed[:k]
+        text = "\n".join(lines)
+        prompt = engine.build(
+            Cursor(path=CART_PATH, language="python", text=text, line=line, column=8 + k)
+        )
+        if prev is not None:
+            stable = prev.tokens[: prev.stable_prefix_len]
+            if "compute_total(" not in typed[: k - 1] and "compute_total(" in typed[:k]:
+                prev = prompt
+                continue  # a completed call may add its definition once
+            assert prompt.tokens[: len(stable)] == stable
+        prev = prompt
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    offset=st.integers(min_value=0, max_value=len(CART)),
+    budget=st.integers(min_value=40, max_value=700),
+    model=st.sampled_from(MODELS),
+    strategy=st.sampled_from(["layered", "baseline"]),
+)
+def test_budget_never_exceeded(
+    shop: FakeIndex, offset: int, budget: int, model, strategy: str
+) -> None:
+    line = CART.count("\n", 0, offset)
+    col = offset - (CART.rfind("\n", 0, offset) + 1)
+    cur = Cursor(
+        path=CART_PATH,
+        language="python",
+        text=CART,
+        line=line,
+        column=col,
+        open_files=(Path("/ws/shop/billing.py"), Path("/ws/shop/billing_old.py")),
+    )
+    prompt = engine_for(shop, model).build(cur, budget=budget, strategy=strategy)
+    assert prompt.total_tokens <= budget
+    assert 0 <= prompt.stable_prefix_len <= prompt.total_tokens
+
+
+def test_layers_can_be_switched_off(shop: FakeIndex) -> None:
+    engine = engine_for(
+        shop,
+        layer_related=False,
+        layer_similar=False,
+        layer_file_summary=False,
+        layer_project_summary=False,
+    )
+    prompt = engine.build(cursor_at("result = compute_total("))
+    tokens = prompt.layer_tokens()
+    assert tokens["related"] == tokens["similar"] == 0
+    assert tokens["file_summary"] == tokens["project_summary"] == 0
+    assert "subtotal" not in prompt.prompt
+
+
+def test_threshold_drops_weak_candidates(shop: FakeIndex) -> None:
+    text = CART.replace(
+        "    def remove(self, name):\n", "    def remove(self, name):\n        compute_totals([])\n"
+    )
+    line, col = cart_position("print(cart.total(")
+    cur = Cursor(path=CART_PATH, language="python", text=text, line=line + 1, column=col)
+    weak = [
+        i.symbol
+        for layer in engine_for(shop, related_threshold=0.3).build(cur).layers
+        for i in layer.items
+        if layer.name == "related"
+    ]
+    assert "compute_totals" in weak
+    strict = engine_for(shop, related_threshold=0.7).build(cur)
+    names = [i.symbol for layer in strict.layers for i in layer.items if layer.name == "related"]
+    assert "compute_totals" not in names
+    assert "compute_total" in names
+
+
+def test_editing_zone_is_whole_blocks(shop: FakeIndex) -> None:
+    engine = engine_for(shop, QWEN_LIKE, editing_zone_lines=12)
+    prompt = engine.build(cursor_at("self.items.append("))
+    zone = {layer.name: layer for layer in prompt.layers}["editing_zone"]
+    first = zone.text.lstrip("\n").split("\n", 1)[0]
+    assert first.strip().startswith(("def ", "class ", "@", '"""')), first
+    assert "def add(self, item):" in zone.text
+
+
+def test_file_summary_elides_bodies_outside_zone(shop: FakeIndex) -> None:
+    engine = engine_for(shop, editing_zone_lines=8)
+    prompt = engine.build(cursor_at("print(cart.total("))
+    summary = {layer.name: layer for layer in prompt.layers}["file_summary"]
+    assert "def remove(self, name): ..." in summary.text
+    assert "self.items = [i for i" not in summary.text
+
+
+def test_baseline_stuffs_whole_file_and_open_files(shop: FakeIndex) -> None:
+    billing = Path("/ws/shop/billing.py")
+    prompt = engine_for(shop).build(
+        cursor_at("result = compute_total(", open_files=(billing,)), strategy="baseline"
+    )
+    assert prompt.strategy == "baseline"
+    assert "class Invoice:" in prompt.prompt
+    assert "class Item:" in prompt.prompt
+    layered = engine_for(shop).build(cursor_at("result = compute_total(", open_files=(billing,)))
+    assert layered.total_tokens < prompt.total_tokens
+
+
+def test_recent_files_feed_similar_code(shop: FakeIndex) -> None:
+    other = """def process_order(cart):
+    for item in cart.items:
+        if item.price > MAX_ITEMS:
+            raise ValueError("cart is full")
+        cart.items.append(item)
+"""
+    shop.set_text("shop/checkout.py", other)
+    engine = engine_for(shop, similar_threshold=0.1)
+    engine.note_opened(Path("/ws/shop/checkout.py"))
+    prompt = engine.build(cursor_at("self.items.append("))
+    similar = {layer.name: layer for layer in prompt.layers}["similar"]
+    assert [i.source for i in similar.items] == ["shop/checkout.py"]
+    # rolling memory: only the last M files are kept
+    engine.update_settings(dataclasses.replace(engine.settings, recent_files=2))
+    for name in ("a.py", "b.py", "c.py"):
+        engine.note_opened(Path("/ws") / name)
+    assert engine.recent_files() == [Path("/ws/c.py"), Path("/ws/b.py")]
