@@ -8,7 +8,8 @@
 4. brackets stay balanced: a closer that closes something opened before the cursor is
    cut when the text after the cursor already closes it, and a closer that does not
    match what is open is cut;
-5. a line already present right below the cursor ends the suggestion;
+5. a line already present right below the cursor ends the suggestion (a suggestion
+   that is only that line is dropped);
 6. what overlaps the start of the rest of the line is trimmed (``foo(a, b)`` before a
    suffix ``)`` becomes ``foo(a, b``), choosing the trim that leaves the line best
    balanced;
@@ -177,7 +178,7 @@ def _meaningful(lines: list[str]) -> bool:
 def _cut_repeats(text: str, line_prefix: str) -> str:
     """Cut where a line or block of up to three lines repeats right after itself."""
     lines = text.split("\n")
-    full = [line_prefix + lines[0], *lines[1:]]
+    full = [(line_prefix + lines[0]).rstrip(), *(line.rstrip() for line in lines[1:])]
     for i in range(1, len(full)):
         for period in (1, 2, 3):
             if i - period < 0 or i + period > len(full):
@@ -208,13 +209,13 @@ def _cut_outer_closers(text: str, line_prefix: str, after: str, language: str) -
     return text
 
 
-def _cut_lines_below(text: str, line_prefix: str, below: str) -> str:
+def _cut_lines_below(text: str, line_prefix: str, line_suffix: str, below: str) -> str:
     """End the suggestion where it starts repeating the first line below the cursor."""
     first_below = next((line.rstrip() for line in below.split("\n") if line.strip()), "")
     if not first_below:
         return text
     lines = text.split("\n")
-    if len(lines) > 1 and (line_prefix + lines[0]).rstrip() == first_below:
+    if not line_suffix.strip() and (line_prefix + lines[0]).rstrip() == first_below:
         return ""
     for j in range(1, len(lines)):
         if lines[j].rstrip() == first_below:
@@ -274,8 +275,7 @@ def postprocess(
     out = _cut_repeats(out, line_prefix)
     out = _limit_lines(out, max_lines)
     out = _cut_outer_closers(out, line_prefix, after, language)
-    if multiline:
-        out = _cut_lines_below(out, line_prefix, below)
+    out = _cut_lines_below(out, line_prefix, line_suffix, below)
     out = _trim_end_overlap(out, line_prefix, line_suffix, language)
     out = _strip_trailing(out, line_suffix)
     if not out.strip():

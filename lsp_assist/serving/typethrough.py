@@ -6,7 +6,9 @@ the model. Entries are keyed by the document URI and the context the suggestion 
 for: the text before its start position (length and hash) and the text after the cursor
 (hash). A lookup matches an entry when the new text before the cursor is the entry's
 prefix plus typed characters that are a strict prefix of the suggestion, and the text
-after the cursor is unchanged. Only hashes are stored, never the document text.
+after the cursor is unchanged, or changed only by one or two closers the editor
+auto-inserted (the remainder then leaves out its own copy of them). Only hashes are
+stored, never the document text.
 """
 
 from __future__ import annotations
@@ -30,6 +32,19 @@ class _Key:
     prefix_len: int
     prefix_hash: bytes
     suffix_hash: bytes
+
+
+_AUTO_CLOSERS = frozenset(")]}\"'`")
+
+
+def _suffix_variants(suffix_text: str) -> list[tuple[str, bytes]]:
+    """Return (auto-inserted closers, hash of the rest) for the suffix as it may have been."""
+    variants = [("", _digest(suffix_text))]
+    for k in (1, 2):
+        head = suffix_text[:k]
+        if len(head) == k and set(head) <= _AUTO_CLOSERS:
+            variants.append((head, _digest(suffix_text[k:])))
+    return variants
 
 
 class TypeThroughCache:
@@ -81,7 +96,7 @@ class TypeThroughCache:
         if not keys:
             return None
         n = len(prefix_text)
-        suffix_hash: bytes | None = None
+        suffixes: list[tuple[str, bytes]] | None = None
         prefix_hashes: dict[int, bytes] = {}
         # The most recent context first: the longest prefix the user has not typed past.
         for key in sorted(keys, key=lambda k: k.prefix_len, reverse=True):
@@ -91,15 +106,23 @@ class TypeThroughCache:
                 continue
             if not suggestion.startswith(prefix_text[key.prefix_len :]):
                 continue
-            if suffix_hash is None:
-                suffix_hash = _digest(suffix_text)
-            if key.suffix_hash != suffix_hash:
+            if suffixes is None:
+                suffixes = _suffix_variants(suffix_text)
+            inserted = next((ins for ins, h in suffixes if h == key.suffix_hash), None)
+            if inserted is None:
                 continue
             if key.prefix_len not in prefix_hashes:
                 prefix_hashes[key.prefix_len] = _digest(prefix_text[: key.prefix_len])
             if prefix_hashes[key.prefix_len] != key.prefix_hash:
                 continue
-            return key, suggestion[typed_len:]
+            remainder = suggestion[typed_len:]
+            if inserted:
+                # The editor auto-closed what the user typed: the suggestion's own closer
+                # is now right of the cursor, so leave it out of the remainder.
+                if not remainder.endswith(inserted) or remainder == inserted:
+                    continue
+                remainder = remainder[: -len(inserted)]
+            return key, remainder
         return None
 
     def _forget(self, key: _Key) -> None:

@@ -308,3 +308,11 @@ def test_postprocess_properties(
         language=language,
     )
     assert again == out
+
+
+def test_single_line_repeating_the_next_line_is_dropped() -> None:
+    doc = "def f(xs):\n    |\n    return sum(xs)\n"
+    assert complete(doc, "return sum(xs)", language="python", multiline=False) == ""
+    assert complete(doc, "total = sum(xs)", language="python", multiline=False) == (
+        "total = sum(xs)"
+    )

@@ -157,3 +157,17 @@ def test_property_remainder(before: str, after: str, suggestion: str, typed_len:
         assert got is not None and typed + got == suggestion
     else:
         assert got is None
+
+
+def test_editor_auto_closed_bracket() -> None:
+    cache = TypeThroughCache(8)
+    before = "x = "
+    cache.put(URI, before, "\n", "foo(a, b)")
+    # The user types "foo(" and the editor inserts ")" right of the cursor.
+    assert cache.get(URI, before + "foo(", ")\n") == "a, b"
+    assert cache.get(URI, before + "foo(a", ")\n") == ", b"
+    # Typing over the auto-inserted ")" restores the suffix: the plain rule again.
+    assert cache.get(URI, before + "foo(a, b", "\n") == ")"
+    # An auto-inserted closer the suggestion does not end with is a miss.
+    cache.put(URI, "y = ", "\n", "bar(1) + 2")
+    assert cache.get(URI, "y = bar(", ")\n") is None
