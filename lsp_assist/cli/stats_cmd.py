@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -47,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--workspace",
         type=Path,
+        metavar="DIR",
         help="read the metrics of this workspace (default: every workspace and the user-wide log)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -84,11 +86,15 @@ def run(args: argparse.Namespace) -> int:
     records = read_records(sources, since)
     stats = compute_stats(records)
     if args.json:
-        print(json.dumps(stats, indent=2))
+        output = json.dumps(stats, indent=2)
     elif not records:
-        print(f"no requests recorded in {where}")
+        output = f"no requests recorded in {where}"
     else:
-        print(format_stats(stats))
+        output = format_stats(stats)
+    try:
+        print(output, flush=True)
+    except BrokenPipeError:  # e.g. piped into head
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if args.plot is not None:
         written = plot_stats(records, args.plot)
         print(f"plot written to {written}", file=sys.stderr)

@@ -71,12 +71,23 @@ _BLOCK_TYPES = frozenset(
 # -- scanning -------------------------------------------------------------------------
 
 
+_ALIASES = {
+    "javascriptreact": "javascript",
+    "typescriptreact": "tsx",
+    "golang": "go",
+    "py": "python",
+    "js": "javascript",
+    "ts": "typescript",
+    "c++": "cpp",
+}
+
+
 def _quotes(language: str) -> tuple[str, ...]:
-    return _QUOTES.get(language, _DEFAULT_QUOTES)
+    return _QUOTES.get(_ALIASES.get(language, language), _DEFAULT_QUOTES)
 
 
 def _comment(language: str) -> str:
-    return "#" if language in _HASH_COMMENT else "//"
+    return "#" if _ALIASES.get(language, language) in _HASH_COMMENT else "//"
 
 
 def _scan(text: str, stack: list[str], language: str) -> Iterator[tuple[int, str, str | None, int]]:
@@ -326,7 +337,7 @@ def _opens_block(code: str, language: str) -> bool:
     if code.endswith(("{", "(", "[")):
         return True
     if code.endswith(":"):
-        if language == "python":
+        if _ALIASES.get(language, language) == "python":
             return True
         head = code.lstrip()
         return head.startswith(("case ", "default")) or head.endswith(("public:", "private:"))

@@ -60,9 +60,12 @@ _LANGUAGE_STOPS: dict[str, list[str]] = {
     "cpp": ["\n#include", "\n#define", "\nint main(", "\nnamespace "],
 }
 
+_ALIASES = {"javascriptreact": "javascript", "typescriptreact": "tsx", "golang": "go"}
+
 
 def stop_strings(language: str) -> list[str]:
     """Return the literal stop sequences for ``language`` (model special tokens included)."""
+    language = _ALIASES.get(language, language)
     return [*_MODEL_STOPS, *_LANGUAGE_STOPS.get(language, [])]
 
 
