@@ -49,6 +49,9 @@ KEYWORDS = frozenset(
     """.split()  # noqa: SIM905
 )
 
+_HEADERS = frozenset({".h", ".hh", ".hpp", ".hxx"})
+_SOURCES = (".c", ".cc", ".cpp", ".cxx")
+
 FULL_BODY_LINES = 15
 """Definitions up to this many lines go in whole; longer ones as signature + doc."""
 
@@ -68,6 +71,11 @@ class Candidate:
     def key(self) -> tuple[str, int]:
         """Stable identity and prompt order: source path, then line."""
         return (self.source, self.symbol.start_line)
+
+
+def _is_prototype(sym: Symbol) -> bool:
+    """True for a declaration without a body (a C prototype, an abstract method)."""
+    return sym.end_line == sym.start_line and sym.signature.rstrip().endswith(";")
 
 
 def identifiers(text: str) -> list[str]:
@@ -208,7 +216,17 @@ class Retriever:
                 target = None
             names.update(imp.names)
             if target is not None and not self.index.is_denied(target):
-                files.setdefault(target, imp.module.rsplit(".", 1)[-1].rsplit("/", 1)[-1])
+                alias = imp.module.strip("\"'<>").rsplit("/", 1)[-1]
+                if target.suffix in _HEADERS:
+                    # a C/C++ header: its implementation file holds the definitions
+                    for ext in _SOURCES:
+                        impl = target.with_suffix(ext)
+                        known = impl != target and self.index.file(impl) is not None
+                        if known and not self.index.is_denied(impl):
+                            files.setdefault(impl, alias.rsplit(".", 1)[0])
+                else:
+                    alias = alias.rsplit(".", 1)[-1]
+                files.setdefault(target, alias)
         return files, names
 
     def candidates(
@@ -252,6 +270,9 @@ class Retriever:
             from_imports = [s for s in symbols if s.path in files]
             if from_imports:
                 symbols = from_imports
+            bodies = [s for s in symbols if not _is_prototype(s)]
+            if bodies and len(bodies) < len(symbols):
+                symbols = bodies
             symbols.sort(key=lambda s: (str(s.path), s.start_line))
             ambiguity = 1.0 if from_imports else math.sqrt(len(symbols))
             for sym in symbols[:8]:

@@ -91,7 +91,7 @@ def test_determinism_same_state_same_bytes(shop: FakeIndex) -> None:
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.path)
 def test_typing_within_a_line_changes_only_the_tail(shop: FakeIndex, model) -> None:
     engine = engine_for(shop, model)
-    line, col = cart_position("        return result")
+    line, _col = cart_position("        return result")
     typed = "return self.items[0].price * 2 + compute_total(self.items)"
     base = CART.split("\n")
     prev = None
