@@ -17,7 +17,7 @@ from .tinygguf import write_tiny_gguf
 
 pytest.importorskip("llama_cpp")
 
-from lsp_assist.context.tokens import VocabTokenizer  # noqa: E402
+from lsp_assist.context.tokens import VocabTokenizer
 
 FAMILIES: dict[str, tuple[list[str], tuple[str | None, str | None, str | None] | None]] = {
     "qwen": (
