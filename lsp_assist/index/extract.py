@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
 
 import tree_sitter
 
@@ -147,7 +146,7 @@ def _comment_doc(node: tree_sitter.Node, src: bytes) -> str:
     while prev is not None and prev.type in ("attribute_item", "decorator", "annotation"):
         target = prev
         prev = prev.prev_named_sibling
-    if prev is None or not _is_comment(prev):
+    if prev is None or not _is_comment(prev) or _is_inner_doc(prev, src):
         return ""
     if prev.end_point[0] < target.start_point[0] - 1:
         return ""
@@ -166,6 +165,12 @@ def _comment_doc(node: tree_sitter.Node, src: bytes) -> str:
             return line
         node_iter = node_iter.next_named_sibling
     return ""
+
+
+def _is_inner_doc(node: tree_sitter.Node, src: bytes) -> bool:
+    """True for Rust inner doc comments (``//!``, ``/*!``), which document the file."""
+    head = src[node.start_byte : node.start_byte + 3]
+    return head in (b"//!", b"/*!")
 
 
 def _parent_name(text: str) -> str:
@@ -277,6 +282,8 @@ def _build_symbols(
             parts = [p for p in name.split("::") if p]
             if len(parts) >= 2:
                 parent = _parent_name(parts[-2])
+                if kind == "function":
+                    kind = "method"
             name = parts[-1] if parts else name
         if kind == "method" and lang == "go":
             receiver = node.child_by_field_name("receiver")
@@ -422,7 +429,10 @@ def _rust_use(arg: tree_sitter.Node, src: bytes, line: int) -> Import:
         list_node = arg.child_by_field_name("list")
         names: tuple[str, ...] = ()
         if list_node is not None:
-            names = tuple(text(c) for c in list_node.named_children)
+            names = tuple(
+                text(c.child_by_field_name("path") or c) if c.type == "use_as_clause" else text(c)
+                for c in list_node.named_children
+            )
         return Import(module=text(path_node) if path_node else "", names=names, line=line)
     if arg.type == "use_wildcard":
         return Import(module=text(arg).removesuffix("::*"), names=("*",), line=line)
@@ -434,7 +444,13 @@ def _rust_use(arg: tree_sitter.Node, src: bytes, line: int) -> Import:
     return Import(module=text(arg), line=line)
 
 
-def summarize(lang: str, tree: tree_sitter.Tree, src: bytes, symbols: list[Symbol]) -> str:
+def summarize(
+    lang: str,
+    tree: tree_sitter.Tree,
+    src: bytes,
+    symbols: list[Symbol],
+    imports: list[Import] | None = None,
+) -> str:
     """Return one line saying what the file is for: its top doc, else from its symbols."""
     root = tree.root_node
     fallback = ""
@@ -463,10 +479,10 @@ def summarize(lang: str, tree: tree_sitter.Tree, src: bytes, symbols: list[Symbo
         break
     if fallback:
         return fallback
-    return _derived_summary(symbols)
+    return _derived_summary(symbols, imports or [])
 
 
-def _derived_summary(symbols: list[Symbol]) -> str:
+def _derived_summary(symbols: list[Symbol], imports: list[Import]) -> str:
     groups: dict[str, list[str]] = {}
     for sym in symbols:
         if sym.parent is not None or sym.kind in ("variable", "method"):
@@ -486,5 +502,13 @@ def _derived_summary(symbols: list[Symbol]) -> str:
         more = f" (+{len(names) - 4})" if len(names) > 4 else ""
         parts.append(f"{label} {shown}{more}")
     if not parts:
-        return ""
-    return cast(str, ("Defines " + "; ".join(parts))[:SUMMARY_MAX])
+        modules: list[str] = []
+        for imp in imports:
+            shown_module = "." * imp.level + imp.module
+            if shown_module and shown_module not in modules:
+                modules.append(shown_module)
+        if not modules:
+            return ""
+        more = f" (+{len(modules) - 4})" if len(modules) > 4 else ""
+        return f"Uses {', '.join(modules[:4])}{more}"[:SUMMARY_MAX]
+    return ("Defines " + "; ".join(parts))[:SUMMARY_MAX]

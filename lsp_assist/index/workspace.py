@@ -38,6 +38,9 @@ logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 
+FRESH_PARSE_ON_ERROR_BYTES = 32 * 1024
+"""After an edit that leaves syntax errors, files up to this size are parsed afresh."""
+
 
 @dataclass(kw_only=True)
 class IndexStats:
@@ -324,7 +327,7 @@ class WorkspaceIndex:
             language=lang,
             symbols=list(ext.symbols),
             imports=list(ext.imports),
-            summary=summarize(lang, tree, src, ext.symbols),
+            summary=summarize(lang, tree, src, ext.symbols, ext.imports),
             size=len(src),
         )
 
@@ -629,6 +632,13 @@ class WorkspaceIndex:
             new_end_point=edit.new_end_point,
         )
         tree = _parse(buf.language, src, old_tree)
+        if tree.root_node.has_error and len(src) <= FRESH_PARSE_ON_ERROR_BYTES:
+            # Error recovery after an incremental parse can group nodes differently from a
+            # fresh parse of the same text; small files pay for a canonical tree.
+            tree = _parse(buf.language, src)
+            ext = extract(buf.language, tree, src, path)
+            self._replace_buffer(path, buf, text, src, tree, ext)
+            return
         lo = edit.start_byte
         hi = edit.new_end_byte
         for rng in old_tree.changed_ranges(tree):
@@ -640,7 +650,19 @@ class WorkspaceIndex:
         old_r1 = r1 - delta
         fresh = extract(buf.language, tree, src, path, start_byte=r0, end_byte=r1)
         ext = _splice(buf.ext, fresh, r0, old_r1, delta, row_delta)
+        self._replace_buffer(path, buf, text, src, tree, ext)
+
+    def _replace_buffer(
+        self,
+        path: Path,
+        buf: _Buffer,
+        text: str,
+        src: bytes,
+        tree: tree_sitter.Tree,
+        ext: Extraction,
+    ) -> None:
         entry = self._entry_from(path, buf.language, src, tree, ext)
+        entry.content_hash = content_hash(src)
         with self._lock:
             if self._buffers.get(path) is not buf:
                 return
@@ -676,11 +698,15 @@ class WorkspaceIndex:
 def _region(root: tree_sitter.Node, lo: int, hi: int, size: int) -> tuple[int, int]:
     """Return the byte range of the top-level nodes covering [lo, hi], widened by one
     node on each side and across adjacent comments (doc comments belong to the next node)."""
-    first = root.first_named_child_for_byte(lo)
-    if first is None:
-        last_child = root.named_child(root.named_child_count - 1) if root.named_child_count else None
-        if last_child is None:
-            return 0, size + 1
+    count = root.named_child_count
+    if count == 0:
+        return 0, size + 1
+    last_child = root.named_child(count - 1)
+    if last_child is None:  # pragma: no cover - count > 0
+        return 0, size + 1
+    # first_named_child_for_byte crashes (tree-sitter 0.26.1) when no child ends after lo
+    first = root.first_named_child_for_byte(lo) if lo < last_child.end_byte else last_child
+    if first is None:  # pragma: no cover - guarded above
         first = last_child
     start_node = first
     prev = start_node.prev_named_sibling
