@@ -109,6 +109,6 @@ def run(args: argparse.Namespace) -> int:
         f"{stats.parsed} parsed, {stats.skipped_unchanged} unchanged, "
         f"peak RSS {summary['peak_rss_mb']} MB"
     )
-    for lang, count in summary["languages"].items():
+    for lang, count in sorted(stats.languages.items()):
         print(f"  {lang:<12} {count}")
     return 0

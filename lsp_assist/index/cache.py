@@ -30,8 +30,10 @@ class CachedFile:
     def cost(self) -> int:
         """Return the estimated memory of this entry in bytes."""
         size = len(self.src)
-        return size + (size * TREE_FACTOR if self.tree is not None else 0) + (
-            len(self.text) if self.text is not None else 0
+        return (
+            size
+            + (size * TREE_FACTOR if self.tree is not None else 0)
+            + (len(self.text) if self.text is not None else 0)
         )
 
 

@@ -259,8 +259,8 @@ def _build_symbols(
     # (start, -end, order, kind, name, node or None)
     items: list[tuple[int, int, int, str, str, tree_sitter.Node | None, tree_sitter.Node | None]]
     items = []
-    for (start, end, name_start), (kind, node, name_node) in defs.items():
-        items.append((start, -end, name_start, kind, "", node, name_node))
+    for (start, end, name_start), (def_kind, def_node, def_name) in defs.items():
+        items.append((start, -end, name_start, def_kind, "", def_node, def_name))
     for start, end, name in scopes:
         items.append((start, -end, -1, "scope", name, None, None))
     items.sort(key=lambda it: (it[0], it[1], it[2]))
@@ -331,7 +331,9 @@ def _imports_of(lang: str, node: tree_sitter.Node, src: bytes) -> list[Import]:
         if node.type == "import_statement":
             found = []
             for child in node.children_by_field_name("name"):
-                target = child.child_by_field_name("name") if child.type == "aliased_import" else child
+                target = (
+                    child.child_by_field_name("name") if child.type == "aliased_import" else child
+                )
                 if target is not None:
                     found.append(Import(module=text(target), line=line))
             return found
@@ -382,7 +384,9 @@ def _imports_of(lang: str, node: tree_sitter.Node, src: bytes) -> list[Import]:
     if lang == "rust":
         if node.type == "mod_item":
             name_node = node.child_by_field_name("name")
-            return [] if name_node is None else [Import(module=f"self::{text(name_node)}", line=line)]
+            return (
+                [] if name_node is None else [Import(module=f"self::{text(name_node)}", line=line)]
+            )
         if node.type == "extern_crate_declaration":
             name_node = node.child_by_field_name("name")
             return [] if name_node is None else [Import(module=text(name_node), line=line)]
@@ -495,11 +499,11 @@ def _derived_summary(symbols: list[Symbol], imports: list[Import]) -> str:
             names.append(sym.name)
     parts = []
     for label in ("types", "functions", "constants", "modules"):
-        names = groups.get(label)
-        if not names:
+        group = groups.get(label)
+        if not group:
             continue
-        shown = ", ".join(names[:4])
-        more = f" (+{len(names) - 4})" if len(names) > 4 else ""
+        shown = ", ".join(group[:4])
+        more = f" (+{len(group) - 4})" if len(group) > 4 else ""
         parts.append(f"{label} {shown}{more}")
     if not parts:
         modules: list[str] = []

@@ -10,6 +10,7 @@ deny list (``.env*``, keys, certificates, credential and token files, plus the u
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import logging
 import os
@@ -17,6 +18,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pathspec
 
@@ -136,7 +138,7 @@ class FileRules:
         self.settings = settings
         self._deny = pathspec.PathSpec.from_lines("gitignore", settings.deny_globs)
         self._exclude = pathspec.GitIgnoreSpec.from_lines(settings.exclude_globs)
-        self._specs: dict[Path, pathspec.PathSpec | None] = {}
+        self._specs: dict[Path, pathspec.PathSpec[Any] | None] = {}
         self._lock = threading.Lock()
 
     def invalidate(self) -> None:
@@ -165,29 +167,31 @@ class FileRules:
                 return True
         return False
 
-    def _spec(self, directory: Path, root: Path) -> pathspec.PathSpec | None:
+    def _spec(self, directory: Path, root: Path) -> pathspec.PathSpec[Any] | None:
         with self._lock:
             if directory in self._specs:
                 return self._specs[directory]
         lines: list[str] = []
-        try:
+        with contextlib.suppress(OSError):
             lines.extend((directory / ".gitignore").read_text("utf-8", "replace").splitlines())
-        except OSError:
-            pass
         if directory == root:
             try:
                 exclude = directory / ".git" / "info" / "exclude"
                 lines.extend(exclude.read_text("utf-8", "replace").splitlines())
             except OSError:
                 pass
-        spec = pathspec.GitIgnoreSpec.from_lines(lines) if any(
-            line.strip() and not line.startswith("#") for line in lines
-        ) else None
+        spec = (
+            pathspec.GitIgnoreSpec.from_lines(lines)
+            if any(line.strip() and not line.startswith("#") for line in lines)
+            else None
+        )
         with self._lock:
             self._specs[directory] = spec
         return spec
 
-    def _ignored_by(self, specs: list[tuple[Path, pathspec.PathSpec]], path: Path, is_dir: bool) -> bool:
+    def _ignored_by(
+        self, specs: list[tuple[Path, pathspec.PathSpec[Any]]], path: Path, is_dir: bool
+    ) -> bool:
         for base, spec in specs:
             rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
             if spec.match_file(rel):
@@ -207,7 +211,7 @@ class FileRules:
         rel = path.relative_to(root)
         if self._exclude.match_file(rel.as_posix()):
             return True
-        specs: list[tuple[Path, pathspec.PathSpec]] = []
+        specs: list[tuple[Path, pathspec.PathSpec[Any]]] = []
         current = root
         for part in rel.parts[:-1]:
             spec = self._spec(current, root)
@@ -248,7 +252,7 @@ class FileRules:
         self,
         root: Path,
         directory: Path,
-        specs: list[tuple[Path, pathspec.PathSpec]],
+        specs: list[tuple[Path, pathspec.PathSpec[Any]]],
         found: list[FoundFile],
         visited: set[tuple[int, int]],
     ) -> None:
@@ -292,7 +296,9 @@ class FileRules:
                     continue
                 if specs and self._ignored_by(specs, path, True):
                     continue
-                if check_exclude and self._exclude.match_file(path.relative_to(root).as_posix() + "/"):
+                if check_exclude and self._exclude.match_file(
+                    path.relative_to(root).as_posix() + "/"
+                ):
                     continue
                 subdirs.append(path)
                 continue

@@ -108,9 +108,9 @@ class Resolver:
         bases: list[Path] = []
         for root in self.roots:
             bases.extend((root, root / "src", root / "lib"))
-        root = self._root_of(from_path)
+        own_root = self._root_of(from_path)
         parent = from_path.parent
-        while root is not None and parent.is_relative_to(root) and parent != root:
+        while own_root is not None and parent.is_relative_to(own_root) and parent != own_root:
             bases.append(parent)
             parent = parent.parent
         for base in bases:
@@ -316,7 +316,9 @@ class Resolver:
             if candidate in self.files:
                 return candidate
         suffix = "/" + name.lstrip("./")
-        matches = [p for p in self._by_name.get(Path(name).name, []) if p.as_posix().endswith(suffix)]
+        matches = [
+            p for p in self._by_name.get(Path(name).name, []) if p.as_posix().endswith(suffix)
+        ]
         if len(matches) == 1 or (matches and local):
             return matches[0]
         return None

@@ -66,9 +66,7 @@ def decode_entry(row: StoredFile, path: Path) -> FileEntry:
         setter(sym, "signature", signature)
         setter(sym, "doc", doc)
         symbols.append(sym)
-    imports = [
-        Import(module=m, names=tuple(n), line=ln, level=lv) for m, n, ln, lv in imports_raw
-    ]
+    imports = [Import(module=m, names=tuple(n), line=ln, level=lv) for m, n, ln, lv in imports_raw]
     return FileEntry(
         path=path,
         language=row.language,
@@ -97,7 +95,9 @@ class IndexStore:
             row = self._db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
             if row is None or row[0] != key:
                 if row is not None:
-                    logger.info("index cache %s is stale (%s != %s); rebuilding", self.path, row[0], key)
+                    logger.info(
+                        "index cache %s is stale (%s != %s); rebuilding", self.path, row[0], key
+                    )
                 self._db.execute("DROP TABLE IF EXISTS files")
                 self._db.execute(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('version', ?)", (key,)
@@ -121,7 +121,7 @@ class IndexStore:
         return {r[0]: StoredFile(*r) for r in rows}
 
     def save(self, rows: list[tuple[Any, ...]], deleted: list[str]) -> None:
-        """Write rows (path, size, mtime_ns, hash, language, summary, payload) in one transaction."""
+        """Write rows (path, size, mtime_ns, hash, language, summary, payload) in one go."""
         if not rows and not deleted:
             return
         try:
@@ -129,7 +129,9 @@ class IndexStore:
                 self._db.execute("BEGIN")
                 try:
                     if deleted:
-                        self._db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in deleted])
+                        self._db.executemany(
+                            "DELETE FROM files WHERE path=?", [(p,) for p in deleted]
+                        )
                     if rows:
                         self._db.executemany(
                             "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", rows

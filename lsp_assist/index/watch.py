@@ -76,7 +76,7 @@ def start_observer(roots: list[Path], sink: Callable[[Path, bool], None]) -> Any
     from watchdog.events import FileSystemEvent, FileSystemEventHandler
     from watchdog.observers import Observer
 
-    class Handler(FileSystemEventHandler):  # type: ignore[misc]
+    class Handler(FileSystemEventHandler):
         def on_any_event(self, event: FileSystemEvent) -> None:
             if event.event_type in ("opened", "closed", "closed_no_write"):
                 return
@@ -84,7 +84,9 @@ def start_observer(roots: list[Path], sink: Callable[[Path, bool], None]) -> Any
             sink(Path(src if isinstance(src, str) else src.decode()), bool(event.is_directory))
             dest = getattr(event, "dest_path", "")
             if dest:
-                sink(Path(dest if isinstance(dest, str) else dest.decode()), bool(event.is_directory))
+                sink(
+                    Path(dest if isinstance(dest, str) else dest.decode()), bool(event.is_directory)
+                )
 
     observer = Observer()
     handler = Handler()

@@ -744,10 +744,32 @@ def _splice(
 ) -> Extraction:
     """Return ``old`` with its symbols/imports in [r0, old_r1) replaced by ``fresh``."""
     out = Extraction()
-    _splice_list(old.symbols, old.starts, fresh.symbols, fresh.starts, r0, old_r1, delta,
-                 row_delta, out.symbols, out.starts, _shift_symbol)
-    _splice_list(old.imports, old.import_starts, fresh.imports, fresh.import_starts, r0, old_r1,
-                 delta, row_delta, out.imports, out.import_starts, _shift_import)
+    _splice_list(
+        old.symbols,
+        old.starts,
+        fresh.symbols,
+        fresh.starts,
+        r0,
+        old_r1,
+        delta,
+        row_delta,
+        out.symbols,
+        out.starts,
+        _shift_symbol,
+    )
+    _splice_list(
+        old.imports,
+        old.import_starts,
+        fresh.imports,
+        fresh.import_starts,
+        r0,
+        old_r1,
+        delta,
+        row_delta,
+        out.imports,
+        out.import_starts,
+        _shift_import,
+    )
     return out
 
 

@@ -177,16 +177,30 @@ def main() -> int:
         return 0
     checks = [
         ("floor: parse + tags query", f"{report['floor_s']:.2f} s", "", ""),
-        ("cold index", f"{report['cold_s']:.2f} s", f"{report['cold_vs_floor']:.2f}x floor",
-         "<= 1.5x"),
-        ("warm restart", f"{report['warm_s']:.3f} s", f"{report['warm_vs_cold']:.1%} of cold",
-         "<= 15%"),
-        ("one keystroke (median)", f"{report['keystroke_median_ms']:.2f} ms",
-         f"p90 {report['keystroke_p90_ms']:.2f} ms", "<= 5 ms"),
+        (
+            "cold index",
+            f"{report['cold_s']:.2f} s",
+            f"{report['cold_vs_floor']:.2f}x floor",
+            "<= 1.5x",
+        ),
+        (
+            "warm restart",
+            f"{report['warm_s']:.3f} s",
+            f"{report['warm_vs_cold']:.1%} of cold",
+            "<= 15%",
+        ),
+        (
+            "one keystroke (median)",
+            f"{report['keystroke_median_ms']:.2f} ms",
+            f"p90 {report['keystroke_p90_ms']:.2f} ms",
+            "<= 5 ms",
+        ),
         ("peak RSS", f"{report['peak_rss_mb']:.0f} MB", "", "<= 400 MB"),
     ]
-    print(f"{root}: {report['files']} files, {report['symbols']} symbols; "
-          f"keystrokes in {report['keystroke_file']}")
+    print(
+        f"{root}: {report['files']} files, {report['symbols']} symbols; "
+        f"keystrokes in {report['keystroke_file']}"
+    )
     for name, value, ratio, target in checks:
         print(f"  {name:<26} {value:>10}  {ratio:<18} {target}")
     ok = (

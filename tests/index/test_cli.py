@@ -12,14 +12,22 @@ from lsp_assist.cli.main import main
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def test_index_json(capsys: pytest.CaptureFixture[str], tmp_path: Path,
-                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_index_json(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert main(["index", str(FIXTURES), "--json"]) == 0
     out, err = capsys.readouterr()
     data = json.loads(out)
-    for key in ("files", "symbols", "bytes", "seconds", "files_per_second", "peak_rss_mb",
-                "languages"):
+    for key in (
+        "files",
+        "symbols",
+        "bytes",
+        "seconds",
+        "files_per_second",
+        "peak_rss_mb",
+        "languages",
+    ):
         assert key in data
     assert data["files"] == sum(data["languages"].values()) > 20
     assert data["languages"]["python"] == 6

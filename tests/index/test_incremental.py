@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lsp_assist.documents.document import Document, Position
+from lsp_assist.index import workspace
 from lsp_assist.index.extract import extract, summarize
 from lsp_assist.index.languages import get_parser
-from lsp_assist.index import workspace
 from lsp_assist.index.workspace import WorkspaceIndex
 
 SAMPLES = {
@@ -35,7 +35,7 @@ class Shape:
 def build(x):
     return Shape()
 ''',
-    "javascript": '''// Top comment.
+    "javascript": """// Top comment.
 import { a } from './a';
 
 /** Adds. */
@@ -47,8 +47,8 @@ class K {
 }
 
 export const F = () => 1;
-''',
-    "go": '''// Package p.
+""",
+    "go": """// Package p.
 package p
 
 import "fmt"
@@ -60,8 +60,8 @@ type T struct{ a int }
 func (t *T) M() { fmt.Println(t.a) }
 
 const C = 1
-''',
-    "rust": '''//! Crate doc.
+""",
+    "rust": """//! Crate doc.
 use crate::a::b;
 
 /// S doc
@@ -72,13 +72,13 @@ impl S {
     /// new doc
     fn new() -> Self { S { x: 1 } }
 }
-''',
-    "c": '''#include "a.h"
+""",
+    "c": """#include "a.h"
 /* adds */
 int add(int a, int b) { return a + b; }
 struct P { int x; };
 #define N 3
-''',
+""",
 }
 
 SUFFIX = {"python": ".py", "javascript": ".js", "go": ".go", "rust": ".rs", "c": ".c"}

@@ -34,7 +34,9 @@ def test_watcher_reflects_disk_changes(tmp_path: Path) -> None:
         assert time.monotonic() - started < 2.0
         renamed = tmp_path / "b.py"
         path.rename(renamed)
-        assert _wait(lambda: bool(index.lookup("second")) and index.lookup("second")[0].path == renamed)
+        assert _wait(
+            lambda: bool(index.lookup("second")) and index.lookup("second")[0].path == renamed
+        )
         assert index.file(path) is None
         sub = tmp_path / "pkg"
         sub.mkdir()
