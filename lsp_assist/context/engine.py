@@ -15,6 +15,7 @@ to the model's context, for comparison (the mission's baseline row).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -47,6 +48,10 @@ DEFAULT_N_CTX = 4096
 """The context the baseline fills when the model's training context is larger."""
 
 MAX_PROJECT_LINES = 12
+TYPED_STEP = 32
+"""The typed part of the cursor line is charged to the budget in steps of this many tokens."""
+
+_REFERENCE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\s*(?:\(|\.|::|->)(?:\s*[A-Za-z_][A-Za-z0-9_]*)?")
 
 
 @dataclass(slots=True)
@@ -159,6 +164,20 @@ class ContextEngine:
         """Return the remembered files, most recent first."""
         with self._lock:
             return list(reversed(self._recent))
+
+    def _tree(self, cursor: Cursor) -> object:
+        """Return the syntax tree of the cursor's text, seeded from the index's tree."""
+        if not self.trees.has(cursor.path, cursor.language):
+            tree_of = getattr(self.index, "tree_of", None)
+            if callable(tree_of):
+                try:
+                    if self.index.text_of(cursor.path) == cursor.text:
+                        seed = tree_of(cursor.path)
+                        if seed is not None:
+                            self.trees.put(cursor.path, cursor.language, cursor.text, seed.copy())
+                except Exception:  # the index's tree is an optimisation only
+                    log.debug("tree_of failed for %s", cursor.path, exc_info=True)
+        return self.trees.tree(cursor.path, cursor.language, cursor.text)
 
     def _zone_hint(
         self, path: Path, n_lines: int, budget: int, settings: ContextSettings
@@ -282,7 +301,7 @@ class ContextEngine:
         ]
 
         # editing zone
-        tree = self.trees.tree(cursor.path, cursor.language, cursor.text)
+        tree = self._tree(cursor)
         zone_budget = plan.grant("editing_zone")
         zone = select_zone(
             tree,
@@ -310,7 +329,14 @@ class ContextEngine:
             parts.typed = [self._piece("editing_zone", zone.typed)]
             parts.typed[0].volatile = True
         zone_cost = self._cost(parts.before + parts.after + parts.typed)
-        plan.spend("editing_zone", zone_cost)
+        # The typed part of the cursor line changes at every keystroke. The layers
+        # after the zone get what the zone left, so charge the typed part in steps
+        # of TYPED_STEP tokens: their grants (and so the stable head of the
+        # prompt) stay the same while the user types within the line.
+        typed_cost = self._cost(parts.typed)
+        reserved = -(-(typed_cost + 1) // TYPED_STEP) * TYPED_STEP
+        charged = zone_cost - typed_cost + max(typed_cost, reserved)
+        plan.spend("editing_zone", min(charged, max(zone_cost, zone_budget)))
         parts.items["editing_zone"] = [
             LayerItem(
                 source=rel,
@@ -363,9 +389,12 @@ class ContextEngine:
         settings: ContextSettings,
         parts: _Parts,
     ) -> list[Candidate]:
+        # On the cursor line only finished calls and attribute chains count (``name(``,
+        # ``name.``): every other word being typed would reshuffle the layer.
+        typed_refs = " ".join(_REFERENCE.findall(zone.typed))
         near_lines = (zone.before.split("\n")[-3:]) if zone.before else []
-        near = "\n".join([*near_lines, zone.typed, zone.after.split("\n", 1)[0]])
-        zone_text = zone.before + zone.typed + zone.after
+        near = "\n".join([*near_lines, typed_refs, zone.after.split("\n", 1)[0]])
+        zone_text = zone.before + typed_refs + "\n" + zone.after
         candidates = self.retriever.candidates(
             path=cursor.path,
             language=cursor.language,

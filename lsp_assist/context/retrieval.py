@@ -73,6 +73,9 @@ class Candidate:
         return (self.source, self.symbol.start_line)
 
 
+_BARE = re.compile(r"(?<![.\w>:])\s*([A-Za-z_][A-Za-z0-9_]*)")
+
+
 def _is_prototype(sym: Symbol) -> bool:
     """True for a declaration without a body (a C prototype, an abstract method)."""
     return sym.end_line == sym.start_line and sym.signature.rstrip().endswith(";")
@@ -204,9 +207,12 @@ class Retriever:
         self._render_cache[key] = result
         return result
 
-    def imported(self, path: Path, imports: Iterable[Import]) -> tuple[dict[Path, str], set[str]]:
-        """Return the files ``path`` imports (with the alias/module name) and imported names."""
-        files: dict[Path, str] = {}
+    def imported(
+        self, path: Path, imports: Iterable[Import]
+    ) -> tuple[dict[Path, set[str]], set[str]]:
+        """Return the files ``path`` imports (with the names they are reached by), and the
+        names imported explicitly."""
+        files: dict[Path, set[str]] = {}
         names: set[str] = set()
         for imp in imports:
             try:
@@ -215,19 +221,46 @@ class Retriever:
                 log.debug("resolve_import failed for %s", imp.module, exc_info=True)
                 target = None
             names.update(imp.names)
-            if target is not None and not self.index.is_denied(target):
-                alias = imp.module.strip("\"'<>").rsplit("/", 1)[-1]
-                if target.suffix in _HEADERS:
-                    # a C/C++ header: its implementation file holds the definitions
-                    for ext in _SOURCES:
-                        impl = target.with_suffix(ext)
-                        known = impl != target and self.index.file(impl) is not None
-                        if known and not self.index.is_denied(impl):
-                            files.setdefault(impl, alias.rsplit(".", 1)[0])
-                else:
-                    alias = alias.rsplit(".", 1)[-1]
-                files.setdefault(target, alias)
+            if target is None or self.index.is_denied(target):
+                continue
+            module = imp.module.strip("\"'<>")
+            aliases = {module.rsplit("/", 1)[-1].rsplit(".", 1)[0]}
+            aliases.add(module.replace("::", ".").rsplit(".", 1)[-1].rsplit("/", 1)[-1])
+            aliases.update(imp.names)
+            files.setdefault(target, set()).update(aliases)
+            if target.suffix in _HEADERS:
+                # a C/C++ header: its implementation file holds the definitions
+                for ext in _SOURCES:
+                    impl = target.with_suffix(ext)
+                    known = impl != target and self.index.file(impl) is not None
+                    if known and not self.index.is_denied(impl):
+                        files.setdefault(impl, set()).update(aliases)
         return files, names
+
+    @staticmethod
+    def _evidence(
+        sym: Symbol,
+        name: str,
+        files: dict[Path, set[str]],
+        imported_names: set[str],
+        attrs: dict[str, set[str]],
+        idents: set[str],
+        bare: set[str],
+        language: str,
+    ) -> str:
+        """Return why ``sym`` is the definition the zone means ('' when only by name)."""
+        aliases = files.get(sym.path)
+        if aliases is None:
+            return ""
+        if name in imported_names and sym.parent is None:
+            return "imported name"
+        if aliases & attrs.get(name, set()):
+            return f"{sorted(aliases & attrs[name])[0]}.{name} of an imported file"
+        if sym.parent and (sym.parent in idents or sym.parent in imported_names):
+            return f"{sym.parent} of an imported file"
+        if sym.parent is None and name in bare and language != "python":
+            return "imported file"
+        return ""
 
     def candidates(
         self,
@@ -251,6 +284,8 @@ class Retriever:
         attrs: dict[str, set[str]] = {}
         for obj, attr in _ATTR.findall(zone_text):
             attrs.setdefault(attr, set()).add(obj)
+        all_idents = set(in_zone)
+        bare = {m.group(1) for m in _BARE.finditer(zone_text)}
         files, imported_names = self.imported(path, imports)
         names = sorted(zone_set | {n for n in imported_names if n not in KEYWORDS})
         out: dict[tuple[Path, int], Candidate] = {}
@@ -267,7 +302,13 @@ class Retriever:
             ]
             if not symbols:
                 continue
-            from_imports = [s for s in symbols if s.path in files]
+            evidence = {
+                (s.path, s.start_line): self._evidence(
+                    s, name, files, imported_names, attrs, all_idents, bare, language
+                )
+                for s in symbols
+            }
+            from_imports = [s for s in symbols if evidence[(s.path, s.start_line)]]
             if from_imports:
                 symbols = from_imports
             bodies = [s for s in symbols if not _is_prototype(s)]
@@ -286,25 +327,20 @@ class Retriever:
                         reasons.append("near cursor")
                 else:
                     score += 0.1
-                if sym.path in files:
-                    score += 0.35
-                    reasons.append("imported file")
-                    if name in imported_names:
-                        score += 0.1
-                        reasons.append("imported name")
-                    objs = attrs.get(name)
-                    if objs and files[sym.path] in objs:
-                        score += 0.1
-                        reasons.append(f"{files[sym.path]}.{name}")
+                why = evidence[(sym.path, sym.start_line)]
+                if why:
+                    score += 0.45 if name in imported_names else 0.35
+                    reasons.append(why)
                 elif sym.path.parent == path.parent:
                     score += 0.15
                     reasons.append("same package")
+                if sym.parent and not why:
+                    score *= 0.6
+                    reasons.append("method matched by name")
                 if sym.path in recent:
                     score += 0.1
                     reasons.append("recently opened")
                 score /= ambiguity
-                if sym.parent and sym.kind == "method" and name not in attrs:
-                    score *= 0.7
                 if sym.kind in ("variable", "constant"):
                     score *= 0.8
                 if ambiguity > 1.0:

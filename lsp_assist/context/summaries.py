@@ -225,6 +225,12 @@ class _Builder:
                 return
         if body is not None:
             head = self.text(outer.start_byte, body.start_byte).rstrip()
+            if self.python:
+                # comments before the first statement are not part of the block
+                head_lines = head.split("\n")
+                while len(head_lines) > 1 and head_lines[-1].lstrip().startswith("#"):
+                    head_lines.pop()
+                head = "\n".join(head_lines).rstrip()
             name = _name_of(node, self.data)
             if kind in _CONTAINERS or node.type.endswith("class_declaration"):
                 if self.python:

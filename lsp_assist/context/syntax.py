@@ -105,6 +105,18 @@ class TreeCache:
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
+    def has(self, path: Path, language: str) -> bool:
+        """True when a tree of ``path`` is cached (whatever its text)."""
+        with self._lock:
+            return (str(path), language) in self._entries
+
+    def put(self, path: Path, language: str, text: str, tree: Any) -> None:
+        """Cache ``tree`` as the tree of ``text`` (a copy the cache may edit in place)."""
+        with self._lock:
+            self._entries[(str(path), language)] = _Entry(data=text.encode("utf-8"), tree=tree)
+            if len(self._entries) > self.max_files:
+                self._entries.popitem(last=False)
+
     def tree(self, path: Path, language: str, text: str) -> Any | None:
         """Return the tree of ``text`` (None when the language has no grammar)."""
         parser = get_parser(language)
