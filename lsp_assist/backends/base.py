@@ -130,13 +130,23 @@ class Backend(ABC):
     def generate(self, request: GenerationRequest) -> GenerationResult:
         """Generate for ``request``; blocks; honours its cancel flag within one token."""
 
-    def prefill(self, tokens: Sequence[int], *, cache_key: str = "") -> int:
-        """Evaluate ``tokens`` ahead of time so a later request reuses them; return count."""
+    def prefill(
+        self,
+        tokens: Sequence[int],
+        *,
+        cache_key: str = "",
+        cancel: CancelToken | None = None,
+    ) -> int:
+        """Evaluate ``tokens`` ahead of time so a later request reuses them; return count.
+
+        The count is the number of tokens newly evaluated (0 when all were cached).
+        ``cancel`` stops a long prefill early (what was evaluated stays cached).
+        """
         return 0
 
     def stats(self) -> dict[str, object]:
         """Backend counters for status and metrics (KV states held, drafting state...)."""
         return {}
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
         """Release the model."""

@@ -1,0 +1,921 @@
+"""The in-process backend: a GGUF model run by llama.cpp through llama-cpp-python's C API.
+
+Why the low-level API rather than ``llama_cpp.Llama``:
+
+- **Logits memory.** The decode loop asks llama.cpp for logits only at the positions it
+  reads (the last prompt token, the token being decoded, the positions being verified
+  when drafting), so it never allocates context x vocabulary floats (``logits_all``).
+- **KV reuse.** The tokens held by the live sequence are tracked here; each request
+  evaluates only what follows the longest common prefix with them.
+- **Per-file state.** When the ``cache_key`` (a document URI) changes, the live
+  sequence is serialised into :class:`~lsp_assist.backends.kv_states.KVStateCache` and
+  the new file's state is restored from it when that beats re-evaluation.
+- **Cancellation.** A cancel flag or a time cap is checked between tokens and, during
+  prompt evaluation, inside ``llama_decode`` through llama.cpp's abort callback, so a
+  long prefill stops within one graph node rather than at the end of the batch.
+- **Speculative drafting** with verification in one batch and removal of rejected
+  tokens from the KV cache (``llama_memory_seq_rm``).
+- **AMX.** ``use_extra_bufts`` is switched off in the model parameters, which avoids the
+  AMX segfault of native builds on Xeons with AMX (see docs/backends.md).
+
+Decoding is greedy (argmax): completions are deterministic, and drafting never changes
+the output.
+"""
+
+from __future__ import annotations
+
+import codecs
+import ctypes
+import itertools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lsp_assist.backends.base import (
+    Backend,
+    CancelToken,
+    GenerationRequest,
+    GenerationResult,
+    ModelInfo,
+)
+from lsp_assist.backends.drafting import AcceptanceTracker, Drafter, PromptLookupDrafter
+from lsp_assist.backends.gguf_meta import read_gguf_header
+from lsp_assist.backends.kv_states import KVState, KVStateCache, common_prefix_len
+from lsp_assist.config import ModelSettings
+from lsp_assist.errors import BackendError, DraftModelError, ModelLoadError
+
+logger = logging.getLogger(__name__)
+_native_logger = logging.getLogger(__name__ + ".native")
+
+SPECIAL_TOKEN_NAMES = (
+    "<|repo_name|>",
+    "<|file_sep|>",
+    "<|fim_prefix|>",
+    "<|fim_suffix|>",
+    "<|fim_middle|>",
+    "<|fim_pad|>",
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<repo_name>",
+    "<reponame>",
+    "<file_sep>",
+    "<filename>",
+    "<gh_stars>",
+    "<fim_prefix>",
+    "<fim_suffix>",
+    "<fim_middle>",
+    "<fim_pad>",
+    "<|fim_begin|>",
+    "<|fim_hole|>",
+    "<|fim_end|>",
+    "<PRE>",
+    "<SUF>",
+    "<MID>",
+    "<EOT>",
+    "<start_of_turn>",
+    "<end_of_turn>",
+    "<bos>",
+    "<eos>",
+    "<s>",
+    "</s>",
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|endofprompt|>",
+)
+"""Repository-level, FIM and turn tokens reported in ModelInfo.special_tokens when present."""
+
+# llama.cpp checks vocabularies of a main and a draft model the same way (speculative.cpp)
+VOCAB_MAX_SIZE_DIFFERENCE = 128
+VOCAB_CHECK_START_TOKEN_ID = 5
+
+_backend_lock = threading.Lock()
+_backend_ready = False
+_log_callback: Any = None
+
+
+def _llama() -> Any:
+    """Import llama_cpp lazily and initialise its backend and logging once."""
+    global _backend_ready, _log_callback
+    try:
+        import llama_cpp
+    except ImportError as exc:  # pragma: no cover - a dependency
+        raise ModelLoadError(f"llama-cpp-python is not installed: {exc}") from exc
+    with _backend_lock:
+        if not _backend_ready:
+            # ggml_log_level: 1 debug, 2 info, 3 warn, 4 error, 5 continuation
+            levels = {3: logging.INFO, 4: logging.ERROR}
+            last = [logging.DEBUG]
+
+            @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator]
+            def _on_log(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
+                try:
+                    py_level = last[0] if level == 5 else levels.get(level, logging.DEBUG)
+                    last[0] = py_level
+                    msg = text.decode("utf-8", errors="replace").rstrip()
+                    if msg:
+                        _native_logger.log(py_level, "%s", msg)
+                except Exception:  # pragma: no cover - never raise into C
+                    return
+
+            _log_callback = _on_log
+            llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
+            llama_cpp.llama_backend_init()
+            _backend_ready = True
+    return llama_cpp
+
+
+class _Aborted(Exception):
+    """llama_decode was aborted by the abort callback (cancel or time cap)."""
+
+
+def _default_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class LlamaEngine:
+    """One llama.cpp model and context with a single tracked sequence (seq 0).
+
+    ``tokens`` is exactly what the KV cache holds at positions 0..len-1.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        n_ctx: int = 4096,
+        n_batch: int = 512,
+        threads: int = 0,
+        gpu_layers: int = 0,
+        vocab_only: bool = False,
+        flash_attn: bool | None = None,
+        kv_f32: bool = False,
+    ) -> None:
+        self.path = path
+        self.header = read_gguf_header(path)
+        ll = _llama()
+        self._ll = ll
+        self.model: Any = None
+        self.ctx: Any = None
+        self._batch: Any = None
+        mparams = ll.llama_model_default_params()
+        mparams.n_gpu_layers = 0x7FFFFFFF if gpu_layers < 0 else gpu_layers
+        mparams.vocab_only = vocab_only
+        if hasattr(mparams, "use_extra_bufts"):
+            mparams.use_extra_bufts = False
+        try:
+            self.model = ll.llama_model_load_from_file(str(path).encode("utf-8"), mparams)
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(f"llama.cpp could not load {path}: {exc}") from exc
+        if not self.model:
+            raise ModelLoadError(
+                f"llama.cpp could not load {path} (architecture "
+                f"{self.header.architecture or 'unknown'}): see the log for its reason"
+            )
+        self.vocab = ll.llama_model_get_vocab(self.model)
+        self.n_vocab = int(ll.llama_vocab_n_tokens(self.vocab))
+        self.tokens: list[int] = []
+        self.n_ctx = 0
+        self.n_batch = 0
+        self.evaluated = 0
+        self._abort_check: Callable[[], bool] | None = None
+        if vocab_only:
+            return
+        threads = threads or _default_threads()
+        cparams = ll.llama_context_default_params()
+        cparams.n_ctx = n_ctx
+        cparams.n_batch = n_batch
+        cparams.n_ubatch = min(n_batch, 512)
+        cparams.n_seq_max = 1
+        cparams.n_threads = threads
+        cparams.n_threads_batch = threads
+        cparams.no_perf = True
+        if hasattr(cparams, "flash_attn_type"):
+            # llama.cpp's CPU flash attention gives batch-size-dependent numerics, which
+            # would let speculative verification (a batch) and plain decoding (one token)
+            # disagree on near ties; without it greedy output is bit-identical either way
+            cparams.flash_attn_type = 0 if flash_attn is None or not flash_attn else 1
+        if kv_f32:
+            # an f16 KV cache also makes batch and single-token attention differ once the
+            # cache passes a few hundred cells; f32 keeps verification exact (2x KV memory)
+            cparams.type_k = 0  # GGML_TYPE_F32
+            cparams.type_v = 0
+        if hasattr(cparams, "swa_full"):
+            # keep every position of sliding-window layers so prefixes can be reused
+            cparams.swa_full = True
+        self.ctx = ll.llama_init_from_model(self.model, cparams)
+        if not self.ctx:
+            self.close()
+            raise ModelLoadError(f"llama.cpp could not create a context for {path} (n_ctx={n_ctx})")
+        self.n_ctx = int(ll.llama_n_ctx(self.ctx))
+        self.n_batch = int(ll.llama_n_batch(self.ctx))
+        self.mem = ll.llama_get_memory(self.ctx)
+        self._batch = ll.llama_batch_init(self.n_batch, 0, 1)
+
+        def _abort(_data: ctypes.c_void_p) -> bool:
+            check = self._abort_check
+            try:
+                return bool(check is not None and check())
+            except Exception:  # pragma: no cover - never raise into C
+                return True
+
+        self._abort_cb = ll.ggml_abort_callback(_abort)
+        ll.llama_set_abort_callback(self.ctx, self._abort_cb, None)
+
+    # --- vocabulary -------------------------------------------------------------------
+
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        """Tokenize without BOS."""
+        ll = self._ll
+        raw = text.encode("utf-8")
+        cap = len(raw) + 8
+        buf = (ll.llama_token * cap)()
+        n = ll.llama_tokenize(self.vocab, raw, len(raw), buf, cap, False, special)
+        if n < 0:
+            cap = -n
+            buf = (ll.llama_token * cap)()
+            n = ll.llama_tokenize(self.vocab, raw, len(raw), buf, cap, False, special)
+            if n < 0:
+                raise BackendError(f"tokenization failed ({n})")
+        return list(buf[:n])
+
+    def piece(self, token: int, *, special: bool = True) -> bytes:
+        """Return the bytes of one token."""
+        ll = self._ll
+        buf = ctypes.create_string_buffer(64)
+        n = ll.llama_token_to_piece(self.vocab, token, buf, 64, 0, special)
+        if n < 0:
+            buf = ctypes.create_string_buffer(-n)
+            n = ll.llama_token_to_piece(self.vocab, token, buf, -n, 0, special)
+        return buf.raw[: max(n, 0)]
+
+    def detokenize(self, tokens: Sequence[int], *, special: bool = False) -> str:
+        """Return the text of ``tokens``."""
+        return b"".join(self.piece(t, special=special) for t in tokens).decode(
+            "utf-8", errors="replace"
+        )
+
+    def token_text(self, token: int) -> str:
+        """Return the vocabulary text of ``token``."""
+        raw = self._ll.llama_vocab_get_text(self.vocab, token)
+        return raw.decode("utf-8", errors="replace") if raw else ""
+
+    def is_eog(self, token: int) -> bool:
+        """True for end-of-generation tokens."""
+        return bool(self._ll.llama_vocab_is_eog(self.vocab, token))
+
+    def is_control(self, token: int) -> bool:
+        """True for control tokens."""
+        return bool(self._ll.llama_vocab_is_control(self.vocab, token))
+
+    def meta(self, key: str) -> str:
+        """Return a metadata value as a string ('' when absent)."""
+        buf = ctypes.create_string_buffer(512)
+        n = self._ll.llama_model_meta_val_str(self.model, key.encode(), buf, 512)
+        return buf.value.decode("utf-8", errors="replace") if n >= 0 else ""
+
+    # --- KV cache ---------------------------------------------------------------------
+
+    def truncate(self, n: int) -> None:
+        """Keep only the first ``n`` tokens of the sequence in the KV cache."""
+        if n >= len(self.tokens):
+            return
+        ok = self._ll.llama_memory_seq_rm(self.mem, 0, n, -1)
+        if ok:
+            del self.tokens[n:]
+        else:  # partial removal unsupported (recurrent models): start over
+            self.clear()
+
+    def clear(self) -> None:
+        """Empty the sequence."""
+        self._ll.llama_memory_seq_rm(self.mem, 0, -1, -1)
+        self.tokens = []
+
+    def eval(
+        self,
+        tokens: Sequence[int],
+        *,
+        n_logits: int = 1,
+        abort: Callable[[], bool] | None = None,
+    ) -> None:
+        """Append ``tokens`` to the sequence, with logits for the last ``n_logits`` of them.
+
+        Read the logits with :meth:`argmax` (index 0..n_logits-1). Raises ``_Aborted``
+        when ``abort`` returns true (the KV cache then keeps what was evaluated).
+        """
+        ll = self._ll
+        total = len(tokens)
+        if total == 0:
+            return
+        if len(self.tokens) + total > self.n_ctx:
+            raise BackendError(
+                f"context full: {len(self.tokens)} + {total} tokens > n_ctx {self.n_ctx}"
+            )
+        n_logits = max(0, min(n_logits, total))
+        bounds = list(range(0, total, self.n_batch))
+        if total - bounds[-1] < n_logits and len(bounds) > 1:
+            bounds[-1] = total - n_logits
+        bounds.append(total)
+        self._abort_check = abort
+        batch = self._batch
+        try:
+            for start, end in itertools.pairwise(bounds):
+                if abort is not None and abort():
+                    raise _Aborted
+                pos0 = len(self.tokens)
+                for i, tok in enumerate(tokens[start:end]):
+                    batch.token[i] = tok
+                    batch.pos[i] = pos0 + i
+                    batch.n_seq_id[i] = 1
+                    batch.seq_id[i][0] = 0
+                    batch.logits[i] = 1 if start + i >= total - n_logits else 0
+                batch.n_tokens = end - start
+                rc = ll.llama_decode(self.ctx, batch)
+                if rc == 2:
+                    self._sync_after_abort_chunk(list(tokens[start:end]))
+                    raise _Aborted
+                if rc != 0:
+                    self._sync_after_abort_chunk(list(tokens[start:end]))
+                    raise BackendError(f"llama_decode failed with code {rc}")
+                self.tokens.extend(tokens[start:end])
+                self.evaluated += end - start
+            self._logit_base = n_logits
+        finally:
+            self._abort_check = None
+
+    def _sync_after_abort_chunk(self, chunk: list[int]) -> None:
+        """After an aborted or failed decode, keep the tracked tokens equal to the cache."""
+        base = len(self.tokens)
+        pos_max = int(self._ll.llama_memory_seq_pos_max(self.mem, 0))
+        kept = max(0, pos_max + 1 - base)
+        kept = min(kept, len(chunk))
+        self.tokens.extend(chunk[:kept])
+        self._ll.llama_memory_seq_rm(self.mem, 0, len(self.tokens), -1)
+
+    def argmax(self, i: int) -> int:
+        """Return the greedy token of the ``i``-th logits row of the last :meth:`eval`."""
+        idx = i - self._logit_base  # negative index from the end of the batch
+        ptr = self._ll.llama_get_logits_ith(self.ctx, idx)
+        if not ptr:
+            raise BackendError(f"no logits for output {i}")
+        row = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+        return int(row.argmax())
+
+    def state_save(self) -> KVState:
+        """Serialise the sequence."""
+        ll = self._ll
+        size = int(ll.llama_state_seq_get_size(self.ctx, 0))
+        buf = (ctypes.c_uint8 * size)()
+        written = int(ll.llama_state_seq_get_data(self.ctx, buf, size, 0))
+        return KVState(tokens=list(self.tokens), data=bytes(memoryview(buf)[:written]))
+
+    def state_restore(self, state: KVState) -> bool:
+        """Replace the sequence with a saved one; return False (and clear) on failure."""
+        ll = self._ll
+        self.clear()
+        buf = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
+        ok = int(ll.llama_state_seq_set_data(self.ctx, buf, len(state.data), 0))
+        if ok == 0:
+            self.clear()
+            return False
+        self.tokens = list(state.tokens)
+        pos_max = int(ll.llama_memory_seq_pos_max(self.mem, 0))
+        if pos_max + 1 != len(self.tokens):
+            logger.warning(
+                "restored KV state holds %d positions, expected %d", pos_max + 1, len(self.tokens)
+            )
+            self.clear()
+            return False
+        return True
+
+    def close(self) -> None:
+        """Free the context and the model (idempotent)."""
+        ll = self._ll
+        if self._batch is not None:
+            ll.llama_batch_free(self._batch)
+            self._batch = None
+        if self.ctx:
+            ll.llama_free(self.ctx)
+            self.ctx = None
+        if self.model:
+            ll.llama_model_free(self.model)
+            self.model = None
+
+
+class DraftModelDrafter:
+    """Greedy drafting with a second, smaller model that shares the main vocabulary."""
+
+    def __init__(self, engine: LlamaEngine) -> None:
+        self.engine = engine
+
+    def propose(self, history: Sequence[int], n: int) -> list[int]:
+        """Run the draft model greedily for ``n`` tokens after ``history``."""
+        eng = self.engine
+        if n <= 0 or not history or len(history) + n >= eng.n_ctx:
+            return []
+        keep = common_prefix_len(eng.tokens, history)
+        if keep == len(history):
+            keep -= 1
+        eng.truncate(keep)
+        eng.eval(history[keep:], n_logits=1)
+        out: list[int] = []
+        tok = eng.argmax(0)
+        while True:
+            out.append(tok)
+            if len(out) >= n or eng.is_eog(tok):
+                break
+            eng.eval([tok], n_logits=1)
+            tok = eng.argmax(0)
+        return out
+
+
+def check_draft_vocab(main: LlamaEngine, draft: LlamaEngine) -> None:
+    """Raise DraftModelError unless ``draft`` can draft for ``main`` (llama.cpp's rules)."""
+    ll = main._ll
+    if ll.llama_vocab_type(main.vocab) != ll.llama_vocab_type(draft.vocab):
+        raise DraftModelError(
+            f"draft model {draft.path.name} uses another tokenizer type than {main.path.name}"
+        )
+    for name in ("llama_vocab_bos", "llama_vocab_eos"):
+        a = getattr(ll, name)(main.vocab)
+        b = getattr(ll, name)(draft.vocab)
+        if a != b:
+            raise DraftModelError(
+                f"draft model {draft.path.name} has another {name[12:].upper()} token "
+                f"({b}) than {main.path.name} ({a})"
+            )
+    diff = abs(main.n_vocab - draft.n_vocab)
+    if diff > VOCAB_MAX_SIZE_DIFFERENCE:
+        raise DraftModelError(
+            f"draft model {draft.path.name} has {draft.n_vocab} tokens, {main.path.name} has "
+            f"{main.n_vocab}: the vocabularies differ"
+        )
+    for tok in range(VOCAB_CHECK_START_TOKEN_ID, min(main.n_vocab, draft.n_vocab)):
+        if main.token_text(tok) != draft.token_text(tok):
+            raise DraftModelError(
+                f"draft model {draft.path.name} differs from {main.path.name} at token {tok} "
+                f"({draft.token_text(tok)!r} vs {main.token_text(tok)!r}): the vocabularies differ"
+            )
+
+
+class _TextStream:
+    """Incremental detokenization, stop strings, stop rule and streaming hold-back."""
+
+    def __init__(self, request: GenerationRequest) -> None:
+        self.request = request
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.text = ""
+        self.emitted = 0
+        self.cut: int | None = None
+        self.reason = ""
+        self.stops = [s for s in request.stop if s]
+
+    def feed(self, piece: bytes) -> bool:
+        """Add one token's bytes; return True when a stop string or the stop rule fired."""
+        before = len(self.text)
+        self.text += self.decoder.decode(piece)
+        if self.stops:
+            longest = max(len(s) for s in self.stops)
+            start = max(0, before - longest + 1)
+            found = [i for s in self.stops if (i := self.text.find(s, start)) >= 0]
+            if found:
+                self.cut = min(found)
+                self.reason = "stop"
+                return True
+        rule = self.request.stop_rule
+        if rule is not None and len(self.text) > before:
+            cut = rule(self.text)
+            if cut is not None:
+                self.cut = max(0, min(cut, len(self.text)))
+                self.reason = "rule"
+                return True
+        self._emit(final=False)
+        return False
+
+    def _holdback(self) -> int:
+        best = 0
+        for s in self.stops:
+            for k in range(min(len(s) - 1, len(self.text)), best, -1):
+                if self.text.endswith(s[:k]):
+                    best = k
+                    break
+        return best
+
+    def _emit(self, *, final: bool) -> None:
+        cb = self.request.on_text
+        end = len(self.final_text) if final else len(self.text) - self._holdback()
+        if cb is not None and end > self.emitted:
+            try:
+                cb(self.text[self.emitted : end])
+            except Exception:
+                logger.exception("on_text callback failed")
+        self.emitted = max(self.emitted, end)
+
+    @property
+    def final_text(self) -> str:
+        """The text up to the cut (if any)."""
+        return self.text if self.cut is None else self.text[: self.cut]
+
+    def finish(self) -> str:
+        """Flush the decoder and stream what is left; return the final text."""
+        if self.cut is None:
+            self.text += self.decoder.decode(b"", final=True)
+        self._emit(final=True)
+        return self.final_text
+
+
+class LocalBackend(Backend):
+    """A GGUF model in-process via llama.cpp: KV reuse, per-file states, drafting, cancel."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        settings: ModelSettings,
+        *,
+        model_path: Path | None = None,
+        kv_reuse: bool = True,
+    ) -> None:
+        self.settings = settings
+        path = model_path if model_path is not None else Path(settings.model_path).expanduser()
+        if not str(path) or str(path) == ".":
+            raise ModelLoadError("no model path given (modelPath is empty)")
+        self.kv_reuse = kv_reuse
+        """Switch for A/B comparisons: False evaluates every prompt from scratch."""
+        self._lock = threading.RLock()
+        self._engine = LlamaEngine(
+            Path(path),
+            n_ctx=settings.context_length,
+            n_batch=settings.batch_size,
+            threads=settings.threads,
+            gpu_layers=settings.gpu_layers,
+            kv_f32=settings.draft != "off",
+        )
+        self._draft_engine: LlamaEngine | None = None
+        try:
+            self._info = self._read_info()
+            if settings.draft == "model" and settings.draft_model_path:
+                self._draft_engine = LlamaEngine(
+                    Path(settings.draft_model_path).expanduser(),
+                    n_ctx=settings.context_length,
+                    n_batch=settings.batch_size,
+                    threads=settings.threads,
+                    gpu_layers=settings.gpu_layers,
+                )
+                check_draft_vocab(self._engine, self._draft_engine)
+        except BaseException:
+            self.close()
+            raise
+        self._prompt_lookup = PromptLookupDrafter()
+        self._drafter: Drafter | None
+        if settings.draft == "model" and self._draft_engine is not None:
+            self._drafter = DraftModelDrafter(self._draft_engine)
+            self.draft_mode = "model"
+        elif settings.draft == "off":
+            self._drafter = None
+            self.draft_mode = "off"
+        else:
+            self._drafter = self._prompt_lookup
+            self.draft_mode = "prompt-lookup"
+        self.acceptance = AcceptanceTracker(min_acceptance=settings.draft_min_acceptance)
+        self.states = KVStateCache(
+            settings.kv_cache_mb * 1024 * 1024,
+            memory_threshold=settings.kv_memory_threshold,
+        )
+        self._active_key = ""
+        self._counters: dict[str, int] = {
+            "requests": 0,
+            "prompt_tokens": 0,
+            "reused_tokens": 0,
+            "generated_tokens": 0,
+            "cancelled": 0,
+            "timeouts": 0,
+            "prefills": 0,
+            "state_restores": 0,
+        }
+        logger.info(
+            "loaded %s (%s, %s, n_ctx %d, drafting %s)",
+            path,
+            self._info.architecture,
+            self._info.quantization,
+            self._engine.n_ctx,
+            self.draft_mode,
+        )
+
+    # --- metadata -------------------------------------------------------------------------
+
+    def _read_info(self) -> ModelInfo:
+        eng = self._engine
+        ll = eng._ll
+
+        def tok(value: int) -> int | None:
+            return int(value) if value is not None and int(value) >= 0 else None
+
+        ftype_name = ""
+        try:
+            raw = ll.llama_ftype_name(ll.llama_model_ftype(eng.model))
+            ftype_name = raw.decode() if raw else ""
+        except (AttributeError, OSError):  # older builds lack llama_ftype_name
+            ftype_name = ""
+        # scan the vocabulary rather than tokenizing the names: some SPM vocabularies
+        # without byte tokens make llama.cpp's tokenizer abort on unknown characters
+        wanted = set(SPECIAL_TOKEN_NAMES)
+        specials: dict[str, int] = {}
+        for token in range(eng.n_vocab):
+            text = eng.token_text(token)
+            if text in wanted and text not in specials:
+                specials[text] = token
+        return ModelInfo(
+            path=str(eng.path),
+            name=eng.meta("general.name"),
+            architecture=eng.meta("general.architecture"),
+            quantization=ftype_name,
+            vocab_size=eng.n_vocab,
+            context_length_train=int(ll.llama_model_n_ctx_train(eng.model)),
+            bos_id=tok(ll.llama_vocab_bos(eng.vocab)),
+            eos_id=tok(ll.llama_vocab_eos(eng.vocab)),
+            fim_prefix_id=tok(ll.llama_vocab_fim_pre(eng.vocab)),
+            fim_suffix_id=tok(ll.llama_vocab_fim_suf(eng.vocab)),
+            fim_middle_id=tok(ll.llama_vocab_fim_mid(eng.vocab)),
+            special_tokens=specials,
+        )
+
+    @property
+    def info(self) -> ModelInfo:
+        """Metadata of the loaded model."""
+        return self._info
+
+    @property
+    def n_ctx(self) -> int:
+        """The context size actually allocated."""
+        return self._engine.n_ctx
+
+    @property
+    def cached_tokens(self) -> list[int]:
+        """A copy of the tokens the live KV sequence holds."""
+        with self._lock:
+            return list(self._engine.tokens)
+
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        """Return token ids for ``text`` without BOS; ``special`` parses special tokens."""
+        return self._engine.tokenize(text, special=special)
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """Return the text of ``tokens`` (special tokens rendered as their text)."""
+        return self._engine.detokenize(tokens, special=True)
+
+    # --- KV state ---------------------------------------------------------------------------
+
+    def _activate(self, cache_key: str, prompt: Sequence[int]) -> None:
+        """Make the live sequence the best starting point for ``prompt`` of ``cache_key``."""
+        eng = self._engine
+        if cache_key == self._active_key:
+            return
+        if self._active_key and eng.tokens:
+            self.states.put(self._active_key, eng.state_save())
+        self._active_key = cache_key
+        live = common_prefix_len(eng.tokens, prompt)
+        candidate: tuple[str, int] | None = None
+        own = self.states.peek(cache_key) if cache_key else None
+        if own is not None:
+            candidate = (cache_key, common_prefix_len(own.tokens, prompt))
+        other = self.states.best_match(prompt)
+        if other is not None and (candidate is None or other[1] > candidate[1] + 32):
+            candidate = other
+        if candidate is not None and candidate[1] > live + 32:
+            state = self.states.pop(candidate[0])
+            if state is not None and eng.state_restore(state):
+                self._counters["state_restores"] += 1
+                logger.debug("restored KV state of %s (%d tokens)", candidate[0], len(state.tokens))
+        if cache_key:
+            self.states.discard(cache_key)
+
+    def _fit_prompt(self, prompt: list[int], reserve: int) -> list[int]:
+        room = self._engine.n_ctx - reserve
+        if len(prompt) <= room:
+            return prompt
+        logger.warning("prompt of %d tokens cut to %d to fit the context", len(prompt), room)
+        bos = self._info.bos_id
+        if prompt and bos is not None and prompt[0] == bos:
+            return [bos, *prompt[len(prompt) - room + 1 :]]
+        return prompt[len(prompt) - room :]
+
+    def _start(self, prompt: list[int], cache_key: str) -> int:
+        """Prepare the KV cache for ``prompt``; return how many prompt tokens are reused."""
+        eng = self._engine
+        if not self.kv_reuse:
+            eng.clear()
+            self._active_key = cache_key
+            return 0
+        self._activate(cache_key, prompt)
+        reuse = common_prefix_len(eng.tokens, prompt)
+        if reuse == len(prompt):
+            reuse -= 1  # the last prompt token is evaluated again for its logits
+        eng.truncate(reuse)
+        return reuse
+
+    def prefill(
+        self,
+        tokens: Sequence[int],
+        *,
+        cache_key: str = "",
+        cancel: CancelToken | None = None,
+    ) -> int:
+        """Evaluate ``tokens`` ahead of time; return how many were newly evaluated."""
+        if not tokens:
+            return 0
+        with self._lock:
+            eng = self._engine
+            prompt = self._fit_prompt(list(tokens), 1)
+            self._activate(cache_key, prompt)
+            reuse = common_prefix_len(eng.tokens, prompt) if self.kv_reuse else 0
+            eng.truncate(reuse)
+            self._counters["prefills"] += 1
+            abort = (lambda: cancel.cancelled) if cancel is not None else None
+            try:
+                eng.eval(prompt[reuse:], n_logits=0, abort=abort)
+            except _Aborted:
+                logger.debug("prefill cancelled after %d tokens", len(eng.tokens) - reuse)
+            return len(eng.tokens) - reuse
+
+    # --- generation -------------------------------------------------------------------------
+
+    def _want_draft(self, request: GenerationRequest) -> bool:
+        if self._drafter is None:
+            return False
+        if request.draft is not None:
+            return request.draft
+        return self.acceptance.should_draft(request.task_type)
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        """Greedy generation with KV reuse, drafting, stops and cancellation; blocks."""
+        t0 = time.perf_counter()
+        with self._lock:
+            result = self._generate_locked(request, t0)
+        result.latency_ms = (time.perf_counter() - t0) * 1000.0
+        c = self._counters
+        c["requests"] += 1
+        c["prompt_tokens"] += result.prompt_tokens
+        c["reused_tokens"] += result.reused_tokens
+        c["generated_tokens"] += len(result.tokens)
+        if result.stop_reason == "cancelled":
+            c["cancelled"] += 1
+        elif result.stop_reason == "timeout":
+            c["timeouts"] += 1
+        return result
+
+    def _generate_locked(self, request: GenerationRequest, t0: float) -> GenerationResult:
+        eng = self._engine
+        settings = self.settings
+        cancel = request.cancel
+        result = GenerationResult(prompt_tokens=len(request.prompt_tokens))
+        if cancel.cancelled:
+            result.stop_reason = "cancelled"
+            return result
+        if not request.prompt_tokens:
+            raise BackendError("empty prompt")
+        draft_n = max(0, settings.draft_tokens)
+        reserve = min(max(1, request.max_tokens) + draft_n + 1, eng.n_ctx // 2)
+        prompt = self._fit_prompt(list(request.prompt_tokens), reserve)
+        prompt_timeout = (
+            request.prompt_timeout_s
+            if request.prompt_timeout_s is not None
+            else settings.prompt_timeout_ms / 1000.0
+        )
+        gen_timeout = (
+            request.generation_timeout_s
+            if request.generation_timeout_s is not None
+            else settings.generation_timeout_ms / 1000.0
+        )
+        prompt_deadline = t0 + prompt_timeout
+
+        def prompt_abort() -> bool:
+            return cancel.cancelled or time.perf_counter() > prompt_deadline
+
+        reuse = self._start(prompt, request.cache_key)
+        result.reused_tokens = reuse
+        try:
+            eng.eval(prompt[reuse:], n_logits=1, abort=prompt_abort)
+        except _Aborted:
+            result.stop_reason = "cancelled" if cancel.cancelled else "timeout"
+            result.prefill_ms = (time.perf_counter() - t0) * 1000.0
+            return result
+        t_prefill = time.perf_counter()
+        result.prefill_ms = (t_prefill - t0) * 1000.0
+        gen_deadline = t_prefill + gen_timeout
+        pending = eng.argmax(0)
+        result.ttft_ms = (time.perf_counter() - t0) * 1000.0
+
+        drafting = draft_n > 0 and self._drafter is not None and self._want_draft(request)
+        drafter = self._drafter
+        if drafting and isinstance(drafter, PromptLookupDrafter):
+            drafter.reset(prompt)
+        result.drafting = drafting
+        stream = _TextStream(request)
+        generated = result.tokens
+        max_tokens = max(1, request.max_tokens)
+
+        def emit(token: int) -> bool:
+            """Accept one generated token; return True when generation is done."""
+            if eng.is_eog(token) or eng.is_control(token):
+                result.stop_reason = "eos"
+                return True
+            generated.append(token)
+            if stream.feed(eng.piece(token, special=True)):
+                result.stop_reason = stream.reason
+                return True
+            if len(generated) >= max_tokens:
+                result.stop_reason = "length"
+                return True
+            return False
+
+        while True:
+            if emit(pending):
+                break
+            if cancel.cancelled:
+                result.stop_reason = "cancelled"
+                break
+            if time.perf_counter() > gen_deadline:
+                result.stop_reason = "timeout"
+                break
+            base = len(eng.tokens)
+            room = min(max_tokens - len(generated), eng.n_ctx - base - 1)
+            if room <= 0:
+                result.stop_reason = "length"
+                break
+            drafts: list[int] = []
+            if drafting and drafter is not None:
+                try:
+                    drafts = drafter.propose([*prompt, *generated], min(draft_n, room - 1))
+                except (BackendError, _Aborted) as exc:
+                    logger.warning("drafting failed, switched off for this request: %s", exc)
+                    drafting = False
+            try:
+                eng.eval([pending, *drafts], n_logits=1 + len(drafts))
+            except _Aborted:  # pragma: no cover - no abort during generation
+                result.stop_reason = "cancelled"
+                break
+            nxt = eng.argmax(0)
+            accepted = 0
+            done = False
+            for i, d in enumerate(drafts):
+                if nxt != d:
+                    break
+                accepted += 1
+                done = emit(d)
+                if done:
+                    break
+                nxt = eng.argmax(i + 1)
+            if drafts:
+                result.draft_proposed += len(drafts)
+                result.draft_accepted += accepted
+            if done:
+                break
+            eng.truncate(base + 1 + accepted)
+            pending = nxt
+
+        result.text = stream.finish()
+        if result.drafting:
+            self.acceptance.record(request.task_type, result.draft_proposed, result.draft_accepted)
+        return result
+
+    # --- status -------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, object]:
+        """Counters: requests, reuse, KV states held, drafting rate and switch per task type."""
+        c = dict(self._counters)
+        reuse = c["reused_tokens"] / c["prompt_tokens"] if c["prompt_tokens"] else 0.0
+        out: dict[str, object] = {
+            "backend": self.name,
+            "model": self._info.path,
+            **c,
+            "kv_reuse": self.kv_reuse,
+            "kv_reuse_ratio": reuse,
+            "kv_live_tokens": len(self._engine.tokens),
+            "active_cache_key": self._active_key,
+            "draft_mode": self.draft_mode,
+            "drafting": self.acceptance.stats(),
+        }
+        out.update(self.states.stats())
+        return out
+
+    def close(self) -> None:
+        """Free the models and drop saved states."""
+        with self._lock:
+            if getattr(self, "_draft_engine", None) is not None:
+                assert self._draft_engine is not None
+                self._draft_engine.close()
+                self._draft_engine = None
+            if getattr(self, "_engine", None) is not None:
+                self._engine.close()
+            if hasattr(self, "states"):
+                self.states.clear()

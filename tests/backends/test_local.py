@@ -1,0 +1,329 @@
+"""The in-process backend on real models: reuse, per-file states, cancel, caps, drafting."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lsp_assist.backends.base import CancelToken, GenerationRequest
+from lsp_assist.backends.llama import LocalBackend
+from lsp_assist.config import ModelSettings
+from lsp_assist.errors import DraftModelError, ModelLoadError
+
+from .conftest import code_text
+from .tiny_gguf import default_words, write_tiny_gguf
+
+pytestmark = pytest.mark.slow
+
+
+def _settings(**kw: Any) -> ModelSettings:
+    base: dict[str, Any] = {
+        "context_length": 1024,
+        "prompt_timeout_ms": 60_000,
+        "generation_timeout_ms": 60_000,
+    }
+    base.update(kw)
+    return ModelSettings(**base)
+
+
+# --- loading -------------------------------------------------------------------------
+
+
+def test_missing_model_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="not found"):
+        LocalBackend(_settings(), model_path=tmp_path / "nope.gguf")
+
+
+def test_not_gguf_model(tmp_path: Path) -> None:
+    path = tmp_path / "model.gguf"
+    path.write_text("<html>404 not found</html>" * 10)
+    with pytest.raises(ModelLoadError, match="not a GGUF"):
+        LocalBackend(_settings(), model_path=path)
+
+
+def test_truncated_model(tmp_path: Path, smol_path: Path) -> None:
+    path = tmp_path / "cut.gguf"
+    with smol_path.open("rb") as fh:
+        path.write_bytes(fh.read(5_000_000))
+    with pytest.raises(ModelLoadError, match="truncated"):
+        LocalBackend(_settings(), model_path=path)
+
+
+def test_empty_model_path() -> None:
+    with pytest.raises(ModelLoadError, match="no model path"):
+        LocalBackend(_settings(model_path=""))
+
+
+def test_tiny_gguf_metadata_and_fim(tmp_path: Path) -> None:
+    backend = LocalBackend(
+        _settings(context_length=256), model_path=write_tiny_gguf(tmp_path / "t.gguf")
+    )
+    try:
+        info = backend.info
+        assert info.architecture == "llama"
+        assert info.has_fim and (info.fim_prefix_id, info.fim_suffix_id, info.fim_middle_id) == (
+            3,
+            4,
+            5,
+        )
+        assert info.special_tokens["<fim_prefix>"] == 3
+        assert info.vocab_size == 6 + 256 + 58
+        assert info.quantization == "all F32"
+        result = backend.generate(
+            GenerationRequest(prompt_tokens=[1, *backend.tokenize("abc")], max_tokens=4)
+        )
+        assert result.stop_reason in ("length", "eos")
+    finally:
+        backend.close()
+
+
+def test_mismatched_draft_vocabulary(tmp_path: Path) -> None:
+    main = write_tiny_gguf(tmp_path / "main.gguf")
+    other = write_tiny_gguf(tmp_path / "other.gguf", words=default_words("x"), seed=1)
+    settings = _settings(context_length=256, draft="model", draft_model_path=str(other))
+    with pytest.raises(DraftModelError, match="vocabularies differ"):
+        LocalBackend(settings, model_path=main)
+    same = write_tiny_gguf(tmp_path / "same.gguf", seed=2)
+    settings = _settings(context_length=256, draft="model", draft_model_path=str(same))
+    backend = LocalBackend(settings, model_path=main)
+    try:
+        assert backend.draft_mode == "model"
+        prompt = [1, *backend.tokenize("abc def abc")]
+        plain = backend.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=8, draft=False))
+        drafted = backend.generate(
+            GenerationRequest(prompt_tokens=prompt, max_tokens=8, draft=True)
+        )
+        assert drafted.drafting and drafted.draft_proposed > 0
+        assert drafted.tokens == plain.tokens
+    finally:
+        backend.close()
+
+
+def test_smollm2_info(smol: LocalBackend) -> None:
+    info = smol.info
+    assert info.architecture == "llama"
+    assert info.quantization == "Q4_1"
+    assert info.vocab_size == 49152
+    assert info.special_tokens["<repo_name>"] == 3
+    assert info.special_tokens["<file_sep>"] == 5
+    assert info.special_tokens["<filename>"] == 6
+    assert not info.has_fim
+    assert smol.tokenize("<file_sep>", special=True) == [5]
+    assert smol.detokenize(smol.tokenize("def f(x):\n    return x")) == "def f(x):\n    return x"
+
+
+# --- generation and reuse ------------------------------------------------------------
+
+
+def test_generate_and_kv_reuse(smol: LocalBackend) -> None:
+    prompt = smol.tokenize(code_text(1200))
+    first = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=6, cache_key="a.py"))
+    assert first.stop_reason in ("length", "eos", "stop")
+    assert 0 < first.ttft_ms <= first.latency_ms
+    tail = smol.tokenize("\n\ndef helper(value):\n    return")
+    second_prompt = [*prompt, *tail]
+    before = smol._engine.evaluated
+    second = smol.generate(
+        GenerationRequest(prompt_tokens=second_prompt, max_tokens=1, cache_key="a.py")
+    )
+    assert second.reused_tokens >= len(prompt)
+    # only what follows the common prefix was evaluated
+    assert smol._engine.evaluated - before == len(second_prompt) - second.reused_tokens
+    again = smol.generate(
+        GenerationRequest(prompt_tokens=second_prompt, max_tokens=1, cache_key="a.py")
+    )
+    assert again.reused_tokens == len(second_prompt) - 1
+    stats = smol.stats()
+    assert stats["reused_tokens"] >= second.reused_tokens
+    assert 0 < float(stats["kv_reuse_ratio"]) <= 1  # type: ignore[arg-type]
+
+
+def test_reuse_switch_off(smol_path: Path) -> None:
+    backend = LocalBackend(_settings(), model_path=smol_path, kv_reuse=False)
+    try:
+        prompt = backend.tokenize(code_text(300))
+        backend.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=2))
+        again = backend.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=2))
+        assert again.reused_tokens == 0
+    finally:
+        backend.close()
+
+
+def test_stop_strings_rule_and_streaming(smol: LocalBackend) -> None:
+    prompt = smol.tokenize(code_text(800))
+    pieces: list[str] = []
+    result = smol.generate(
+        GenerationRequest(prompt_tokens=prompt, max_tokens=40, stop=["\n"], on_text=pieces.append)
+    )
+    assert "\n" not in result.text
+    assert "".join(pieces) == result.text
+    if result.stop_reason == "stop":
+        assert len(result.tokens) < 40
+
+    def rule(text: str) -> int | None:
+        return 3 if len(text) >= 3 else None
+
+    ruled = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=40, stop_rule=rule))
+    assert ruled.stop_reason == "rule"
+    assert len(ruled.text) == 3
+    limited = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=3))
+    assert limited.stop_reason in ("length", "eos") and len(limited.tokens) <= 3
+
+
+def test_cancel_within_one_token(smol: LocalBackend) -> None:
+    prompt = smol.tokenize(code_text(600))
+    token = CancelToken()
+    result = smol.generate(
+        GenerationRequest(
+            prompt_tokens=prompt,
+            max_tokens=40,
+            cancel=token,
+            on_text=lambda _text: token.cancel("superseded"),
+            draft=False,
+        )
+    )
+    assert result.stop_reason == "cancelled" and result.cancelled
+    assert len(result.tokens) <= 2
+    pre = CancelToken()
+    pre.cancel()
+    assert (
+        smol.generate(GenerationRequest(prompt_tokens=prompt, cancel=pre)).stop_reason
+        == "cancelled"
+    )
+
+
+def test_cancel_during_prefill_keeps_kv_consistent(smol: LocalBackend) -> None:
+    prompt = smol.tokenize(code_text(6000, "lsp_assist/backends/llama.py"))[:1500]
+    smol.generate(GenerationRequest(prompt_tokens=smol.tokenize("x = 1"), max_tokens=1))
+    token = CancelToken()
+    timer = threading.Timer(0.3, token.cancel)
+    timer.start()
+    result = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=8, cancel=token))
+    freed = time.perf_counter()
+    timer.join()
+    assert result.stop_reason == "cancelled"
+    assert freed - token.cancelled_at < 0.25  # aborted inside llama_decode, not after the batch
+    held = smol.cached_tokens
+    assert held == prompt[: len(held)]  # what the KV cache holds is tracked exactly
+    follow = smol.generate(GenerationRequest(prompt_tokens=prompt[:40], max_tokens=2))
+    assert follow.stop_reason in ("length", "eos", "stop")
+
+
+def test_time_caps(smol: LocalBackend) -> None:
+    prompt = smol.tokenize(code_text(5000, "lsp_assist/backends/llama.py"))[:1200]
+    smol.generate(GenerationRequest(prompt_tokens=smol.tokenize("y = 2"), max_tokens=1))
+    slow = smol.generate(
+        GenerationRequest(prompt_tokens=prompt, max_tokens=4, prompt_timeout_s=0.05)
+    )
+    assert slow.stop_reason == "timeout" and slow.cancelled
+    assert slow.latency_ms < 1000
+    capped = smol.generate(
+        GenerationRequest(prompt_tokens=prompt[:50], max_tokens=40, generation_timeout_s=0.0)
+    )
+    assert capped.stop_reason == "timeout"
+    assert len(capped.tokens) == 1
+
+
+def test_prefill_then_generate(smol: LocalBackend) -> None:
+    prefix = smol.tokenize(code_text(900, "lsp_assist/backends/drafting.py"))
+    assert 0 < smol.prefill(prefix, cache_key="pre.py") <= len(prefix)
+    assert smol.cached_tokens == prefix
+    assert smol.prefill(prefix, cache_key="pre.py") == 0
+    result = smol.generate(
+        GenerationRequest(
+            prompt_tokens=[*prefix, *smol.tokenize("\nx")], max_tokens=2, cache_key="pre.py"
+        )
+    )
+    assert result.reused_tokens == len(prefix)
+
+
+# --- per-file states -------------------------------------------------------------------
+
+
+def test_file_switch_restores_state_and_lru_evicts(smol_path: Path) -> None:
+    # SmolLM2 with an f32 KV cache: 30 layers x 192 x 2 x 4 bytes = 46 KB per token
+    backend = LocalBackend(_settings(kv_cache_mb=12), model_path=smol_path)
+    try:
+        files = ["kv_states.py", "drafting.py", "gguf_meta.py", "base.py"]
+        prompts = {
+            name: backend.tokenize(code_text(420, f"lsp_assist/backends/{name}"))[:100]
+            for name in files
+        }
+        for name in files[:2]:
+            backend.generate(
+                GenerationRequest(prompt_tokens=prompts[name], max_tokens=1, cache_key=name)
+            )
+        assert backend.states.keys() == ["kv_states.py"]
+        back = backend.generate(
+            GenerationRequest(
+                prompt_tokens=prompts["kv_states.py"], max_tokens=1, cache_key="kv_states.py"
+            )
+        )
+        assert back.reused_tokens == len(prompts["kv_states.py"]) - 1  # restored, not re-evaluated
+        assert backend.stats()["state_restores"] == 1
+        for name in files[2:]:
+            backend.generate(
+                GenerationRequest(prompt_tokens=prompts[name], max_tokens=1, cache_key=name)
+            )
+        # 12 MB holds two ~4.7 MB states: the least recently used (drafting.py) went first
+        assert backend.states.keys() == ["kv_states.py", "gguf_meta.py"]
+        assert backend.stats()["kv_state_evictions"] == 1
+        assert int(backend.stats()["kv_state_bytes"]) <= 12 * 1024 * 1024  # type: ignore[call-overload]
+        gone = backend.generate(
+            GenerationRequest(
+                prompt_tokens=prompts["drafting.py"], max_tokens=1, cache_key="drafting.py"
+            )
+        )
+        assert gone.reused_tokens < 10
+    finally:
+        backend.close()
+
+
+# --- drafting ---------------------------------------------------------------------------
+
+
+def _copy_prompt(backend: LocalBackend) -> list[int]:
+    src = code_text(3000)
+    start = src.index("    def put(")
+    text = src[start : start + 1400] + "\n\nclass Copy:\n" + src[start : start + 120]
+    return backend.tokenize(text)
+
+
+def test_drafting_is_token_identical(smol: LocalBackend) -> None:
+    prompt = _copy_prompt(smol)
+    assert len(prompt) < 600
+    smol._engine.clear()
+    plain = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=48, draft=False))
+    smol._engine.clear()
+    drafted = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=48, draft=True))
+    assert drafted.drafting and not plain.drafting
+    assert drafted.draft_proposed > 0 and drafted.draft_accepted > 0
+    assert drafted.tokens == plain.tokens
+    assert drafted.text == plain.text
+    per_task = smol.stats()["drafting"]
+    assert "completion" in per_task  # type: ignore[operator]
+
+
+def test_embedded_gemma_generates_with_reuse() -> None:
+    from lsp_assist.backends.models import embedded_model_path
+
+    backend = LocalBackend(_settings(context_length=1024), model_path=embedded_model_path())
+    try:
+        info = backend.info
+        assert info.architecture == "gemma3" and info.bos_id == 2 and info.vocab_size == 262144
+        assert info.quantization.startswith("Q4_K")
+        prompt = [2, *backend.tokenize(code_text(700))]
+        first = backend.generate(
+            GenerationRequest(prompt_tokens=prompt, max_tokens=8, cache_key="g")
+        )
+        assert first.tokens
+        second = backend.generate(
+            GenerationRequest(prompt_tokens=[*prompt, *first.tokens], max_tokens=8, cache_key="g")
+        )
+        assert second.reused_tokens >= len(prompt)
+    finally:
+        backend.close()

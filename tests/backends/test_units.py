@@ -1,0 +1,135 @@
+"""Model-free tests: GGUF validation, the KV state LRU, prompt lookup, acceptance tracking."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from lsp_assist.backends.drafting import AcceptanceTracker, PromptLookupDrafter
+from lsp_assist.backends.gguf_meta import read_gguf_header
+from lsp_assist.backends.kv_states import KVState, KVStateCache, common_prefix_len
+from lsp_assist.errors import ModelLoadError
+
+from .tiny_gguf import write_tiny_gguf
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="not found"):
+        read_gguf_header(tmp_path / "missing.gguf")
+
+
+def test_directory_is_not_a_model(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="not a file"):
+        read_gguf_header(tmp_path)
+
+
+def test_not_gguf(tmp_path: Path) -> None:
+    path = tmp_path / "model.bin"
+    path.write_bytes(b"PK\x03\x04" + b"\0" * 100)
+    with pytest.raises(ModelLoadError, match="not a GGUF"):
+        read_gguf_header(path)
+
+
+def test_bad_version(tmp_path: Path) -> None:
+    path = tmp_path / "v99.gguf"
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 99, 0, 0) + b"\0" * 16)
+    with pytest.raises(ModelLoadError, match="version 99"):
+        read_gguf_header(path)
+
+
+def test_truncated(tmp_path: Path) -> None:
+    good = write_tiny_gguf(tmp_path / "tiny.gguf")
+    header = read_gguf_header(good)
+    assert header.architecture == "llama"
+    assert header.required_size == header.file_size
+    assert header.get_int("tokenizer.ggml.fim_pre_token_id") == 3
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(good.read_bytes()[: header.file_size - 1000])
+    with pytest.raises(ModelLoadError, match="truncated"):
+        read_gguf_header(cut)
+    tiny = tmp_path / "header-only.gguf"
+    tiny.write_bytes(good.read_bytes()[:200])
+    with pytest.raises(ModelLoadError, match="truncated or corrupt"):
+        read_gguf_header(tiny)
+
+
+def test_common_prefix_len() -> None:
+    a = list(range(1000))
+    assert common_prefix_len(a, a) == 1000
+    assert common_prefix_len(a, a[:10]) == 10
+    b = [*a[:700], -1, *a[701:]]
+    assert common_prefix_len(a, b) == 700
+    assert common_prefix_len([], a) == 0
+    assert common_prefix_len([5], [6]) == 0
+
+
+def _state(n: int, fill: int = 0) -> KVState:
+    return KVState(tokens=[fill] * 4, data=bytes(n))
+
+
+def test_lru_byte_cap() -> None:
+    cache = KVStateCache(250, memory_threshold=1.0)
+    assert cache.put("a", _state(100))
+    assert cache.put("b", _state(100))
+    assert cache.put("c", _state(100))  # evicts a
+    assert cache.keys() == ["b", "c"]
+    assert cache.bytes == 200
+    assert not cache.put("huge", _state(300))
+    assert cache.evictions == 1 and cache.rejected == 1
+    assert cache.pop("b") is not None
+    assert cache.keys() == ["c"]
+
+
+def test_lru_memory_threshold() -> None:
+    usage = [0.95]
+
+    def probe() -> float:
+        return usage[0]
+
+    cache = KVStateCache(10_000, memory_threshold=0.9, memory_probe=probe)
+    usage[0] = 0.5
+    assert cache.put("a", _state(10))
+    assert cache.put("b", _state(10))
+    usage[0] = 0.95
+    assert not cache.put("c", _state(10))  # drops a and b, then refuses c
+    assert len(cache) == 0
+    assert cache.memory_evictions == 2
+
+
+def test_best_match() -> None:
+    cache = KVStateCache(10_000, memory_threshold=1.0)
+    cache.put("x", KVState(tokens=[1, 2, 3, 4], data=b"x"))
+    cache.put("y", KVState(tokens=[1, 2, 9], data=b"y"))
+    assert cache.best_match([1, 2, 3, 4, 5]) == ("x", 4)
+    assert cache.best_match([7]) is None
+
+
+def test_prompt_lookup_proposes_continuation() -> None:
+    drafter = PromptLookupDrafter()
+    history = [1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3]
+    drafter.reset(history)
+    assert drafter.propose(history, 4) == [4, 5, 6, 7]
+    history += [4, 5]
+    assert drafter.propose(history, 4) == [6, 7, 8, 9]
+    assert drafter.propose([10, 11, 12], 4) == []  # reindexes a new history; no match
+
+
+def test_prompt_lookup_prefers_latest_match() -> None:
+    drafter = PromptLookupDrafter()
+    history = [1, 2, 10, 1, 2, 20, 1, 2]
+    assert drafter.propose(history, 1) == [20]
+
+
+def test_acceptance_switches_off_and_probes() -> None:
+    tracker = AcceptanceTracker(min_acceptance=0.5, min_proposed=8, probe_after=3)
+    assert tracker.should_draft("completion")
+    tracker.record("completion", 8, 1)
+    assert not tracker.enabled("completion")
+    assert tracker.enabled("test")  # per task type
+    assert [tracker.should_draft("completion") for _ in range(3)] == [False, False, True]
+    tracker.record("completion", 8, 8)
+    assert tracker.enabled("completion")
+    stats = tracker.stats()["completion"]
+    assert stats["switched_off"] == 1 and stats["proposed"] == 16
