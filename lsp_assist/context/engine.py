@@ -121,7 +121,8 @@ class ContextEngine:
         self.model = model
         self.format: PromptFormat = detect_format(model)
         self.settings = settings or ContextSettings()
-        self.relative = relative or _default_relative(index)
+        self._relative = relative or _default_relative(index)
+        self._rel_cache: dict[Path, str] = {}
         self.n_ctx = n_ctx
         self.repo_name = repo_name or self._guess_repo_name()
         self.trees = TreeCache()
@@ -132,6 +133,16 @@ class ContextEngine:
         self._summary_memo: dict[Path, tuple[tuple[int, int], int, list[SummaryEntry]]] = {}
         self._lock = threading.RLock()
         log.debug("context engine: format %s (%s)", self.format.name, self.format.family)
+
+    def relative(self, path: Path) -> str:
+        """Return the workspace-relative form of ``path`` (cached)."""
+        found = self._rel_cache.get(path)
+        if found is None:
+            if len(self._rel_cache) > 50_000:
+                self._rel_cache.clear()
+            found = self._relative(path)
+            self._rel_cache[path] = found
+        return found
 
     # -- state ---------------------------------------------------------------------
 
@@ -145,6 +156,7 @@ class ContextEngine:
         """Use new settings from the next build on."""
         with self._lock:
             self.settings = settings
+            self.retriever.reset(force=True)
             while len(self._recent) > max(1, settings.recent_files):
                 self._recent.popitem(last=False)
 
@@ -250,6 +262,7 @@ class ContextEngine:
         with self._lock:
             settings = self.settings
             chosen = strategy or settings.strategy
+            self.retriever.reset()
             if self.index.is_denied(cursor.path):
                 raise ContextError(f"{cursor.path} is a denied (secret) file: no prompt is built")
             if chosen == "baseline":
@@ -466,7 +479,7 @@ class ContextEngine:
     ) -> None:
         files: list[tuple[Path, str]] = []
         for path in sorted(recent, key=str):
-            if path == cursor.path or self.index.is_denied(path):
+            if path == cursor.path or self.retriever.denied(path):
                 continue
             text = self.index.text_of(path)
             if text:
@@ -573,7 +586,7 @@ class ContextEngine:
         lines: list[tuple[str, str]] = []
         for reason, paths in groups:
             for path in sorted(set(paths), key=lambda p: self.relative(p)):
-                if path in seen or self.index.is_denied(path):
+                if path in seen or self.retriever.denied(path):
                     continue
                 seen.add(path)
                 rel = self.relative(path)
@@ -814,7 +827,7 @@ class ContextEngine:
         # other open files, most recently used first, whole while they fit
         items: list[LayerItem] = []
         for path in cursor.open_files:
-            if path == cursor.path or self.index.is_denied(path) or left <= 0:
+            if path == cursor.path or self.retriever.denied(path) or left <= 0:
                 continue
             text = self.index.text_of(path)
             if not text:

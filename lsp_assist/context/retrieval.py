@@ -5,10 +5,12 @@ names; the identifier being typed is left out until it is complete) and the name
 current file imports. Each is looked up in the index and scored by rules:
 
 - named in the editing zone: +0.45, on or just above the cursor line: +0.2
-- defined in a file the current file imports: +0.35 (+0.1 when the name is imported)
-- same package (directory): +0.15; recently opened or edited: +0.1
+- import evidence (the name is imported, reached as ``module.name``, or a member of a
+  class the zone names, in a file the current file imports): +0.35 (+0.45 when imported)
+- same package (directory): +0.1; recently opened or edited: +0.1
+- no import evidence in Python (names reach other files only through imports): x0.5
 - a name with several definitions and none imported: divided by sqrt(count)
-- a method reached by a bare name: x0.7; a variable: x0.8
+- a method without import evidence: x0.6; a variable: x0.8
 
 A name that has a definition in an imported file drops its other definitions, so an
 unrelated file that happens to define the same name stays out. Candidates below the
@@ -21,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +54,12 @@ KEYWORDS = frozenset(
 
 _HEADERS = frozenset({".h", ".hh", ".hpp", ".hxx"})
 _SOURCES = (".c", ".cc", ".cpp", ".cxx")
+
+MAX_UNEVIDENCED = 0.85
+"""The best score a definition without import evidence can reach before ambiguity."""
+
+RESOLVE_TTL_S = 5.0
+"""Import resolutions are reused this long (new files are found after it)."""
 
 FULL_BODY_LINES = 15
 """Definitions up to this many lines go in whole; longer ones as signature + doc."""
@@ -133,6 +142,39 @@ class Retriever:
         self.relative = relative
         self._lines = _LineCache()
         self._render_cache: dict[tuple[Path, int, int, str], tuple[str, str]] = {}
+        self._denied: dict[Path, bool] = {}
+        self._resolved: dict[tuple[Path, Import], Path | None] = {}
+        self._resolved_at = 0.0
+
+    def reset(self, *, force: bool = False) -> None:
+        """Forget memoised deny decisions and import resolutions older than a few seconds."""
+        now = time.monotonic()
+        too_big = len(self._resolved) > 20_000 or len(self._denied) > 20_000
+        if force or too_big or now - self._resolved_at > RESOLVE_TTL_S:
+            self._denied.clear()
+            self._resolved.clear()
+            self._resolved_at = now
+
+    def denied(self, path: Path) -> bool:
+        """Return ``index.is_denied(path)``, memoised for a few seconds."""
+        found = self._denied.get(path)
+        if found is None:
+            found = bool(self.index.is_denied(path))
+            self._denied[path] = found
+        return found
+
+    def resolve(self, path: Path, imp: Import) -> Path | None:
+        """Return ``index.resolve_import`` memoised for a few seconds (None on failure)."""
+        key = (path, imp)
+        if key in self._resolved:
+            return self._resolved[key]
+        try:
+            target = self.index.resolve_import(path, imp)
+        except Exception:  # an index failure must not break the prompt
+            log.debug("resolve_import failed for %s", imp.module, exc_info=True)
+            target = None
+        self._resolved[key] = target
+        return target
 
     def lines_of(self, path: Path) -> list[str] | None:
         """Return the lines of ``path`` through the index (cached split)."""
@@ -215,13 +257,9 @@ class Retriever:
         files: dict[Path, set[str]] = {}
         names: set[str] = set()
         for imp in imports:
-            try:
-                target = self.index.resolve_import(path, imp)
-            except Exception:  # an index failure must not break the prompt
-                log.debug("resolve_import failed for %s", imp.module, exc_info=True)
-                target = None
+            target = self.resolve(path, imp)
             names.update(imp.names)
-            if target is None or self.index.is_denied(target):
+            if target is None or self.denied(target):
                 continue
             module = imp.module.strip("\"'<>")
             aliases = {module.rsplit("/", 1)[-1].rsplit(".", 1)[0]}
@@ -233,7 +271,7 @@ class Retriever:
                 for ext in _SOURCES:
                     impl = target.with_suffix(ext)
                     known = impl != target and self.index.file(impl) is not None
-                    if known and not self.index.is_denied(impl):
+                    if known and not self.denied(impl):
                         files.setdefault(impl, set()).update(aliases)
         return files, names
 
@@ -295,11 +333,7 @@ class Retriever:
             except Exception:
                 log.debug("lookup failed for %s", name, exc_info=True)
                 continue
-            symbols = [
-                s
-                for s in symbols
-                if s.path != path and s.kind != "module" and not self.index.is_denied(s.path)
-            ]
+            symbols = [s for s in symbols if s.path != path and s.kind != "module"]
             if not symbols:
                 continue
             evidence = {
@@ -311,6 +345,11 @@ class Retriever:
             from_imports = [s for s in symbols if evidence[(s.path, s.start_line)]]
             if from_imports:
                 symbols = from_imports
+            elif MAX_UNEVIDENCED / math.sqrt(len(symbols)) < threshold:
+                continue  # too common a name to mean any one of its definitions
+            symbols = [s for s in symbols if not self.denied(s.path)]
+            if not symbols:
+                continue
             bodies = [s for s in symbols if not _is_prototype(s)]
             if bodies and len(bodies) < len(symbols):
                 symbols = bodies
@@ -332,8 +371,12 @@ class Retriever:
                     score += 0.45 if name in imported_names else 0.35
                     reasons.append(why)
                 elif sym.path.parent == path.parent:
-                    score += 0.15
+                    score += 0.1
                     reasons.append("same package")
+                if not why and language == "python":
+                    # Python names reach other files only through imports
+                    score *= 0.5
+                    reasons.append("not imported")
                 if sym.parent and not why:
                     score *= 0.6
                     reasons.append("method matched by name")

@@ -161,7 +161,7 @@ def test_threshold_drops_weak_candidates(shop: FakeIndex) -> None:
     cur = Cursor(path=CART_PATH, language="python", text=text, line=line + 1, column=col)
     weak = [
         i.symbol
-        for layer in engine_for(shop, related_threshold=0.3).build(cur).layers
+        for layer in engine_for(shop, related_threshold=0.2).build(cur).layers
         for i in layer.items
         if layer.name == "related"
     ]
