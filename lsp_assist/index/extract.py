@@ -65,8 +65,13 @@ class Extraction:
 
     symbols: list[Symbol] = field(default_factory=list)
     starts: list[int] = field(default_factory=list)
+    node_types: list[str] = field(default_factory=list)
+    """The syntax node type each symbol was made from (parallel to ``symbols``)."""
     imports: list[Import] = field(default_factory=list)
     import_starts: list[int] = field(default_factory=list)
+    scopes: list[str] = field(default_factory=list)
+    """Names of the non-symbol parents (Rust impl blocks), with their start bytes below."""
+    scope_starts: list[int] = field(default_factory=list)
 
 
 def _text(src: bytes, start: int, end: int) -> str:
@@ -114,6 +119,11 @@ def _string_doc(text: str) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+def python_doc(node: tree_sitter.Node, src: bytes) -> str:
+    """Return the first docstring line of a Python class or function node."""
+    return _python_doc(node, src)
 
 
 def _python_doc(node: tree_sitter.Node, src: bytes) -> str:
@@ -186,8 +196,13 @@ def extract(
     *,
     start_byte: int | None = None,
     end_byte: int | None = None,
+    ancestors: list[tuple[int, str, str]] | None = None,
 ) -> Extraction:
-    """Return the symbols and imports defined in ``[start_byte, end_byte)`` (default: all)."""
+    """Return the symbols and imports defined in ``[start_byte, end_byte)`` (default: all).
+
+    ``ancestors`` are the enclosing definitions of the range as (end byte, name, kind),
+    outermost first, when the range lies inside a definition's body.
+    """
     cursor = tree_sitter.QueryCursor(get_query(lang))
     lo = 0 if start_byte is None else start_byte
     hi = len(src) + 1 if end_byte is None else end_byte
@@ -238,7 +253,7 @@ def extract(
             defs[key3] = (kind, node, name_node)
     out = Extraction()
     if defs or scopes:
-        _build_symbols(lang, src, path, defs, scopes, out)
+        _build_symbols(lang, src, path, defs, scopes, out, ancestors or [])
     if import_nodes:
         import_nodes.sort(key=lambda n: n.start_byte)
         for inode in import_nodes:
@@ -255,6 +270,7 @@ def _build_symbols(
     defs: dict[tuple[int, int, int], tuple[str, tree_sitter.Node, tree_sitter.Node]],
     scopes: list[tuple[int, int, str]],
     out: Extraction,
+    ancestors: list[tuple[int, str, str]],
 ) -> None:
     # (start, -end, order, kind, name, node or None)
     items: list[tuple[int, int, int, str, str, tree_sitter.Node | None, tree_sitter.Node | None]]
@@ -264,7 +280,7 @@ def _build_symbols(
     for start, end, name in scopes:
         items.append((start, -end, -1, "scope", name, None, None))
     items.sort(key=lambda it: (it[0], it[1], it[2]))
-    stack: list[tuple[int, str, str]] = []  # (end, name, kind)
+    stack: list[tuple[int, str, str]] = list(ancestors)  # (end, name, kind)
     python = lang == "python"
     symbols = out.symbols
     starts = out.starts
@@ -276,6 +292,8 @@ def _build_symbols(
         parent_kind = stack[-1][2] if stack else ""
         if node is None or name_node is None:
             stack.append((end, scope_name, "scope"))
+            out.scopes.append(scope_name)
+            out.scope_starts.append(start)
             continue
         name = _text(src, name_node.start_byte, name_node.end_byte)
         if "::" in name:
@@ -313,6 +331,7 @@ def _build_symbols(
             )
         )
         starts.append(start)
+        out.node_types.append(node.type)
         if kind in _CONTAINERS or kind in ("function", "method", "module"):
             stack.append((end, name, kind))
 

@@ -26,7 +26,7 @@ from lsp_assist.config import IndexSettings
 from lsp_assist.documents.document import ByteEdit, language_for_path
 from lsp_assist.errors import IndexError_
 from lsp_assist.index.cache import CachedFile, FileCache
-from lsp_assist.index.extract import Extraction, extract, summarize
+from lsp_assist.index.extract import Extraction, extract, python_doc, summarize
 from lsp_assist.index.files import FileRules, FoundFile, is_binary
 from lsp_assist.index.languages import get_parser, queries_fingerprint
 from lsp_assist.index.model import FileEntry, Import, Symbol
@@ -644,12 +644,18 @@ class WorkspaceIndex:
         for rng in old_tree.changed_ranges(tree):
             lo = min(lo, rng.start_byte)
             hi = max(hi, rng.end_byte)
-        r0, r1 = _region(tree.root_node, lo, hi, len(src))
+        parent, chain = _descend(buf.ext, tree.root_node, lo, hi)
+        r0, r1 = _region(parent, lo, hi, len(src), nested=bool(chain))
         delta = edit.new_end_byte - edit.old_end_byte
         row_delta = edit.new_end_point[0] - edit.old_end_point[0]
         old_r1 = r1 - delta
-        fresh = extract(buf.language, tree, src, path, start_byte=r0, end_byte=r1)
+        ancestors = [(node.end_byte, name, kind) for node, name, kind in chain]
+        fresh = extract(
+            buf.language, tree, src, path, start_byte=r0, end_byte=r1, ancestors=ancestors
+        )
         ext = _splice(buf.ext, fresh, r0, old_r1, delta, row_delta)
+        if chain:
+            _refresh_ancestors(ext, chain, src, buf.language == "python")
         self._replace_buffer(path, buf, text, src, tree, ext)
 
     def _replace_buffer(
@@ -695,44 +701,165 @@ class WorkspaceIndex:
             self._save(rows, [])
 
 
-def _region(root: tree_sitter.Node, lo: int, hi: int, size: int) -> tuple[int, int]:
-    """Return the byte range of the top-level nodes covering [lo, hi], widened by one
-    node on each side and across adjacent comments (doc comments belong to the next node)."""
-    count = root.named_child_count
-    if count == 0:
-        return 0, size + 1
-    last_child = root.named_child(count - 1)
-    if last_child is None:  # pragma: no cover - count > 0
-        return 0, size + 1
-    # first_named_child_for_byte crashes (tree-sitter 0.26.1) when no child ends after lo
-    first = root.first_named_child_for_byte(lo) if lo < last_child.end_byte else last_child
-    if first is None:  # pragma: no cover - guarded above
-        first = last_child
+_CONTAINER_TYPES = frozenset(
+    {
+        "class_definition",
+        "function_definition",
+        "class_declaration",
+        "abstract_class_declaration",
+        "interface_declaration",
+        "enum_declaration",
+        "record_declaration",
+        "internal_module",
+        "function_declaration",
+        "method_definition",
+        "method_declaration",
+        "constructor_declaration",
+        "impl_item",
+        "trait_item",
+        "mod_item",
+        "function_item",
+        "namespace_definition",
+        "class_specifier",
+        "struct_specifier",
+    }
+)
+_WRAPPER_FIELDS = {"decorated_definition": "definition", "export_statement": "declaration"}
+
+
+def _first_named_child_for_byte(node: tree_sitter.Node, byte: int) -> tree_sitter.Node | None:
+    """Return the first named child of ``node`` ending after ``byte`` (binary search).
+
+    tree-sitter 0.26.1's ``Node.first_named_child_for_byte`` can crash the interpreter and
+    ``TreeCursor.goto_first_child_for_byte`` can skip children on error trees."""
+    lo, hi = 0, node.named_child_count
+    while lo < hi:
+        mid = (lo + hi) // 2
+        child = node.named_child(mid)
+        if child is not None and child.end_byte > byte:
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo >= node.named_child_count:
+        return None
+    return node.named_child(lo)
+
+
+def _child_containing(node: tree_sitter.Node, lo: int, hi: int) -> tree_sitter.Node | None:
+    child = _first_named_child_for_byte(node, lo)
+    if child is None or child.start_byte > lo or hi > child.end_byte:
+        return None
+    return child
+
+
+def _descend(
+    ext: Extraction, root: tree_sitter.Node, lo: int, hi: int
+) -> tuple[tree_sitter.Node, list[tuple[tree_sitter.Node, str, str]]]:
+    """Return the innermost definition body holding the whole change, and the chain of
+    definitions (node, name, kind) around it, outermost first (empty: the root)."""
+    parent = root
+    chain: list[tuple[tree_sitter.Node, str, str]] = []
+    while True:
+        child = _child_containing(parent, lo, hi)
+        if child is None:
+            break
+        field = _WRAPPER_FIELDS.get(child.type)
+        if field is not None:
+            inner = child.child_by_field_name(field)
+            if inner is None:
+                break
+            child = inner
+        if child.type not in _CONTAINER_TYPES:
+            break
+        body = child.child_by_field_name("body")
+        if body is None or not (body.start_byte < lo and hi < body.end_byte):
+            break
+        info = _known_definition(ext, child)
+        if info is None:
+            break
+        chain.append((child, info[0], info[1]))
+        parent = body
+    return parent, chain
+
+
+def _known_definition(ext: Extraction, node: tree_sitter.Node) -> tuple[str, str] | None:
+    """Return (name, kind) of the symbol made from ``node`` by the last extraction."""
+    start = node.start_byte
+    index = bisect.bisect_left(ext.starts, start)
+    while index < len(ext.starts) and ext.starts[index] == start:
+        sym = ext.symbols[index]
+        if ext.node_types[index] == node.type and sym.kind in _DESCEND_KINDS:
+            return sym.name, sym.kind
+        index += 1
+    if node.type == "impl_item":
+        index = bisect.bisect_left(ext.scope_starts, start)
+        if index < len(ext.scope_starts) and ext.scope_starts[index] == start:
+            return ext.scopes[index], "scope"
+    return None
+
+
+_DESCEND_KINDS = frozenset({"class", "interface", "struct", "enum", "module", "function", "method"})
+
+
+def _refresh_ancestors(
+    ext: Extraction,
+    chain: list[tuple[tree_sitter.Node, str, str]],
+    src: bytes,
+    python: bool,
+) -> None:
+    """Update the end line (and Python docstring) of the definitions around an edit."""
+    for node, name, kind in chain:
+        if kind == "scope":
+            continue
+        index = bisect.bisect_left(ext.starts, node.start_byte)
+        while index < len(ext.starts) and ext.starts[index] == node.start_byte:
+            sym = ext.symbols[index]
+            if sym.name == name and sym.kind == kind and ext.node_types[index] == node.type:
+                new = Symbol.__new__(Symbol)
+                for slot in Symbol.__slots__:
+                    object.__setattr__(new, slot, getattr(sym, slot))
+                object.__setattr__(new, "end_line", node.end_point[0])
+                if python:
+                    object.__setattr__(new, "doc", python_doc(node, src))
+                ext.symbols[index] = new
+                break
+            index += 1
+
+
+def _region(
+    root: tree_sitter.Node, lo: int, hi: int, size: int, *, nested: bool = False
+) -> tuple[int, int]:
+    """Return the byte range of the children of ``root`` covering [lo, hi], widened by one
+    node on each side and across adjacent comments (doc comments belong to the next node).
+    ``nested``: ``root`` is a definition's body, so the range stays inside it."""
+    floor = root.start_byte if nested else 0
+    ceiling = root.end_byte if nested else size + 1
+    first = _first_named_child_for_byte(root, lo)
+    if first is None:
+        count = root.named_child_count
+        first = root.named_child(count - 1) if count else None
+        if first is None:
+            return floor, ceiling
     start_node = first
-    prev = start_node.prev_named_sibling
+    prev = first.prev_named_sibling
     while prev is not None:
         start_node = prev
         if "comment" not in prev.type and prev.type not in _ATTACHED:
             break
         prev = prev.prev_named_sibling
-    r0 = start_node.start_byte if prev is not None or start_node is not first else 0
-    if start_node.prev_named_sibling is None:
-        r0 = 0
+    r0 = floor if start_node.prev_named_sibling is None else start_node.start_byte
     node: tree_sitter.Node | None = first
     last = first
     while node is not None and node.start_byte < hi:
         last = node
         node = node.next_named_sibling
-    extra = 0
-    while node is not None:
+    while node is not None:  # one more node, and the comments before it
         last = node
         if "comment" not in node.type and node.type not in _ATTACHED:
-            extra += 1
-            if extra >= 1:
-                break
+            break
         node = node.next_named_sibling
     if node is None or last.next_named_sibling is None:
-        return r0, size + 1
+        return r0, ceiling
     return r0, last.end_byte
 
 
@@ -742,33 +869,40 @@ _ATTACHED = frozenset({"attribute_item", "decorator", "annotation", "inner_attri
 def _splice(
     old: Extraction, fresh: Extraction, r0: int, old_r1: int, delta: int, row_delta: int
 ) -> Extraction:
-    """Return ``old`` with its symbols/imports in [r0, old_r1) replaced by ``fresh``."""
+    """Return ``old`` with its symbols/imports/scopes in [r0, old_r1) replaced by ``fresh``."""
     out = Extraction()
     _splice_list(
-        old.symbols,
         old.starts,
-        fresh.symbols,
         fresh.starts,
+        out.starts,
+        [
+            (old.symbols, fresh.symbols, out.symbols, _shift_symbol),
+            (old.node_types, fresh.node_types, out.node_types, None),
+        ],
         r0,
         old_r1,
         delta,
         row_delta,
-        out.symbols,
-        out.starts,
-        _shift_symbol,
     )
     _splice_list(
-        old.imports,
         old.import_starts,
-        fresh.imports,
         fresh.import_starts,
+        out.import_starts,
+        [(old.imports, fresh.imports, out.imports, _shift_import)],
         r0,
         old_r1,
         delta,
         row_delta,
-        out.imports,
-        out.import_starts,
-        _shift_import,
+    )
+    _splice_list(
+        old.scope_starts,
+        fresh.scope_starts,
+        out.scope_starts,
+        [(old.scopes, fresh.scopes, out.scopes, None)],
+        r0,
+        old_r1,
+        delta,
+        row_delta,
     )
     return out
 
@@ -787,26 +921,24 @@ def _shift_import(imp: Import, rows: int) -> Import:
 
 
 def _splice_list(
-    old_items: list[Any],
     old_starts: list[int],
-    new_items: list[Any],
     new_starts: list[int],
+    out_starts: list[int],
+    columns: list[tuple[list[Any], list[Any], list[Any], Callable[[Any, int], Any] | None]],
     r0: int,
     old_r1: int,
     delta: int,
     row_delta: int,
-    out_items: list[Any],
-    out_starts: list[int],
-    shift: Callable[[Any, int], Any],
 ) -> None:
     lo = bisect.bisect_left(old_starts, r0)
     hi = bisect.bisect_left(old_starts, old_r1)
-    out_items.extend(old_items[:lo])
     out_starts.extend(old_starts[:lo])
-    out_items.extend(new_items)
     out_starts.extend(new_starts)
-    tail = old_items[hi:]
-    if row_delta:
-        tail = [shift(item, row_delta) for item in tail]
-    out_items.extend(tail)
     out_starts.extend(s + delta for s in old_starts[hi:])
+    for old_items, new_items, out_items, shift in columns:
+        out_items.extend(old_items[:lo])
+        out_items.extend(new_items)
+        tail = old_items[hi:]
+        if row_delta and shift is not None:
+            tail = [shift(item, row_delta) for item in tail]
+        out_items.extend(tail)

@@ -28,8 +28,19 @@ class Shape:
     sides = 0
 
     def area(self):
+        """Area."""
         # comment
         return 0
+
+    class Inner:
+        def deep(self):
+            def local():
+                return 1
+
+            return local
+
+    def perimeter(self):
+        return 1
 
 
 def build(x):
@@ -44,6 +55,8 @@ function add(x, y) { return x + y; }
 class K {
   // m doc
   m() { return 1; }
+
+  n() { function inner() {} return inner; }
 }
 
 export const F = () => 1;
@@ -71,7 +84,38 @@ struct S { x: i32 }
 impl S {
     /// new doc
     fn new() -> Self { S { x: 1 } }
+
+    fn other(&self) -> i32 { self.x }
 }
+""",
+    "java": """package a.b;
+
+import a.c.D;
+
+/** K doc. */
+public class K {
+    static final int MAX = 1;
+
+    /** m doc */
+    public int m() { return 1; }
+
+    class In { void n() {} }
+
+    public K() {}
+}
+""",
+    "cpp": """#include "a.hpp"
+
+namespace ns {
+// C doc
+class C {
+public:
+    int m();
+    void n() {}
+};
+}
+
+int ns::C::m() { return 1; }
 """,
     "c": """#include "a.h"
 /* adds */
@@ -81,7 +125,15 @@ struct P { int x; };
 """,
 }
 
-SUFFIX = {"python": ".py", "javascript": ".js", "go": ".go", "rust": ".rs", "c": ".c"}
+SUFFIX = {
+    "python": ".py",
+    "javascript": ".js",
+    "go": ".go",
+    "rust": ".rs",
+    "c": ".c",
+    "java": ".java",
+    "cpp": ".cpp",
+}
 FRAGMENTS = [
     "def f(x):\n    ",
     "class A:\n",
