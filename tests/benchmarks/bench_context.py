@@ -92,7 +92,9 @@ def main() -> int:
     index.scan()
     scan_s = time.perf_counter() - t0
     files = sorted(p for p in index.files() if p.suffix == ".py")
-    print(f"model {Path(model_path).name}; root {root}: {len(files)} files indexed in {scan_s:.1f} s")
+    print(
+        f"model {Path(model_path).name}; root {root}: {len(files)} files indexed in {scan_s:.1f} s"
+    )
     settings = ContextSettings(context_budget=args.budget)
     counter = CachedCounter(tokenizer)
 
@@ -216,9 +218,7 @@ def main() -> int:
                 continue
             name = m.group(1)
             sym = next(s for s in index.lookup(name) if s.path == imported[name])
-            cursor = Cursor(
-                path=path, language="python", text=texts[path], line=i, column=m.end()
-            )
+            cursor = Cursor(path=path, language="python", text=texts[path], line=i, column=m.end())
             probes += 1
             needle = sym.signature.strip().split("\n")[0][:60]
             for strategy in ("layered", "baseline"):
@@ -270,14 +270,22 @@ def main() -> int:
         f"{'prompt tokens, P90':34}{result['layered_tokens_p90']:12.0f}"
         f"{result['baseline_tokens_p90']:12.0f}"
     )
-    print(f"{'stable share between keystrokes':34}{result['stable_share_layered']:12.1%}"
-          f"{result['stable_share_baseline']:12.1%}")
-    print(f"{'called definition in prompt':34}{result['definition_hit_layered']:12.1%}"
-          f"{result['definition_hit_baseline']:12.1%}")
-    print(f"{'build ms, P50 (first in file)':34}{result['build_ms_first_p50']:12.2f}"
-          f"{result['baseline_build_ms_p50']:12.2f}")
+    print(
+        f"{'stable share between keystrokes':34}{result['stable_share_layered']:12.1%}"
+        f"{result['stable_share_baseline']:12.1%}"
+    )
+    print(
+        f"{'called definition in prompt':34}{result['definition_hit_layered']:12.1%}"
+        f"{result['definition_hit_baseline']:12.1%}"
+    )
+    print(
+        f"{'build ms, P50 (first in file)':34}{result['build_ms_first_p50']:12.2f}"
+        f"{result['baseline_build_ms_p50']:12.2f}"
+    )
     print()
-    print(f"layered/baseline tokens (ratio of means): {result['ratio_of_means']:.3f} (target <= 0.25)")
+    print(
+        f"layered/baseline tokens (ratio of means): {result['ratio_of_means']:.3f} (target <= 0.25)"
+    )
     print(
         f"layered build ms per keystroke: P50 {result['build_ms_keystroke_p50']:.2f}, "
         f"P99 {result['build_ms_keystroke_p99']:.2f} (target <= 15 / <= 50); first build in a "

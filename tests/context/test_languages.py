@@ -312,3 +312,39 @@ def test_called_definition_in_prompt(tmp_path: Path, fixture: Fixture, model) ->
     assert fixture.unrelated_marker not in prompt.prompt
     assert "legacy" not in prompt.prompt.lower()
     assert prompt.total_tokens <= prompt.budget
+
+
+def test_denied_files_never_reach_the_prompt(tmp_path: Path) -> None:
+    from lsp_assist.config import IndexSettings
+
+    from .conftest import CART, FILES
+
+    for rel, text in FILES.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    (tmp_path / ".env").write_text("API_TOKEN=env-secret-value\n")
+    index = WorkspaceIndex([tmp_path], IndexSettings(deny_globs=["**/secrets.py"]))
+    index.scan()
+    secrets = (tmp_path / "shop" / "secrets.py").resolve()
+    assert index.is_denied(secrets) and index.is_denied((tmp_path / ".env").resolve())
+    engine = ContextEngine(
+        index, ApproxTokenizer(GEMMA_LIKE.special_tokens), GEMMA_LIKE, relative=index.relative
+    )
+    engine.note_opened(secrets)
+    engine.note_opened((tmp_path / ".env").resolve())
+    offset = CART.index("creds = load_credentials(") + len("creds = load_credentials(")
+    line = CART.count("\n", 0, offset)
+    col = offset - (CART.rfind("\n", 0, offset) + 1)
+    cursor = Cursor(
+        path=(tmp_path / "shop" / "cart.py").resolve(),
+        language="python",
+        text=CART,
+        line=line,
+        column=col,
+        open_files=(secrets, (tmp_path / ".env").resolve()),
+    )
+    for strategy in ("layered", "baseline"):
+        prompt = engine.build(cursor, strategy=strategy)
+        assert "hunter2" not in prompt.prompt and "sk-very-secret" not in prompt.prompt
+        assert "env-secret-value" not in prompt.prompt
+        assert "secrets.py" not in prompt.prompt
