@@ -10,6 +10,7 @@ All public methods are thread-safe; lookups work while a background scan runs.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import hashlib
 import logging
 import os
@@ -31,7 +32,7 @@ from lsp_assist.index.files import FileRules, FoundFile, is_binary
 from lsp_assist.index.languages import get_parser, queries_fingerprint
 from lsp_assist.index.model import FileEntry, Import, Symbol
 from lsp_assist.index.resolve import Resolver
-from lsp_assist.index.store import IndexStore, StoredFile, decode_entry, encode_entry
+from lsp_assist.index.store import DB_NAME, IndexStore, StoredFile, decode_entry, encode_entry
 from lsp_assist.index.watch import Debouncer, Poller, start_observer
 
 logger = logging.getLogger(__name__)
@@ -83,8 +84,25 @@ def _parse(lang: str, src: bytes, old: tree_sitter.Tree | None = None) -> tree_s
     return tree
 
 
-def _norm(path: Path | str) -> Path:
+def _abspath(path: Path | str) -> Path:
     return Path(os.path.abspath(path))
+
+
+def _open_store(cache_dir: Path) -> IndexStore | None:
+    """Open the SQLite cache; a corrupt file is deleted and recreated once."""
+    fingerprint = queries_fingerprint()
+    try:
+        return IndexStore(cache_dir, fingerprint)
+    except IndexError_ as exc:
+        logger.warning("index cache unusable (%s); recreating it", exc)
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            (cache_dir / (DB_NAME + suffix)).unlink()
+    try:
+        return IndexStore(cache_dir, fingerprint)
+    except IndexError_ as exc:
+        logger.warning("index persistence disabled: %s", exc)
+        return None
 
 
 class WorkspaceIndex:
@@ -117,14 +135,23 @@ class WorkspaceIndex:
         self._store: IndexStore | None = None
         self._persisted: dict[str, StoredFile] | None = None
         if cache_dir is not None and self.settings.persist:
-            try:
-                self._store = IndexStore(Path(cache_dir), queries_fingerprint())
-            except IndexError_ as exc:
-                logger.warning("index persistence disabled: %s", exc)
+            self._store = _open_store(Path(cache_dir))
         self._observer: Any = None
         self._debouncer: Debouncer | None = None
         self._poller: Poller | None = None
         self._stopped = False
+
+    def _norm(self, path: Path | str) -> Path:
+        """Return the absolute form of ``path``; through symlinks only to reach a root."""
+        absolute = _abspath(path)
+        if self.rules.root_of(absolute) is None:
+            try:
+                resolved = absolute.resolve()
+            except (OSError, RuntimeError):
+                return absolute
+            if self.rules.root_of(resolved) is not None:
+                return resolved
+        return absolute
 
     # ------------------------------------------------------------------ properties
     @property
@@ -139,7 +166,7 @@ class WorkspaceIndex:
 
     def relative(self, path: Path) -> str:
         """Return the workspace-relative display path (root name first with several roots)."""
-        path = _norm(path)
+        path = self._norm(path)
         root = self.rules.root_of(path)
         if root is None:
             return str(path)
@@ -148,13 +175,13 @@ class WorkspaceIndex:
 
     def is_denied(self, path: Path) -> bool:
         """True when a file must never be indexed nor read into a prompt (secrets)."""
-        return self.rules.is_denied(_norm(path))
+        return self.rules.is_denied(self._norm(path))
 
     # ------------------------------------------------------------------ lookups
     def file(self, path: Path) -> FileEntry | None:
         """Return the entry of ``path`` (open buffer state if open) or None."""
         with self._lock:
-            return self._entries.get(_norm(path))
+            return self._entries.get(self._norm(path))
 
     def lookup(self, name: str) -> list[Symbol]:
         """Return every symbol named exactly ``name``."""
@@ -211,11 +238,11 @@ class WorkspaceIndex:
 
     def resolve_import(self, from_path: Path, imp: Import) -> Path | None:
         """Return the workspace file an import of ``from_path`` resolves to, or None."""
-        return self._get_resolver().resolve(_norm(from_path), imp)
+        return self._get_resolver().resolve(self._norm(from_path), imp)
 
     def importers_of(self, path: Path) -> list[Path]:
         """Return the files that import ``path``."""
-        path = _norm(path)
+        path = self._norm(path)
         with self._lock:
             if self._importers is None:
                 resolver = self._get_resolver()
@@ -258,7 +285,7 @@ class WorkspaceIndex:
 
     def text_of(self, path: Path) -> str | None:
         """Return the text of a file (open buffer first, then the LRU cache, then disk)."""
-        path = _norm(path)
+        path = self._norm(path)
         if self.rules.is_denied(path):
             return None
         with self._lock:
@@ -276,7 +303,7 @@ class WorkspaceIndex:
 
     def tree_of(self, path: Path) -> tree_sitter.Tree | None:
         """Return the syntax tree of a file (open buffer, else LRU-cached, else parsed)."""
-        path = _norm(path)
+        path = self._norm(path)
         if self.rules.is_denied(path):
             return None
         with self._lock:
@@ -462,6 +489,7 @@ class WorkspaceIndex:
                 if progress is not None:
                     progress(done, total)
         deleted: list[str] = []
+        vanished: list[Path] = []
         if not self._stopped:
             with self._lock:
                 vanished = [p for p in self._disk_files if p not in seen]
@@ -471,7 +499,7 @@ class WorkspaceIndex:
             if self._persisted:
                 deleted.extend(self._persisted)
                 self._persisted.clear()
-        stats.removed = len(vanished) if not self._stopped else 0
+        stats.removed = len(vanished)
         self._save(rows, deleted)
         with self._lock:
             for item in found:
@@ -533,7 +561,7 @@ class WorkspaceIndex:
         full = False
         files: list[Path] = []
         for raw, is_dir in batch.items():
-            path = _norm(raw)
+            path = self._norm(raw)
             root = self.rules.root_of(path)
             if root is None:
                 continue
@@ -549,10 +577,11 @@ class WorkspaceIndex:
             elif is_dir or path.is_dir():
                 full = True
             else:
-                with self._lock:
-                    known_dir = any(p.is_relative_to(path) for p in self._disk_files if p != path)
-                if known_dir:
-                    full = True
+                if not path.exists() and language_for_path(path) is None:
+                    with self._lock:
+                        known_dir = any(p.is_relative_to(path) for p in self._disk_files)
+                    if known_dir:  # a deleted folder reported as a file
+                        full = True
                 files.append(path)
         if full:
             self.scan()
@@ -597,7 +626,7 @@ class WorkspaceIndex:
     # ------------------------------------------------------------------ open buffers
     def open_buffer(self, path: Path, text: str) -> None:
         """Index an open buffer's text (it replaces the disk state until closed)."""
-        path = _norm(path)
+        path = self._norm(path)
         lang = language_for_path(path)
         if lang is None or self.rules.is_denied(path):
             return
@@ -615,7 +644,7 @@ class WorkspaceIndex:
 
     def edit_buffer(self, path: Path, text: str, edit: ByteEdit) -> None:
         """Apply one edit incrementally; ``text`` is the full new text."""
-        path = _norm(path)
+        path = self._norm(path)
         with self._lock:
             buf = self._buffers.get(path)
         if buf is None:
@@ -680,7 +709,7 @@ class WorkspaceIndex:
 
     def close_buffer(self, path: Path) -> None:
         """Forget an open buffer; the disk state of the file is indexed again."""
-        path = _norm(path)
+        path = self._norm(path)
         with self._lock:
             buf = self._buffers.pop(path, None)
             if buf is None:

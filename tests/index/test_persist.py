@@ -77,6 +77,9 @@ def test_corrupt_cache_is_ignored(tmp_path: Path) -> None:
     stats = index.scan()
     assert stats.files == 4 and index.lookup("Beta")
     index.stop()
+    again = WorkspaceIndex([root], cache_dir=cache)  # the database was recreated
+    assert again.scan().parsed == 0
+    again.stop()
 
 
 def test_background_scan_and_progress(tmp_path: Path) -> None:

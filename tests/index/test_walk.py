@@ -57,3 +57,22 @@ def test_walk_rules(tmp_path: Path) -> None:
     assert index.text_of(root / "keep.py") == files["keep.py"]
     tree = index.tree_of(root / "keep.py")
     assert tree is not None and tree.root_node.type == "module"
+
+
+def test_symlinked_root_and_lru(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    for i in range(5):
+        (real / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n" + "# pad\n" * 200)
+    link = tmp_path / "link"
+    os.symlink(real, link)
+    settings = IndexSettings(file_cache_mb=1)
+    index = WorkspaceIndex([link], settings)
+    index.scan()
+    assert index.roots == [real]
+    assert index.file(link / "m1.py") is not None
+    assert index.relative(link / "m1.py") == "m1.py"
+    assert index.text_of(link / "m2.py") == (real / "m2.py").read_text()
+    for i in range(5):
+        assert index.tree_of(real / f"m{i}.py") is not None
+    assert index._cache.bytes_used <= 1024 * 1024
