@@ -48,6 +48,13 @@ DEFAULT_N_CTX = 4096
 """The context the baseline fills when the model's training context is larger."""
 
 MAX_PROJECT_LINES = 12
+
+
+def estimate_tokens(text: str) -> int:
+    """Return a cheap, usually high estimate of the tokens of ``text`` (3 chars a token)."""
+    return len(text) // 3 + 1
+
+
 TYPED_STEP = 32
 """The typed part of the cursor line is charged to the budget in steps of this many tokens."""
 
@@ -325,6 +332,7 @@ class ContextEngine:
             budget=zone_budget,
             count=self.counter.count,
             fim=fmt.is_fim,
+            estimate=estimate_tokens,
             hint=self._zone_hint(cursor.path, len(lines), zone_budget, settings),
         )
         self._zone_memo[cursor.path] = (
@@ -553,19 +561,37 @@ class ContextEngine:
         if not entries or fixed_cost >= budget:
             parts.items["file_summary"] = []
             return
-        pieces = [self._piece("file_summary", e.text) for e in entries]
-        costs = [len(p.ids) for p in pieces]
-        keep = select_entries(entries, costs, (zone.start_line, zone.end_line), budget - fixed_cost)
-        if not keep:
+        # one chunk for the whole outline: sized with cheap estimates, then counted
+        # exactly (a tokenizer call per entry is slow with large vocabularies)
+        target = budget - fixed_cost
+        span = (zone.start_line, zone.end_line)
+        costs = [estimate_tokens(e.text) for e in entries]
+        est_budget = target
+        best: tuple[list[int], _Piece] | None = None
+        for _ in range(4):
+            keep = select_entries(entries, costs, span, est_budget)
+            if not keep:
+                break
+            piece = self._piece("file_summary", "".join(entries[i].text for i in keep))
+            exact = len(piece.ids)
+            if exact <= target:
+                if best is None or exact > len(best[1].ids):
+                    best = (keep, piece)
+                if exact >= target * 0.9 or len(keep) == len(entries):
+                    break
+            est_budget = max(1, int(est_budget * target / max(1, exact)) - (exact > target))
+        if best is None:
             parts.items["file_summary"] = []
             return
-        parts.file_summary = fixed + [pieces[i] for i in keep] + closing
+        keep, piece = best
+        parts.file_summary = [*fixed, piece, *closing]
+        total_chars = max(1, len(piece.text))
         parts.items["file_summary"] = [
             LayerItem(
                 source=rel,
                 symbol=entries[i].symbol,
                 reason=f"line {entries[i].start_line + 1}",
-                tokens=costs[i],
+                tokens=round(len(piece.ids) * len(entries[i].text) / total_chars),
                 text=entries[i].text,
             )
             for i in keep

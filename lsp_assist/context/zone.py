@@ -71,12 +71,16 @@ def select_zone(
     count: Callable[[str], int],
     fim: bool,
     hint: tuple[int, int] | None = None,
+    estimate: Callable[[str], int] | None = None,
 ) -> Zone:
     """Return the editing zone around ``(line, col)`` within ``max_lines`` and ``budget``.
 
     ``hint`` is the previous zone of the same file; it is kept when the tree has
     syntax errors (a half-typed line) so the zone does not jump while typing.
+    ``estimate`` (default ``count``) sizes candidate blocks cheaply; the chosen zone is
+    then counted exactly with ``count`` and shrunk if it does not fit.
     """
+    guess = estimate or count
     n = len(lines)
     line = max(0, min(line, n - 1)) if n else 0
     col = max(0, min(col, len(lines[line]) if n else 0))
@@ -84,7 +88,7 @@ def select_zone(
 
     def line_cost(a: int, b: int) -> int:
         hi = b if fim else min(b, line)
-        return sum(count(lines[i] + "\n") for i in range(a, hi + 1))
+        return sum(guess(lines[i] + "\n") for i in range(a, hi + 1))
 
     def fits(a: int, b: int) -> bool:
         span = (b if fim else line) - a + 1
