@@ -24,7 +24,6 @@ the output.
 
 from __future__ import annotations
 
-import codecs
 import ctypes
 import itertools
 import logging
@@ -47,6 +46,7 @@ from lsp_assist.backends.base import (
 from lsp_assist.backends.drafting import AcceptanceTracker, Drafter, PromptLookupDrafter
 from lsp_assist.backends.gguf_meta import read_gguf_header
 from lsp_assist.backends.kv_states import KVState, KVStateCache, common_prefix_len
+from lsp_assist.backends.streaming import TextStream
 from lsp_assist.config import ModelSettings
 from lsp_assist.errors import BackendError, DraftModelError, ModelLoadError
 
@@ -467,70 +467,41 @@ def check_draft_vocab(main: LlamaEngine, draft: LlamaEngine) -> None:
             )
 
 
-class _TextStream:
-    """Incremental detokenization, stop strings, stop rule and streaming hold-back."""
+def read_model_info(eng: LlamaEngine) -> ModelInfo:
+    """Return what ``eng``'s model says about itself (works on vocabulary-only loads)."""
+    ll = eng._ll
 
-    def __init__(self, request: GenerationRequest) -> None:
-        self.request = request
-        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self.text = ""
-        self.emitted = 0
-        self.cut: int | None = None
-        self.reason = ""
-        self.stops = [s for s in request.stop if s]
+    def tok(value: int) -> int | None:
+        return int(value) if value is not None and int(value) >= 0 else None
 
-    def feed(self, piece: bytes) -> bool:
-        """Add one token's bytes; return True when a stop string or the stop rule fired."""
-        before = len(self.text)
-        self.text += self.decoder.decode(piece)
-        if self.stops:
-            longest = max(len(s) for s in self.stops)
-            start = max(0, before - longest + 1)
-            found = [i for s in self.stops if (i := self.text.find(s, start)) >= 0]
-            if found:
-                self.cut = min(found)
-                self.reason = "stop"
-                return True
-        rule = self.request.stop_rule
-        if rule is not None and len(self.text) > before:
-            cut = rule(self.text)
-            if cut is not None:
-                self.cut = max(0, min(cut, len(self.text)))
-                self.reason = "rule"
-                return True
-        self._emit(final=False)
-        return False
-
-    def _holdback(self) -> int:
-        best = 0
-        for s in self.stops:
-            for k in range(min(len(s) - 1, len(self.text)), best, -1):
-                if self.text.endswith(s[:k]):
-                    best = k
-                    break
-        return best
-
-    def _emit(self, *, final: bool) -> None:
-        cb = self.request.on_text
-        end = len(self.final_text) if final else len(self.text) - self._holdback()
-        if cb is not None and end > self.emitted:
-            try:
-                cb(self.text[self.emitted : end])
-            except Exception:
-                logger.exception("on_text callback failed")
-        self.emitted = max(self.emitted, end)
-
-    @property
-    def final_text(self) -> str:
-        """The text up to the cut (if any)."""
-        return self.text if self.cut is None else self.text[: self.cut]
-
-    def finish(self) -> str:
-        """Flush the decoder and stream what is left; return the final text."""
-        if self.cut is None:
-            self.text += self.decoder.decode(b"", final=True)
-        self._emit(final=True)
-        return self.final_text
+    ftype_name = ""
+    try:
+        raw = ll.llama_ftype_name(ll.llama_model_ftype(eng.model))
+        ftype_name = raw.decode() if raw else ""
+    except (AttributeError, OSError):  # older builds lack llama_ftype_name
+        ftype_name = ""
+    # scan the vocabulary rather than tokenizing the names: some SPM vocabularies
+    # without byte tokens make llama.cpp's tokenizer abort on unknown characters
+    wanted = set(SPECIAL_TOKEN_NAMES)
+    specials: dict[str, int] = {}
+    for token in range(eng.n_vocab):
+        text = eng.token_text(token)
+        if text in wanted and text not in specials:
+            specials[text] = token
+    return ModelInfo(
+        path=str(eng.path),
+        name=eng.meta("general.name"),
+        architecture=eng.meta("general.architecture"),
+        quantization=ftype_name,
+        vocab_size=eng.n_vocab,
+        context_length_train=int(ll.llama_model_n_ctx_train(eng.model)),
+        bos_id=tok(ll.llama_vocab_bos(eng.vocab)),
+        eos_id=tok(ll.llama_vocab_eos(eng.vocab)),
+        fim_prefix_id=tok(ll.llama_vocab_fim_pre(eng.vocab)),
+        fim_suffix_id=tok(ll.llama_vocab_fim_suf(eng.vocab)),
+        fim_middle_id=tok(ll.llama_vocab_fim_mid(eng.vocab)),
+        special_tokens=specials,
+    )
 
 
 class LocalBackend(Backend):
@@ -562,7 +533,7 @@ class LocalBackend(Backend):
         )
         self._draft_engine: LlamaEngine | None = None
         try:
-            self._info = self._read_info()
+            self._info = read_model_info(self._engine)
             if settings.draft == "model" and settings.draft_model_path:
                 self._draft_engine = LlamaEngine(
                     Path(settings.draft_model_path).expanduser(),
@@ -612,42 +583,6 @@ class LocalBackend(Backend):
         )
 
     # --- metadata -------------------------------------------------------------------------
-
-    def _read_info(self) -> ModelInfo:
-        eng = self._engine
-        ll = eng._ll
-
-        def tok(value: int) -> int | None:
-            return int(value) if value is not None and int(value) >= 0 else None
-
-        ftype_name = ""
-        try:
-            raw = ll.llama_ftype_name(ll.llama_model_ftype(eng.model))
-            ftype_name = raw.decode() if raw else ""
-        except (AttributeError, OSError):  # older builds lack llama_ftype_name
-            ftype_name = ""
-        # scan the vocabulary rather than tokenizing the names: some SPM vocabularies
-        # without byte tokens make llama.cpp's tokenizer abort on unknown characters
-        wanted = set(SPECIAL_TOKEN_NAMES)
-        specials: dict[str, int] = {}
-        for token in range(eng.n_vocab):
-            text = eng.token_text(token)
-            if text in wanted and text not in specials:
-                specials[text] = token
-        return ModelInfo(
-            path=str(eng.path),
-            name=eng.meta("general.name"),
-            architecture=eng.meta("general.architecture"),
-            quantization=ftype_name,
-            vocab_size=eng.n_vocab,
-            context_length_train=int(ll.llama_model_n_ctx_train(eng.model)),
-            bos_id=tok(ll.llama_vocab_bos(eng.vocab)),
-            eos_id=tok(ll.llama_vocab_eos(eng.vocab)),
-            fim_prefix_id=tok(ll.llama_vocab_fim_pre(eng.vocab)),
-            fim_suffix_id=tok(ll.llama_vocab_fim_suf(eng.vocab)),
-            fim_middle_id=tok(ll.llama_vocab_fim_mid(eng.vocab)),
-            special_tokens=specials,
-        )
 
     @property
     def info(self) -> ModelInfo:
@@ -820,7 +755,7 @@ class LocalBackend(Backend):
         if drafting and isinstance(drafter, PromptLookupDrafter):
             drafter.reset(prompt)
         result.drafting = drafting
-        stream = _TextStream(request)
+        stream = TextStream(request)
         generated = result.tokens
         max_tokens = max(1, request.max_tokens)
 

@@ -309,9 +309,10 @@ def test_drafting_is_token_identical(smol: LocalBackend) -> None:
 
 
 def test_embedded_gemma_generates_with_reuse() -> None:
-    from lsp_assist.backends.models import embedded_model_path
+    from lsp_assist.backends.factory import create_backend
 
-    backend = LocalBackend(_settings(context_length=1024), model_path=embedded_model_path())
+    backend = create_backend(_settings(context_length=1024, model_path=""))  # the embedded one
+    assert isinstance(backend, LocalBackend)
     try:
         info = backend.info
         assert info.architecture == "gemma3" and info.bos_id == 2 and info.vocab_size == 262144
