@@ -211,22 +211,16 @@ def extract(
     defs: dict[tuple[int, int, int], tuple[str, tree_sitter.Node, tree_sitter.Node]] = {}
     scopes: list[tuple[int, int, str]] = []
     import_nodes: list[tree_sitter.Node] = []
-    for _pattern, caps in cursor.matches(tree.root_node):
-        kind = ""
-        node: tree_sitter.Node | None = None
-        for key, nodes in caps.items():
-            if key.startswith("definition."):
-                kind = key[11:]
-                node = nodes[0]
-                break
-            if key == "import":
-                node = nodes[0]
-                kind = "import"
-                break
-            if key == "scope":
-                node = nodes[0]
-                kind = "scope"
-                break
+    roles = _PATTERN_ROLES.setdefault(lang, {})
+    for pattern, caps in cursor.matches(tree.root_node):
+        role = roles.get(pattern)
+        if role is None:
+            role = _role_of(caps)
+            roles[pattern] = role
+        kind, key = role
+        if not key:
+            continue
+        node: tree_sitter.Node | None = caps[key][0]
         if node is None or not lo <= node.start_byte < hi:
             continue
         if kind == "import":
@@ -261,6 +255,19 @@ def extract(
                 out.imports.append(imp)
                 out.import_starts.append(inode.start_byte)
     return out
+
+
+_PATTERN_ROLES: dict[str, dict[int, tuple[str, str]]] = {}
+"""Per language, pattern index -> (kind, capture) learnt from the pattern's first match."""
+
+
+def _role_of(caps: dict[str, list[tree_sitter.Node]]) -> tuple[str, str]:
+    for key in caps:
+        if key.startswith("definition."):
+            return key[11:], key
+        if key in ("import", "scope"):
+            return key, key
+    return "", ""
 
 
 def _build_symbols(

@@ -120,6 +120,7 @@ class WorkspaceIndex:
         self.rules = FileRules(self.roots, self.settings)
         self._lock = threading.RLock()
         self._scan_lock = threading.Lock()
+        self._edit_lock = threading.Lock()
         self._entries: dict[Path, FileEntry] = {}
         self._stat: dict[Path, tuple[int, int]] = {}
         self._disk_files: set[Path] = set()
@@ -645,13 +646,18 @@ class WorkspaceIndex:
     def edit_buffer(self, path: Path, text: str, edit: ByteEdit) -> None:
         """Apply one edit incrementally; ``text`` is the full new text."""
         path = self._norm(path)
+        with self._edit_lock:
+            self._edit_buffer(path, text, edit)
+
+    def _edit_buffer(self, path: Path, text: str, edit: ByteEdit) -> None:
         with self._lock:
             buf = self._buffers.get(path)
         if buf is None:
             self.open_buffer(path, text)
             return
         src = text.encode("utf-8", "surrogatepass")
-        old_tree = buf.tree
+        # edit a copy: the previous tree may be in use by a reader (tree_of)
+        old_tree = buf.tree.copy()
         old_tree.edit(
             start_byte=edit.start_byte,
             old_end_byte=edit.old_end_byte,
