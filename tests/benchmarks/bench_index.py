@@ -20,6 +20,7 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 TARGETS = {"cold_vs_floor": 1.5, "warm_vs_cold": 0.15, "keystroke_ms": 5.0, "rss_mb": 400.0}
 
@@ -28,7 +29,7 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def phase_floor(root: Path) -> dict[str, float]:
+def phase_floor(root: Path) -> dict[str, Any]:
     import tree_sitter
 
     from lsp_assist.config import IndexSettings
@@ -51,7 +52,7 @@ def phase_floor(root: Path) -> dict[str, float]:
     }
 
 
-def phase_index(root: Path, cache: Path) -> dict[str, float]:
+def phase_index(root: Path, cache: Path) -> dict[str, Any]:
     from lsp_assist.index.workspace import WorkspaceIndex
 
     start = time.perf_counter()
@@ -79,7 +80,7 @@ def _pick_file(root: Path, lines: int = 3000) -> Path:
     return best[1]
 
 
-def phase_keystroke(root: Path) -> dict[str, float]:
+def phase_keystroke(root: Path) -> dict[str, Any]:
     from lsp_assist.documents.document import Document, Position
     from lsp_assist.index.workspace import WorkspaceIndex
 
@@ -123,11 +124,11 @@ def phase_keystroke(root: Path) -> dict[str, float]:
     }
 
 
-def _run_phase(args: list[str]) -> dict[str, float]:
+def _run_phase(args: list[str]) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, __file__, "--phase", *args], check=True, capture_output=True, text=True
     )
-    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
 

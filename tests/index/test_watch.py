@@ -31,7 +31,7 @@ def test_watcher_reflects_disk_changes(tmp_path: Path) -> None:
         started = time.monotonic()
         path.write_text("def second():\n    pass\n")
         assert _wait(lambda: bool(index.lookup("second")) and not index.lookup("first"))
-        assert time.monotonic() - started < 2.0
+        assert time.monotonic() - started < 3.0  # debounce <= 0.5 s, slack for loaded CI
         renamed = tmp_path / "b.py"
         path.rename(renamed)
         assert _wait(
