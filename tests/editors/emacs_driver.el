@@ -91,15 +91,8 @@
           (forward-line (1- line))
           (end-of-line)
           (insert typed)
-          ;; 1. eglot's own completion-at-point (what M-TAB / company / corfu call).
-          (driver-step "completion-at-point"
-            (let* ((capf (lsp-assist-completion-at-point))
-                   (table (nth 2 capf))
-                   (candidates (and table (all-completions "" table))))
-              (driver-put 'capf_returned (and capf t))
-              (driver-put 'capf_candidates (vconcat candidates))))
-          ;; 2. The raw request through eglot's connection, retried while the model
-          ;;    loads (an empty list then), and lsp-assist-complete's insertion.
+          ;; 1. The raw request through eglot's connection, retried while the model
+          ;;    loads (an empty list then).
           (let ((attempt 0) response items)
             (while (and (< attempt 20) (< (float-time) deadline)
                         (progn
@@ -112,6 +105,14 @@
             (driver-put 'completion_attempts (1+ attempt))
             (driver-put 'completion_response (driver-json response))
             (driver-put 'completion_items (length items))
+            ;; 2. eglot's own completion-at-point (what M-TAB / company / corfu call),
+            ;;    now that the server is warm.
+            (driver-step "completion-at-point"
+              (let* ((capf (lsp-assist-completion-at-point))
+                     (table (nth 2 capf))
+                     (candidates (and table (all-completions "" table))))
+                (driver-put 'capf_returned (and capf t))
+                (driver-put 'capf_candidates (vconcat candidates))))
             (let ((item (lsp-assist--suggestion items)))
               ;; 3. lsp-assist-preview-mode: the asynchronous request and the overlay.
               (when item

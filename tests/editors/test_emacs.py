@@ -106,6 +106,8 @@ def test_eglot_connects_and_completes(
     # When there was a suggestion, lsp-assist-complete inserted it and the server
     # counted the acceptance.
     if report.get("inserted"):
+        # eglot's completion-at-point listed the same suggestion (its label).
+        assert any(c.startswith("✨") for c in report["capf_candidates"]), context
         # lsp-assist-preview-mode showed it as an overlay after point.
         assert report["preview_text"], context
         assert report["inserted"] in report["buffer_after"]

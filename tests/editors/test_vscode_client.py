@@ -47,6 +47,8 @@ def drive(workspace: Path, server: str, env: dict[str, str]) -> tuple[int, dict[
         "--timeout-ms",
         "120000",
         # What the extension sends when a setting changes (workspace/didChangeConfiguration).
+        "--retries",
+        "10",
         "--change-settings",
         json.dumps({"lspAssist": {"maxTokens": 10}}),
     ]

@@ -12,7 +12,9 @@
 // Usage:
 //   node test/drive-server.mjs --file PATH [--line N --character N] [--text-after TEXT]
 //        [--server lsp-assist] [--server-arg serve]... [--settings JSON]
-//        [--root DIR] [--timeout-ms 60000]
+//        [--root DIR] [--timeout-ms 60000] [--change-settings JSON] [--retries N]
+// --retries N asks for the inline completion again (up to N more times, 500 ms apart)
+// while the answer is empty, e.g. while the model is still loading.
 // Without --line, the cursor goes to the end of the file.
 
 import { spawn } from 'node:child_process';
@@ -73,6 +75,7 @@ const { values } = parseArgs({
     root: { type: 'string' },
     'timeout-ms': { type: 'string', default: '120000' },
     'change-settings': { type: 'string' },
+    retries: { type: 'string', default: '0' },
   },
 });
 
@@ -231,16 +234,28 @@ async function main() {
   if (!init.capabilities?.inlineCompletionProvider) {
     report.errors.push({ request: 'initialize', message: 'no inlineCompletionProvider' });
   }
-  const started = Date.now();
-  const inline = await call('textDocument/inlineCompletion', InlineCompletionRequest.type, {
-    textDocument: { uri },
-    position,
-    context: { triggerKind: InlineCompletionTriggerKind.Invoked },
-  });
-  report.inlineCompletionMs = Date.now() - started;
-  // The result is InlineCompletionItem[] | InlineCompletionList | null.
+  const retries = Number(values.retries);
+  let inline;
+  let items = [];
+  report.inlineAttempts = [];
+  for (let attempt = 0; attempt <= retries; attempt++) {
+    if (attempt > 0) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    const started = Date.now();
+    inline = await call('textDocument/inlineCompletion', InlineCompletionRequest.type, {
+      textDocument: { uri },
+      position,
+      context: { triggerKind: InlineCompletionTriggerKind.Invoked },
+    });
+    // The result is InlineCompletionItem[] | InlineCompletionList | null.
+    items = Array.isArray(inline) ? inline : (inline?.items ?? []);
+    report.inlineAttempts.push({ ms: Date.now() - started, items: items.length });
+    if (items.length > 0 || inline === undefined) {
+      break;
+    }
+  }
   report.inlineCompletion = inline ?? null;
-  const items = Array.isArray(inline) ? inline : (inline?.items ?? []);
   report.inlineItems = items;
 
   if (init.capabilities?.completionProvider) {
