@@ -13,6 +13,7 @@ import logging
 import marshal
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,13 @@ class StoredFile:
     payload: bytes
 
 
+_SETTERS: tuple[Callable[[Symbol, Any], None], ...] = tuple(
+    Symbol.__dict__[slot].__set__
+    for slot in ("name", "kind", "path", "start_line", "end_line", "parent", "signature", "doc")
+)
+"""The slot descriptors' setters: building a frozen Symbol without its __init__ (fast)."""
+
+
 def encode_entry(entry: FileEntry) -> bytes:
     """Return the marshal blob of an entry's symbols and imports."""
     symbols = [
@@ -53,19 +61,20 @@ def decode_entry(row: StoredFile, path: Path) -> FileEntry:
     """Return the FileEntry of a persisted row (symbols point at ``path``)."""
     symbols_raw, imports_raw = marshal.loads(row.payload)
     new = Symbol.__new__
-    setter = object.__setattr__
+    set_name, set_kind, set_path, set_start, set_end, set_parent, set_sig, set_doc = _SETTERS
     symbols: list[Symbol] = []
+    append = symbols.append
     for name, kind, start, end, parent, signature, doc in symbols_raw:
         sym = new(Symbol)
-        setter(sym, "name", name)
-        setter(sym, "kind", kind)
-        setter(sym, "path", path)
-        setter(sym, "start_line", start)
-        setter(sym, "end_line", end)
-        setter(sym, "parent", parent)
-        setter(sym, "signature", signature)
-        setter(sym, "doc", doc)
-        symbols.append(sym)
+        set_name(sym, name)
+        set_kind(sym, kind)
+        set_path(sym, path)
+        set_start(sym, start)
+        set_end(sym, end)
+        set_parent(sym, parent)
+        set_sig(sym, signature)
+        set_doc(sym, doc)
+        append(sym)
     imports = [Import(module=m, names=tuple(n), line=ln, level=lv) for m, n, ln, lv in imports_raw]
     return FileEntry(
         path=path,

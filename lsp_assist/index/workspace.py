@@ -328,19 +328,23 @@ class WorkspaceIndex:
                         self._names_rebuild = True
         if entry is not None:
             self._entries[path] = entry
-            by_name = self._by_name
+            groups: dict[str, list[Symbol]] = {}
             for sym in entry.symbols:
-                per_file = by_name.get(sym.name)
-                if per_file is None:
-                    by_name[sym.name] = {path: [sym]}
-                    if not self._names_rebuild:
-                        self._pending_names.add(sym.name)
+                group = groups.get(sym.name)
+                if group is None:
+                    groups[sym.name] = [sym]
                 else:
-                    syms = per_file.get(path)
-                    if syms is None:
-                        per_file[path] = [sym]
-                    else:
-                        syms.append(sym)
+                    group.append(sym)
+            by_name = self._by_name
+            track = not self._names_rebuild
+            for name, syms in groups.items():
+                per_file = by_name.get(name)
+                if per_file is None:
+                    by_name[name] = {path: syms}
+                    if track:
+                        self._pending_names.add(name)
+                else:
+                    per_file[path] = syms
         if (old is None) != (entry is None):
             self._resolver = None
             self._importers = None
@@ -465,6 +469,9 @@ class WorkspaceIndex:
         stats = IndexStats()
         found = self.rules.walk()
         total = len(found)
+        with self._lock:
+            if len(found) > 2 * len(self._entries) + 100:
+                self._names_rebuild = True  # bulk load: sort the names once, on demand
         self._progress = (0, total)
         if progress is not None:
             progress(0, total)
