@@ -54,7 +54,15 @@ def main() -> None:
 # 1-based line of MAIN where the tests put the cursor (at its end) and type.
 CURSOR_LINE = MAIN.count("\n")
 
-SETTINGS = {"contextBudget": 256, "maxTokens": 12, "debounceMs": 0}
+# Small prompt and output so SmolLM2 answers fast; generous time caps so a loaded
+# machine (2 shared cores) slows the answer down instead of turning it into an empty one.
+SETTINGS = {
+    "contextBudget": 256,
+    "maxTokens": 12,
+    "debounceMs": 0,
+    "promptTimeoutMs": 30000,
+    "generationTimeoutMs": 30000,
+}
 
 
 def find_executable(name: str) -> str | None:
