@@ -161,7 +161,16 @@ def _coerce(value: Any, hint: Any) -> Any:
     if hint is bool:
         if isinstance(value, bool):
             return value
-        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        if isinstance(value, str) and value.lower() in (
+            "1",
+            "true",
+            "yes",
+            "on",
+            "0",
+            "false",
+            "no",
+            "off",
+        ):
             return value.lower() in ("1", "true", "yes", "on")
         raise ValueError("expected true or false")
     if hint is int:
@@ -204,10 +213,9 @@ def _check_range(section: str, name: str, value: Any) -> None:
             raise ValueError("must be >= 0")
         if name not in non_negative and value <= 0:
             raise ValueError("must be > 0")
-    if isinstance(value, float):
-        if name.endswith("_ratio") or name.endswith("threshold") or name == "draft_min_acceptance":
-            if not 0.0 <= value <= 1.0:
-                raise ValueError("must be between 0 and 1")
+    fraction = name.endswith(("_ratio", "threshold")) or name == "draft_min_acceptance"
+    if isinstance(value, float) and fraction and not 0.0 <= value <= 1.0:
+        raise ValueError("must be between 0 and 1")
     if name == "log_level" and str(value).upper() not in _LOG_LEVELS:
         raise ValueError(f"expected one of {', '.join(sorted(_LOG_LEVELS))}")
 

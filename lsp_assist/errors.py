@@ -31,7 +31,7 @@ class DocumentError(LspAssistError):
     """An edit or a position does not fit the document it targets."""
 
 
-class IndexError_(LspAssistError):  # noqa: N801 - avoid shadowing the builtin IndexError
+class IndexError_(LspAssistError):
     """The workspace index cannot do what was asked."""
 
 

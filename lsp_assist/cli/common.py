@@ -14,7 +14,9 @@ from lsp_assist.config import Settings, env_overrides, parse_settings
 
 def add_model_flags(parser: argparse.ArgumentParser) -> None:
     """Add the flags that choose and tune the model."""
-    parser.add_argument("--model", metavar="GGUF", help="GGUF model path (env LSP_ASSIST_MODEL_PATH)")
+    parser.add_argument(
+        "--model", metavar="GGUF", help="GGUF model path (env LSP_ASSIST_MODEL_PATH)"
+    )
     parser.add_argument("--draft-model", metavar="GGUF", help="draft GGUF with the same vocabulary")
     parser.add_argument("--threads", type=int, help="CPU threads (0 = all)")
     parser.add_argument("--gpu-layers", type=int, help="layers to offload to CUDA/Metal")
@@ -52,7 +54,9 @@ def settings_from_args(args: argparse.Namespace) -> tuple[Settings, list[str]]:
 def setup_logging(level: str, log_file: str = "") -> None:
     """Send logs to stderr or a file, never stdout (stdout may be the protocol)."""
     handler: logging.Handler = (
-        logging.FileHandler(log_file, encoding="utf-8") if log_file else logging.StreamHandler(sys.stderr)
+        logging.FileHandler(log_file, encoding="utf-8")
+        if log_file
+        else logging.StreamHandler(sys.stderr)
     )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()

@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(outcome.to_json(), indent=2))
     else:
-        print(outcome.text if outcome.text else f"(no suggestion{': ' + (outcome.error or outcome.skipped) if (outcome.error or outcome.skipped) else ''})")
+        why = outcome.error or outcome.skipped
+        print(outcome.text or f"(no suggestion{': ' + why if why else ''})")
         print(
             f"--- ttft {outcome.ttft_ms:.0f} ms, total {outcome.latency_ms:.0f} ms, "
             f"prompt {outcome.prompt_tokens} tokens ({outcome.reused_tokens} reused), "

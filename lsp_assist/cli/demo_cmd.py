@@ -23,7 +23,9 @@ DEMO_FILE = "shop/checkout.py"
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the demo subcommand."""
-    parser = sub.add_parser("demo", help="run the server on the demo workspace and show a completion")
+    parser = sub.add_parser(
+        "demo", help="run the server on the demo workspace and show a completion"
+    )
     parser.add_argument("--workspace", type=Path, help="workspace folder (default: the demo shop)")
     parser.add_argument("--file", default=DEMO_FILE, help="file to open, relative to the workspace")
     parser.add_argument("--line", type=int, help="1-based line (default: the file's last line)")
@@ -36,6 +38,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def default_workspace() -> Path:
     """Return the demo workspace shipped in the repository's docs/examples/shop."""
     return Path(__file__).resolve().parents[2] / "docs" / "examples" / "shop"
+
+
+async def command(client: Any, name: str, *arguments: Any) -> dict[str, Any]:
+    """Run a workspace/executeCommand and return its result as a dict."""
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=name, arguments=list(arguments) or None)
+    )
+    return dict(result or {})
 
 
 async def drive(args: argparse.Namespace) -> dict[str, Any]:
@@ -57,22 +67,21 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
     client = LanguageClient("lsp-assist-demo", "0.1")
     messages: list[str] = []
 
-    @client.feature(types.WINDOW_SHOW_MESSAGE)
-    def show_message(params: types.ShowMessageParams) -> None:
-        messages.append(params.message)
+    def show_message(*args: Any) -> None:
+        params = args[-1]
+        messages.append(str(getattr(params, "message", params)))
 
-    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
-    def progress_create(params: types.WorkDoneProgressCreateParams) -> None:
+    def ignore(*args: Any) -> None:
         return None
 
-    @client.feature(types.PROGRESS)
-    def progress(params: types.ProgressParams) -> None:
-        return None
+    client.feature(types.WINDOW_SHOW_MESSAGE)(show_message)
+    client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)(ignore)
+    client.feature(types.PROGRESS)(ignore)
 
-    command = [sys.executable, "-m", "lsp_assist.cli.main", "serve"]
+    server_command = [sys.executable, "-m", "lsp_assist.cli.main", "serve"]
     if args.model:
-        command += ["--model", args.model]
-    await client.start_io(*command)
+        server_command += ["--model", args.model]
+    await client.start_io(*server_command)
     options = {"contextBudget": 1024}
     started = time.perf_counter()
     init = await client.initialize_async(
@@ -99,9 +108,7 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
     )
     status: dict[str, Any] = {}
     while time.perf_counter() - started < 300:
-        status = await client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="lspAssist.status")
-        )
+        status = await command(client, "lspAssist.status")
         if status["model"]["loaded"] or status["model"]["error"]:
             break
         await asyncio.sleep(0.25)
@@ -121,32 +128,54 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
         elapsed = (time.perf_counter() - t0) * 1000
         items = result.items if isinstance(result, types.InlineCompletionList) else (result or [])
         suggestion = str(items[0].insert_text) if items else ""
-        state = await client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="lspAssist.status")
-        )
-        return suggestion, elapsed, state.get("last", {})
+        state = await command(client, "lspAssist.status")
+        last: dict[str, Any] = state.get("last", {})
+        return suggestion, elapsed, last
 
     first, first_ms, first_details = await ask(line, column)
-    # Type the suggestion's first character by hand, as a user would, and ask again.
-    typed = "r" if not first else first[0]
+    version = 1
+
+    def type_text(at_line: int, at_column: int, text: str) -> None:
+        nonlocal version
+        version += 1
+        here = types.Position(line=at_line, character=at_column)
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(
+                        range=types.Range(start=here, end=here), text=text
+                    )
+                ],
+            )
+        )
+
+    # The user types the suggestion's first character: served from the type-through cache.
+    typed = first[0] if first else "r"
+    type_text(line, column, typed)
+    second, second_ms, second_details = await ask(line, column + 1)
+    # Then changes their mind and types something else: a model call that reuses the
+    # KV cache for everything before the cursor's line.
+    other = "print(" if not first.startswith("print(") else "log("
+    version += 1
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
             content_changes=[
                 types.TextDocumentContentChangePartial(
                     range=types.Range(
                         start=types.Position(line=line, character=column),
-                        end=types.Position(line=line, character=column),
+                        end=types.Position(line=line, character=column + 1),
                     ),
-                    text=typed,
+                    text=other,
                 )
             ],
         )
     )
-    second, second_ms, second_details = await ask(line, column + 1)
+    third, third_ms, third_details = await ask(line, column + len(other))
     await client.shutdown_async(None)
     client.exit(None)
-    await client.stop()
+    await client.stop()  # type: ignore[no-untyped-call]
     return {
         "workspace": str(workspace),
         "file": args.file,
@@ -163,6 +192,12 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
             "round_trip_ms": round(second_ms, 1),
             **second_details,
         },
+        "after_diverging": {
+            "typed": other,
+            "suggestion": third,
+            "round_trip_ms": round(third_ms, 1),
+            **third_details,
+        },
     }
 
 
@@ -172,18 +207,27 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0 if report["first"]["suggestion"] else 1
-    print(f"lsp-assist demo: {report['workspace']}/{report['file']} at line {report['position']['line']}, col {report['position']['col']}")
+    where = report["position"]
+    print(
+        f"lsp-assist demo: {report['workspace']}/{report['file']} "
+        f"at line {where['line']}, col {where['col']}"
+    )
     print(
         f"server advertises inlineCompletion: {report['inline_completion_provider']}, "
         f"completion: {report['completion_provider']}; model ready after {report['model_load_s']} s"
     )
     for message in report["messages"]:
         print(f"server says: {message}")
-    for title, key in (("first request", "first"), ("after typing one character", "after_typing")):
+    steps = (
+        ("first request", "first"),
+        ("the user types the suggestion's first character", "after_typing"),
+        ("the user types something else", "after_diverging"),
+    )
+    for title, key in steps:
         part = report[key]
         print(f"\n== {title} ==")
-        if key == "after_typing":
-            print(f"typed: {part['typed']!r}")
+        if "typed" in part:
+            print(f"typed so far: {part['typed']!r}")
         print("suggestion:")
         print("    " + (part["suggestion"] or "(empty)").replace("\n", "\n    "))
         print(

@@ -62,9 +62,13 @@ def llama_build() -> dict[str, Any]:
 
 def model_report(path: Path) -> dict[str, Any]:
     """Return a model's metadata from a vocabulary-only load."""
-    from lsp_assist.backends.gguf_meta import read_model_info
+    from lsp_assist.backends.llama import LlamaEngine, read_model_info
 
-    info = read_model_info(path)
+    engine = LlamaEngine(path, vocab_only=True)
+    try:
+        info = read_model_info(engine)
+    finally:
+        engine.close()
     return {
         "path": str(path),
         "size_mb": round(path.stat().st_size / 1e6, 1),
@@ -94,7 +98,9 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     try:
         from lsp_assist.backends.models import embedded_model_path
 
-        path = Path(settings.model.model_path) if settings.model.model_path else embedded_model_path()
+        path = (
+            Path(settings.model.model_path) if settings.model.model_path else embedded_model_path()
+        )
         report["model"] = model_report(path)
     except Exception as exc:  # doctor reports every failure instead of stopping
         report["model"] = {"error": str(exc)}
@@ -122,13 +128,19 @@ def run(args: argparse.Namespace) -> int:
     if llama.get("installed"):
         print(f"llama.cpp     llama-cpp-python {llama['version']}")
         feats = [n for n in ("avx2", "avx512", "cuda", "metal") if llama.get(n)]
-        print(f"  features    {', '.join(f.upper() for f in feats) or 'none'}; GPU offload: {'yes' if llama['gpu_offload'] else 'no'}")
+        yes = {True: "yes", False: "no"}
+        features = ", ".join(f.upper() for f in feats) or "none"
+        print(f"  features    {features}; GPU offload: {yes[llama['gpu_offload']]}")
         print(
             f"  AMX         in use: {'YES' if llama['amx_active'] else 'no'} "
-            f"(built with AMX: {'yes' if llama['amx_built'] else 'no'}; CPU has AMX: {'yes' if llama['cpu_has_amx'] else 'no'})"
+            f"(built with AMX: {yes[llama['amx_built']]}; "
+            f"CPU has AMX: {yes[llama['cpu_has_amx']]})"
         )
         if llama["amx_active"]:
-            print("  WARNING     this build uses AMX, which segfaults on first decode (llama.cpp #20824); rebuild with `make clean setup`")
+            print(
+                "  WARNING     this build uses AMX, which segfaults on the first decode "
+                "(llama.cpp #20824); rebuild with `make clean setup`"
+            )
     else:
         print(f"llama.cpp     NOT INSTALLED: {llama.get('error')}")
     model = report["model"]
@@ -138,7 +150,10 @@ def run(args: argparse.Namespace) -> int:
         fim = model["fim"]
         fim_text = "yes" if None not in fim.values() else "no"
         print(f"model         {model['path']} ({model['size_mb']} MB)")
-        print(f"  metadata    {model['architecture']}, {model['quantization']}, vocab {model['vocab_size']}, trained context {model['context_length_train']}")
+        print(
+            f"  metadata    {model['architecture']}, {model['quantization']}, "
+            f"vocab {model['vocab_size']}, trained context {model['context_length_train']}"
+        )
         print(f"  FIM tokens  {fim_text} {fim if fim_text == 'yes' else ''}".rstrip())
         if model["repo_tokens"]:
             print(f"  repo tokens {', '.join(sorted(model['repo_tokens']))}")

@@ -15,7 +15,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the serve subcommand."""
     parser = sub.add_parser("serve", help="run the language server (stdio by default)")
     parser.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (default)")
-    parser.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP (host defaults to 127.0.0.1)")
+    parser.add_argument(
+        "--tcp", metavar="HOST:PORT", help="listen on TCP (host defaults to 127.0.0.1)"
+    )
     parser.add_argument("--log-file", help="write logs here instead of stderr")
     parser.add_argument("--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR")
     add_model_flags(parser)
@@ -33,7 +35,9 @@ def parse_tcp(value: str) -> tuple[str, int]:
 def run(args: argparse.Namespace) -> int:
     """Run the server until the client exits."""
     settings, warnings = settings_from_args(args)
-    setup_logging(args.log_level or settings.telemetry.log_level, args.log_file or settings.telemetry.log_file)
+    setup_logging(
+        args.log_level or settings.telemetry.log_level, args.log_file or settings.telemetry.log_file
+    )
     for warning in warnings:
         logger.warning(warning)
     from lsp_assist.lsp.server import create_server
@@ -48,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
         if not loopback:
             logger.warning(
                 "listening on non-loopback address %s: anyone who can reach it can read "
-                "your code through completions", host
+                "your code through completions",
+                host,
             )
         logger.info("lsp-assist listening on %s:%d", host, port)
         server.start_tcp(host, port)

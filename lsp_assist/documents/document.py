@@ -187,9 +187,7 @@ class Document:
         line = bisect.bisect_right(self._line_starts, offset) - 1
         return Position(line, offset - self._line_starts[line])
 
-    def apply_change(
-        self, start: Position | None, end: Position | None, new_text: str
-    ) -> ByteEdit:
+    def apply_change(self, start: Position | None, end: Position | None, new_text: str) -> ByteEdit:
         """Replace the text between ``start`` and ``end`` (None: the whole text).
 
         Returns the edit with the old byte offsets for ``Tree.edit``.

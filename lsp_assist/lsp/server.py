@@ -72,6 +72,13 @@ class LspAssistServer(LanguageServer):
         self.scheduler: Scheduler | None = None
         self.pending_warnings: list[str] = []
         self.ready = threading.Event()
+        self._tasks: set[asyncio.Future[Any]] = set()
+
+    def background(self, awaitable: Any) -> None:
+        """Run an awaitable in the background, keeping a reference until it ends."""
+        task = asyncio.ensure_future(awaitable)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     @property
     def encoding(self) -> str:
@@ -80,12 +87,15 @@ class LspAssistServer(LanguageServer):
             value = self.workspace.position_encoding
         except RuntimeError:
             return "utf-16"
-        return str(value.value if hasattr(value, "value") else value or "utf-16")
+        if value is None:
+            return "utf-16"
+        return str(getattr(value, "value", value))
 
     def setup(self, params: types.InitializeParams) -> None:
         """Create the engine for the client's workspace and settings."""
         settings, warnings = parse_settings(
-            params.initialization_options if isinstance(params.initialization_options, dict)
+            params.initialization_options
+            if isinstance(params.initialization_options, dict)
             else None,
             base=self.base_settings,
         )
@@ -102,7 +112,9 @@ class LspAssistServer(LanguageServer):
     def warn(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """Log a message and show it in the editor."""
         logger.warning(message)
-        self.window_show_message(types.ShowMessageParams(type=kind, message=f"lsp-assist: {message}"))
+        self.window_show_message(
+            types.ShowMessageParams(type=kind, message=f"lsp-assist: {message}")
+        )
 
     def apply_settings(self, values: Any) -> None:
         """Apply settings from workspace/didChangeConfiguration."""
@@ -124,13 +136,17 @@ class LspAssistServer(LanguageServer):
         """Load the model and index the workspace without blocking the editor."""
         assert self.engine is not None and self.scheduler is not None
         engine = self.engine
-        asyncio.ensure_future(self._index_with_progress())
+        self.background(self._index_with_progress())
         backend = await self.scheduler.run(engine.load_backend)
         if backend is None:
             self.warn(
                 f"no completions: {engine.model_error or 'model not loaded'}",
                 types.MessageType.Error,
             )
+        else:
+            # Files opened while the model loaded: evaluate their stable prefix now.
+            for doc in engine.documents:
+                await self.scheduler.run(engine.prefill, doc.uri)
         self.ready.set()
 
     async def _index_with_progress(self) -> None:

@@ -151,9 +151,7 @@ class CompletionEngine:
                 if self.settings.index.persist
                 else None
             )
-            self.index = WorkspaceIndex(
-                [self.workspace], self.settings.index, cache_dir=cache_dir
-            )
+            self.index = WorkspaceIndex([self.workspace], self.settings.index, cache_dir=cache_dir)
         except (LspAssistError, OSError) as exc:
             logger.error("workspace index unavailable: %s", exc)
             self.index = None
@@ -318,7 +316,7 @@ class CompletionEngine:
             if tree is not None:
                 point = doc.point_at(pos)
                 node = tree.root_node.descendant_for_point_range(point, point)
-                kinds = []
+                kinds: list[str] = []
                 while node is not None and len(kinds) < 4:
                     kinds.append(node.type)
                     node = node.parent

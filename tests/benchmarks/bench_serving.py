@@ -67,7 +67,9 @@ async def run(model: str, keystrokes: int) -> dict[str, Any]:
     uri = path.as_uri()
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=1, text=text
+            )
         )
     )
     while True:

@@ -28,11 +28,17 @@ def server_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def init_params(workspace: Path, options: dict[str, Any], *, utf8: bool = False) -> types.InitializeParams:
+def init_params(
+    workspace: Path, options: dict[str, Any], *, utf8: bool = False
+) -> types.InitializeParams:
     """Return InitializeParams of an editor with inline completion support."""
-    general = types.GeneralClientCapabilities(
-        position_encodings=[types.PositionEncodingKind.Utf8, types.PositionEncodingKind.Utf16]
-    ) if utf8 else None
+    general = (
+        types.GeneralClientCapabilities(
+            position_encodings=[types.PositionEncodingKind.Utf8, types.PositionEncodingKind.Utf16]
+        )
+        if utf8
+        else None
+    )
     return types.InitializeParams(
         capabilities=types.ClientCapabilities(
             general=general,
@@ -85,9 +91,15 @@ def open_file(client: LanguageClient, path: Path, text: str | None = None, versi
     return uri
 
 
-def inline_params(uri: str, line: int, character: int, automatic: bool = False) -> types.InlineCompletionParams:
+def inline_params(
+    uri: str, line: int, character: int, automatic: bool = False
+) -> types.InlineCompletionParams:
     """Return InlineCompletionParams at a position."""
-    kind = types.InlineCompletionTriggerKind.Automatic if automatic else types.InlineCompletionTriggerKind.Invoked
+    kind = (
+        types.InlineCompletionTriggerKind.Automatic
+        if automatic
+        else types.InlineCompletionTriggerKind.Invoked
+    )
     return types.InlineCompletionParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
         position=types.Position(line=line, character=character),
@@ -136,7 +148,11 @@ async def utf8_client(lsp_client: LanguageClient, request: pytest.FixtureRequest
     """A server negotiated to UTF-8 positions, with the small model."""
     tmp_path: Path = request.getfixturevalue("tmp_path")
     workspace = copy_demo(tmp_path)
-    options = {"modelPath": str(small_model_path()), "cacheDir": str(tmp_path / "cache"), "debounceMs": 0}
+    options = {
+        "modelPath": str(small_model_path()),
+        "cacheDir": str(tmp_path / "cache"),
+        "debounceMs": 0,
+    }
     result = await lsp_client.initialize_session(init_params(workspace, options, utf8=True))
     lsp_client.workspace_path = workspace  # type: ignore[attr-defined]
     lsp_client.init_result = result  # type: ignore[attr-defined]

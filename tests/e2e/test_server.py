@@ -115,7 +115,9 @@ async def test_newer_request_supersedes_older(client: LanguageClient) -> None:
     path = workspace / CHECKOUT
     uri = open_file(client, path)
     line, col = _cursor_at_end(path)
-    first = asyncio.ensure_future(client.text_document_inline_completion_async(inline_params(uri, line, col)))
+    first = asyncio.ensure_future(
+        client.text_document_inline_completion_async(inline_params(uri, line, col))
+    )
     await asyncio.sleep(0.01)
     second = await client.text_document_inline_completion_async(inline_params(uri, line, col))
     older = await first
@@ -183,7 +185,8 @@ async def test_type_through_and_accept_are_recorded(client: LanguageClient) -> N
     assert state["last"]["cache_hit"] is True
     accepted = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(
-            command="lspAssist.accept", arguments=second.items[0].command.arguments  # type: ignore[union-attr]
+            command="lspAssist.accept",
+            arguments=second.items[0].command.arguments,  # type: ignore[union-attr]
         )
     )
     assert accepted["accepted"] is True
@@ -266,6 +269,8 @@ async def test_utf8_positions_on_non_ascii_line(utf8_client: LanguageClient) -> 
     first = text.split("\n")[0]
     end_bytes = len(first.encode())
     state = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="lspAssist.explainContext", arguments=[uri, 0, end_bytes])
+        types.ExecuteCommandParams(
+            command="lspAssist.explainContext", arguments=[uri, 0, end_bytes]
+        )
     )
     assert "error" not in state

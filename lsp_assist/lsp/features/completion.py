@@ -48,10 +48,14 @@ def register(server: LspAssistServer) -> None:
                 kind=types.MarkupKind.Markdown, value=f"```{doc.language_id}\n{outcome.text}\n```"
             ),
             sort_text="0000",
-            filter_text=doc.line(pos.line)[: pos.column].split()[-1] if doc.line(pos.line)[: pos.column].split() else first_line,
+            filter_text=doc.line(pos.line)[: pos.column].split()[-1]
+            if doc.line(pos.line)[: pos.column].split()
+            else first_line,
             preselect=True,
             insert_text_format=types.InsertTextFormat.PlainText,
-            text_edit=types.TextEdit(range=types.Range(start=here, end=here), new_text=outcome.text),
+            text_edit=types.TextEdit(
+                range=types.Range(start=here, end=here), new_text=outcome.text
+            ),
             command=types.Command(
                 title="Accept suggestion", command=ACCEPT_COMMAND, arguments=[outcome.request_id]
             ),

@@ -6,7 +6,6 @@ own documents so each change reaches the index with its old byte offsets.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from lsprotocol import types
@@ -30,7 +29,7 @@ def register(server: LspAssistServer) -> None:
         )
         if ls.scheduler is not None and ls.engine.backend is not None:
             # Evaluate the file's stable prompt prefix while the user reads the file.
-            asyncio.ensure_future(ls.scheduler.run(ls.engine.prefill, item.uri))
+            ls.background(ls.scheduler.run(ls.engine.prefill, item.uri))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: LspAssistServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -45,11 +44,19 @@ def register(server: LspAssistServer) -> None:
                 return
             try:
                 if isinstance(change, types.TextDocumentContentChangePartial):
-                    start = doc.from_lsp(change.range.start.line, change.range.start.character, ls.encoding)
-                    end = doc.from_lsp(change.range.end.line, change.range.end.character, ls.encoding)
-                    engine.change_document(uri, params.text_document.version, [(start, end, change.text)])
+                    start = doc.from_lsp(
+                        change.range.start.line, change.range.start.character, ls.encoding
+                    )
+                    end = doc.from_lsp(
+                        change.range.end.line, change.range.end.character, ls.encoding
+                    )
+                    engine.change_document(
+                        uri, params.text_document.version, [(start, end, change.text)]
+                    )
                 else:
-                    engine.change_document(uri, params.text_document.version, [(None, None, change.text)])
+                    engine.change_document(
+                        uri, params.text_document.version, [(None, None, change.text)]
+                    )
             except DocumentError as exc:
                 ls.warn(f"ignored an edit that does not fit {uri}: {exc}")
 

@@ -13,9 +13,7 @@ ACCEPT_COMMAND = "lspAssist.accept"
 def register(server: LspAssistServer) -> None:
     """Register the inline completion handler (options passed so it is advertised)."""
 
-    @server.feature(
-        types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions()
-    )
+    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def inline_completion(
         ls: LspAssistServer, params: types.InlineCompletionParams
     ) -> types.InlineCompletionList:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from lsprotocol import types
 
 from lsp_assist.lsp.server import LspAssistServer
@@ -21,7 +19,7 @@ def register(server: LspAssistServer) -> None:
         for warning in ls.pending_warnings:
             ls.warn(warning)
         ls.pending_warnings.clear()
-        asyncio.ensure_future(ls.start_background_work())
+        ls.background(ls.start_background_work())
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(
