@@ -10,8 +10,10 @@ summary. :func:`extract` runs the query over the whole tree or over a byte range
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import tree_sitter
 
@@ -55,6 +57,11 @@ _WRAPPERS = frozenset(
         "var_spec_list",
     }
 )
+SYMBOL_SETTERS: tuple[Callable[[Symbol, Any], None], ...] = tuple(
+    Symbol.__dict__[slot].__set__
+    for slot in ("name", "kind", "path", "start_line", "end_line", "parent", "signature", "doc")
+)
+"""Slot setters: build a frozen Symbol without its dataclass __init__ (hot path)."""
 SIGNATURE_MAX = 240
 SUMMARY_MAX = 160
 
@@ -78,9 +85,8 @@ def _text(src: bytes, start: int, end: int) -> str:
     return src[start:end].decode("utf-8", "replace")
 
 
-def _signature(node: tree_sitter.Node, src: bytes) -> str:
+def _signature(node: tree_sitter.Node, src: bytes, body: tree_sitter.Node | None) -> str:
     start = node.start_byte
-    body = node.child_by_field_name("body")
     if body is not None and body.start_byte > start:
         end = body.start_byte
     else:
@@ -126,8 +132,9 @@ def python_doc(node: tree_sitter.Node, src: bytes) -> str:
     return _python_doc(node, src)
 
 
-def _python_doc(node: tree_sitter.Node, src: bytes) -> str:
-    body = node.child_by_field_name("body")
+def _python_doc(node: tree_sitter.Node, src: bytes, body: tree_sitter.Node | None = None) -> str:
+    if body is None:
+        body = node.child_by_field_name("body")
     if body is None or body.named_child_count == 0:
         return ""
     first = body.named_children[0]
@@ -289,6 +296,8 @@ def _build_symbols(
     items.sort(key=lambda it: (it[0], it[1], it[2]))
     stack: list[tuple[int, str, str]] = list(ancestors)  # (end, name, kind)
     python = lang == "python"
+    new_symbol = Symbol.__new__
+    set_name, set_kind, set_path, set_start, set_end, set_parent, set_sig, set_doc = SYMBOL_SETTERS
     symbols = out.symbols
     starts = out.starts
     for start, neg_end, _ns, kind, scope_name, node, name_node in items:
@@ -324,19 +333,17 @@ def _build_symbols(
                 kind = "constant"
         if kind == "function" and parent_kind in _CONTAINERS:
             kind = "method"
-        doc = _python_doc(node, src) if python else _comment_doc(node, src)
-        symbols.append(
-            Symbol(
-                name=name,
-                kind=_KINDS[kind],
-                path=path,
-                start_line=node.start_point[0],
-                end_line=node.end_point[0],
-                parent=parent,
-                signature=_signature(node, src),
-                doc=doc,
-            )
-        )
+        body = node.child_by_field_name("body")
+        sym = new_symbol(Symbol)
+        set_name(sym, name)
+        set_kind(sym, _KINDS[kind])
+        set_path(sym, path)
+        set_start(sym, node.start_point[0])
+        set_end(sym, node.end_point[0])
+        set_parent(sym, parent)
+        set_sig(sym, _signature(node, src, body))
+        set_doc(sym, _python_doc(node, src, body) if python else _comment_doc(node, src))
+        symbols.append(sym)
         starts.append(start)
         out.node_types.append(node.type)
         if kind in _CONTAINERS or kind in ("function", "method", "module"):

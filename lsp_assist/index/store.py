@@ -13,12 +13,12 @@ import logging
 import marshal
 import sqlite3
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lsp_assist.errors import IndexError_
+from lsp_assist.index.extract import SYMBOL_SETTERS
 from lsp_assist.index.model import FileEntry, Import, Symbol
 
 logger = logging.getLogger(__name__)
@@ -40,13 +40,6 @@ class StoredFile:
     payload: bytes
 
 
-_SETTERS: tuple[Callable[[Symbol, Any], None], ...] = tuple(
-    Symbol.__dict__[slot].__set__
-    for slot in ("name", "kind", "path", "start_line", "end_line", "parent", "signature", "doc")
-)
-"""The slot descriptors' setters: building a frozen Symbol without its __init__ (fast)."""
-
-
 def encode_entry(entry: FileEntry) -> bytes:
     """Return the marshal blob of an entry's symbols and imports."""
     symbols = [
@@ -61,7 +54,7 @@ def decode_entry(row: StoredFile, path: Path) -> FileEntry:
     """Return the FileEntry of a persisted row (symbols point at ``path``)."""
     symbols_raw, imports_raw = marshal.loads(row.payload)
     new = Symbol.__new__
-    set_name, set_kind, set_path, set_start, set_end, set_parent, set_sig, set_doc = _SETTERS
+    set_name, set_kind, set_path, set_start, set_end, set_parent, set_sig, set_doc = SYMBOL_SETTERS
     symbols: list[Symbol] = []
     append = symbols.append
     for name, kind, start, end, parent, signature, doc in symbols_raw:
