@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.editors.conftest import CURSOR_LINE, EDITORS, REPO, SETTINGS
+from .conftest import CURSOR_LINE, EDITORS, REPO, SETTINGS
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 

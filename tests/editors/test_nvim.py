@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.editors.conftest import CURSOR_LINE, EDITORS, REPO, SETTINGS, find_executable
+from .conftest import CURSOR_LINE, EDITORS, REPO, SETTINGS, find_executable
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 

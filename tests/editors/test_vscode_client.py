@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.editors.conftest import CURSOR_LINE, EDITORS, MAIN, SETTINGS
+from .conftest import CURSOR_LINE, EDITORS, MAIN, SETTINGS
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
