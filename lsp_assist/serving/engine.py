@@ -469,8 +469,11 @@ class CompletionEngine:
             language=doc.language_id,
         )
         outcome.multiline = multiline
-        outcome.cancelled = result.cancelled
-        outcome.text = "" if result.cancelled else text
+        # A generation time cap keeps what was generated; a cancel (superseded, client
+        # cancel) or a prompt time cap has nothing worth showing.
+        partial_ok = result.stop_reason == "timeout" and bool(result.tokens)
+        outcome.cancelled = result.cancelled and not partial_ok
+        outcome.text = "" if outcome.cancelled else text
         outcome.reused_tokens = result.reused_tokens
         outcome.output_tokens = len(result.tokens)
         outcome.ttft_ms = result.ttft_ms
