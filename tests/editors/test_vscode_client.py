@@ -119,3 +119,43 @@ def test_vscode_protocol_client(
 
     # The server exited cleanly after shutdown/exit.
     assert report["serverExit"] == {"code": 0, "signal": None}, context
+
+
+@pytest.mark.skipif(NODE is None, reason="node not found (the VS Code extension needs node 20)")
+@pytest.mark.skipif(
+    not HAVE_MODULES, reason="editors/vscode/node_modules missing: run `npm ci` in editors/vscode"
+)
+def test_vscode_extension_compiles() -> None:
+    """The extension type-checks against vscode-languageclient 11 and @types/vscode."""
+    tsc = VSCODE / "node_modules" / "typescript" / "bin" / "tsc"
+    proc = subprocess.run(
+        [str(NODE), str(tsc), "-p", ".", "--noEmit"],
+        cwd=VSCODE,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    manifest = json.loads((VSCODE / "package.json").read_text())
+    settings = manifest["contributes"]["configuration"]["properties"]
+    for key in ("modelPath", "draftModelPath", "contextBudget", "draft", "debounceMs"):
+        assert f"lspAssist.{key}" in settings
+    for key in ("maxTokens", "backend", "remoteUrl", "serverPath"):
+        assert f"lspAssist.{key}" in settings
+    # Every server-side key the extension offers is a real server setting.
+    # and its default there is the server's default (the extension sends only changed keys,
+    # so a different default would show one value and use another).
+    from lsp_assist.config import SETTING_KEYS, Settings
+
+    defaults = Settings()
+    client_only = {"serverPath", "serverArgs", "completionItems", "extraSettings"}
+    for name, schema in settings.items():
+        key = name.removeprefix("lspAssist.")
+        if key in client_only:
+            continue
+        assert key in SETTING_KEYS, f"{name} is not a server setting"
+        section, field = SETTING_KEYS[key]
+        assert schema["default"] == getattr(getattr(defaults, section), field), name
+        if "enum" in schema:
+            assert schema["default"] in schema["enum"]
