@@ -132,6 +132,7 @@ class WorkspaceIndex:
         self._cache = FileCache(self.settings.file_cache_mb * 1024 * 1024)
         self._resolver: Resolver | None = None
         self._importers: dict[Path, set[Path]] | None = None
+        self._outgoing: dict[Path, set[Path]] = {}
         self._progress = (0, 0)
         self._store: IndexStore | None = None
         self._persisted: dict[str, StoredFile] | None = None
@@ -248,13 +249,37 @@ class WorkspaceIndex:
             if self._importers is None:
                 resolver = self._get_resolver()
                 graph: dict[Path, set[Path]] = {}
+                outgoing: dict[Path, set[Path]] = {}
                 for src, entry in self._entries.items():
-                    for imp in entry.imports:
-                        for target in resolver.resolve_all(src, imp):
-                            if target != src:
-                                graph.setdefault(target, set()).add(src)
+                    targets = self._targets(resolver, src, entry)
+                    outgoing[src] = targets
+                    for target in targets:
+                        graph.setdefault(target, set()).add(src)
                 self._importers = graph
+                self._outgoing = outgoing
             return sorted(self._importers.get(path, ()))
+
+    @staticmethod
+    def _targets(resolver: Resolver, src: Path, entry: FileEntry) -> set[Path]:
+        found: set[Path] = set()
+        for imp in entry.imports:
+            found.update(resolver.resolve_all(src, imp))
+        found.discard(src)
+        return found
+
+    def _update_edges(self, path: Path, entry: FileEntry) -> None:
+        """Re-resolve one file's imports in the import graph (file set unchanged)."""
+        importers = self._importers
+        if importers is None:
+            return
+        for target in self._outgoing.pop(path, set()):
+            sources = importers.get(target)
+            if sources is not None:
+                sources.discard(path)
+        targets = self._targets(self._get_resolver(), path, entry)
+        self._outgoing[path] = targets
+        for target in targets:
+            importers.setdefault(target, set()).add(path)
 
     # ------------------------------------------------------------------ text and trees
     def _read_allowed(self, path: Path) -> bool:
@@ -349,7 +374,7 @@ class WorkspaceIndex:
             self._resolver = None
             self._importers = None
         elif old is not None and entry is not None and old.imports != entry.imports:
-            self._importers = None
+            self._update_edges(path, entry)
 
     def _entry_from(
         self, path: Path, lang: str, src: bytes, tree: tree_sitter.Tree, ext: Extraction

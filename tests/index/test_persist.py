@@ -93,3 +93,56 @@ def test_background_scan_and_progress(tmp_path: Path) -> None:
     assert index.progress == (4, 4)
     assert seen[0] == (0, 4) and seen[-1] == (4, 4)
     assert index.lookup("alpha")
+
+
+def test_importers_follow_edits_and_concurrent_use(tmp_path: Path) -> None:
+    import threading
+
+    from lsp_assist.documents.document import Document, Position
+
+    _make(tmp_path)
+    for i in range(30):
+        (tmp_path / f"extra{i}.py").write_text(
+            f"from pkg.a import alpha\n\ndef e{i}():\n    pass\n"
+        )
+    index = WorkspaceIndex([tmp_path])
+    index.scan()
+    a = tmp_path / "pkg" / "a.py"
+    b = tmp_path / "pkg" / "b.py"
+    assert b in index.importers_of(a)
+    doc = Document(b.as_uri(), b.read_text())
+    index.open_buffer(b, doc.text)
+    edit = doc.apply_change(Position(0, 0), Position(0, len("from .a import alpha")), "import os")
+    index.edit_buffer(b, doc.text, edit)
+    assert b not in index.importers_of(a)
+    edit = doc.apply_change(Position(0, 0), Position(0, len("import os")), "from . import a")
+    index.edit_buffer(b, doc.text, edit)
+    assert b in index.importers_of(a)
+
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                index.lookup("alpha")
+                index.lookup_prefix("e")
+                index.importers_of(a)
+                tree = index.tree_of(b)
+                assert tree is not None
+                str(tree.root_node)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for i in range(40):
+        index.scan()
+        edit = doc.apply_change(Position(2, 0), Position(2, 0), f"X{i} = {i}\n")
+        index.edit_buffer(b, doc.text, edit)
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert not errors
+    assert len(index.lookup_prefix("X", limit=100)) == 40
