@@ -67,7 +67,10 @@
         (setq lsp-assist-command (list (getenv "LSP_ASSIST_TEST_SERVER") "serve"))
         (setq lsp-assist-settings settings)
         (setq eglot-sync-connect timeout
-              eglot-connect-timeout timeout)
+              eglot-connect-timeout timeout
+              ;; A loaded machine may take a while; the test checks answers, not speed.
+              jsonrpc-default-request-timeout 60
+              lsp-assist-request-timeout 60)
         (lsp-assist-setup)
         (driver-put 'registered (and (eq (cdr (car eglot-server-programs)) #'lsp-assist--contact) t))
         (find-file file)
