@@ -9,11 +9,15 @@ of unchanged chunks are byte-identical from one keystroke to the next.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
+import sys
 import threading
 import zlib
 from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +69,25 @@ KNOWN_SPECIAL_TOKENS: tuple[str, ...] = (
     "<start_of_turn>",
     "<end_of_turn>",
 )
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence llama.cpp's C-level stderr chatter (a context warning) during a load."""
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), fd)
+            yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
 
 
 class CachedCounter:
@@ -163,7 +186,10 @@ class VocabTokenizer:
         if not Path(self.path).is_file():
             raise ModelLoadError(f"{self.path}: no such model file")
         try:
-            self.llm: Any = llama_cpp.Llama(model_path=self.path, vocab_only=True, verbose=False)
+            with _quiet_stderr():
+                self.llm: Any = llama_cpp.Llama(
+                    model_path=self.path, vocab_only=True, verbose=False
+                )
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelLoadError(f"{self.path}: cannot load the vocabulary: {exc}") from exc
         self._llama_cpp = llama_cpp
