@@ -28,7 +28,7 @@ from lsp_assist.documents.document import ByteEdit, language_for_path
 from lsp_assist.errors import IndexError_
 from lsp_assist.index.cache import CachedFile, FileCache
 from lsp_assist.index.extract import Extraction, extract, python_doc, summarize
-from lsp_assist.index.files import FileRules, FoundFile, is_binary
+from lsp_assist.index.files import SKIP_DIRS, FileRules, FoundFile, is_binary
 from lsp_assist.index.languages import get_parser, queries_fingerprint
 from lsp_assist.index.model import FileEntry, Import, Symbol
 from lsp_assist.index.resolve import Resolver
@@ -604,6 +604,8 @@ class WorkspaceIndex:
                     self.rules.invalidate()
                     full = True
                 continue
+            if any(part in SKIP_DIRS for part in parts):
+                continue  # node_modules, build output ...: never indexed
             if path.name == ".gitignore":
                 self.rules.invalidate()
                 full = True
