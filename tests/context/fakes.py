@@ -149,3 +149,20 @@ QWEN_LIKE = ModelInfo(
         "<|file_sep|>": 151664,
     },
 )
+CODESTRAL_LIKE = ModelInfo(
+    path="codestral.gguf",
+    bos_id=1,
+    eos_id=2,
+    fim_prefix_id=32,
+    fim_suffix_id=33,
+    special_tokens={"<s>": 1, "</s>": 2, "[PREFIX]": 32, "[SUFFIX]": 33},
+)
+CODELLAMA_LIKE = ModelInfo(
+    path="codellama.gguf",
+    bos_id=1,
+    eos_id=2,
+    fim_prefix_id=32007,
+    fim_suffix_id=32008,
+    fim_middle_id=32009,
+    special_tokens={"<s>": 1, "</s>": 2, "▁<PRE>": 32007, "▁<SUF>": 32008, "▁<MID>": 32009},
+)

@@ -16,10 +16,17 @@ from lsp_assist.context.tokens import ApproxTokenizer
 from lsp_assist.errors import ContextError
 
 from .conftest import CART, FILES, cart_position
-from .fakes import GEMMA_LIKE, QWEN_LIKE, SMOLLM_LIKE, FakeIndex
+from .fakes import (
+    CODELLAMA_LIKE,
+    CODESTRAL_LIKE,
+    GEMMA_LIKE,
+    QWEN_LIKE,
+    SMOLLM_LIKE,
+    FakeIndex,
+)
 
 CART_PATH = Path("/ws/shop/cart.py")
-MODELS = [GEMMA_LIKE, SMOLLM_LIKE, QWEN_LIKE]
+MODELS = [GEMMA_LIKE, SMOLLM_LIKE, QWEN_LIKE, CODESTRAL_LIKE, CODELLAMA_LIKE]
 
 
 def engine_for(index: FakeIndex, model=GEMMA_LIKE, **changes: object) -> ContextEngine:
