@@ -153,6 +153,14 @@ class FileRules:
                 return root
         return None
 
+    def inside(self, path: Path) -> bool:
+        """True when ``path`` really lies in a root (symlinks, in the path too, resolved)."""
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):
+            return False
+        return self.root_of(real) is not None and not self.is_denied(real)
+
     def is_denied(self, path: Path) -> bool:
         """True for secret-bearing files (built-in list and ``deny_globs``)."""
         if _SECRET_RE.match(path.name):
@@ -231,7 +239,7 @@ class FileRules:
         if lang is None or self.is_denied(path) or self.is_ignored(path):
             return None
         try:
-            if path.is_symlink() and self.root_of(path.resolve()) is None:
+            if not self.inside(path):
                 return None
             st = path.stat()
         except OSError:
@@ -289,7 +297,7 @@ class FileRules:
                     target = path.resolve()
                 except (OSError, RuntimeError):
                     continue
-                if self.root_of(target) is None:
+                if self.root_of(target) is None or self.is_denied(target):
                     continue
             if is_dir:
                 if self._skip_dir(name, path):

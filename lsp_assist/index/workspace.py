@@ -177,7 +177,17 @@ class WorkspaceIndex:
 
     def is_denied(self, path: Path) -> bool:
         """True when a file must never be indexed nor read into a prompt (secrets)."""
-        return self.rules.is_denied(self._norm(path))
+        return self._denied(self._norm(path))
+
+    def _denied(self, path: Path) -> bool:
+        """The deny rules on the path and, through symlinks, on the file it really is."""
+        if self.rules.is_denied(path):
+            return True
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):
+            return False
+        return real != path and self.rules.is_denied(real)
 
     # ------------------------------------------------------------------ lookups
     def file(self, path: Path) -> FileEntry | None:
@@ -292,7 +302,7 @@ class WorkspaceIndex:
         if not self._read_allowed(path):
             return None
         try:
-            if path.is_symlink() and self.rules.root_of(path.resolve()) is None:
+            if not self.rules.inside(path):
                 return None
             if path.stat().st_size > self.settings.max_file_bytes:
                 return None
@@ -312,7 +322,7 @@ class WorkspaceIndex:
     def text_of(self, path: Path) -> str | None:
         """Return the text of a file (open buffer first, then the LRU cache, then disk)."""
         path = self._norm(path)
-        if self.rules.is_denied(path):
+        if self._denied(path):
             return None
         with self._lock:
             buf = self._buffers.get(path)
@@ -330,7 +340,7 @@ class WorkspaceIndex:
     def tree_of(self, path: Path) -> tree_sitter.Tree | None:
         """Return the syntax tree of a file (open buffer, else LRU-cached, else parsed)."""
         path = self._norm(path)
-        if self.rules.is_denied(path):
+        if self._denied(path):
             return None
         with self._lock:
             buf = self._buffers.get(path)
@@ -663,7 +673,7 @@ class WorkspaceIndex:
         """Index an open buffer's text (it replaces the disk state until closed)."""
         path = self._norm(path)
         lang = language_for_path(path)
-        if lang is None or self.rules.is_denied(path):
+        if lang is None or self._denied(path):
             return
         src = text.encode("utf-8", "surrogatepass")
         tree = _parse(lang, src)

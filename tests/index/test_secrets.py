@@ -56,3 +56,17 @@ def test_secret_files_never_leak(tmp_path: Path) -> None:
     index.stop()
     db = (tmp_path.parent / "cache-secret" / "index.sqlite3").read_bytes()
     assert SECRET.encode() not in db
+
+
+def test_symlink_to_secret_is_denied(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text(f"KEY={SECRET}\n")
+    (tmp_path / "settings.py").symlink_to(tmp_path / ".env")
+    index = WorkspaceIndex([tmp_path])
+    index.scan()
+    assert index.files() == []
+    assert index.text_of(tmp_path / "settings.py") is None
+    assert index.tree_of(tmp_path / "settings.py") is None
+    index.open_buffer(tmp_path / "settings.py", f"KEY = '{SECRET}'\n")
+    assert index.file(tmp_path / "settings.py") is None
+    assert index.text_of(tmp_path / "settings.py") is None
+    assert index.is_denied(tmp_path / "settings.py")

@@ -53,6 +53,8 @@ def test_walk_rules(tmp_path: Path) -> None:
     assert not index.lookup("outside_fn")
     assert index.text_of(outside / "leak.py") is None
     assert index.text_of(root / "leak_link.py") is None
+    assert index.text_of(root / "link_out" / "leak.py") is None
+    assert index.tree_of(root / "link_out" / "leak.py") is None
     assert index.text_of(root / "bin.py") is None
     assert index.text_of(root / "keep.py") == files["keep.py"]
     tree = index.tree_of(root / "keep.py")
