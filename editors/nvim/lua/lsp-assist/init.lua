@@ -45,6 +45,9 @@ M.defaults = {
   accept_key = '<Tab>',
   --- Use Neovim's own vim.lsp.inline_completion when it exists (0.12+).
   use_builtin = true,
+  --- 'auto': textDocument/inlineCompletion when the server offers it, else the
+  --- textDocument/completion fallback; 'completion': always the fallback.
+  method = 'auto',
   --- Extra fields merged into the vim.lsp.config / vim.lsp.start table.
   lsp = {},
 }
@@ -248,7 +251,7 @@ function M.request(bufnr, invoked)
   if not client then
     return false
   end
-  local inline = client_supports(client, INLINE)
+  local inline = M.config.method ~= 'completion' and client_supports(client, INLINE)
   local method = inline and INLINE or COMPLETION
   local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
   if inline then
@@ -396,7 +399,7 @@ local function on_attach(client, bufnr)
     commands = caps.executeCommandProvider and caps.executeCommandProvider.commands or {},
   }
   local builtin = M.config.use_builtin and vim.lsp.inline_completion ~= nil
-    and M.state.clients[client.id].inline
+    and M.config.method ~= 'completion' and M.state.clients[client.id].inline
   M.state.builtin = builtin
   if builtin then
     vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
