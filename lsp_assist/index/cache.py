@@ -26,6 +26,8 @@ class CachedFile:
     tree: tree_sitter.Tree | None
     text: str | None
     content_hash: str
+    stamp: tuple[int, int] = (0, 0)
+    """(size, mtime_ns) of the file when read: a different stat means a stale entry."""
 
     def cost(self) -> int:
         """Return the estimated memory of this entry in bytes."""

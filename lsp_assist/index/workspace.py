@@ -296,15 +296,22 @@ class WorkspaceIndex:
         return not self.rules.is_denied(path) and self.rules.root_of(path) is not None
 
     def _load(self, path: Path, with_tree: bool) -> CachedFile | None:
-        cached = self._cache.get(path)
-        if cached is not None and (cached.tree is not None or not with_tree):
-            return cached
         if not self._read_allowed(path):
             return None
         try:
-            if not self.rules.inside(path):
-                return None
-            if path.stat().st_size > self.settings.max_file_bytes:
+            st = path.stat()
+        except OSError:
+            self._cache.discard(path)
+            return None
+        cached = self._cache.get(path)
+        if (
+            cached is not None
+            and cached.stamp == (st.st_size, st.st_mtime_ns)
+            and (cached.tree is not None or not with_tree)
+        ):
+            return cached
+        try:
+            if not self.rules.inside(path) or st.st_size > self.settings.max_file_bytes:
                 return None
             src = path.read_bytes()
         except OSError:
@@ -315,7 +322,9 @@ class WorkspaceIndex:
         lang = language_for_path(path)
         if with_tree and lang is not None:
             tree = _parse(lang, src)
-        item = CachedFile(src=src, tree=tree, text=None, content_hash="")
+        item = CachedFile(
+            src=src, tree=tree, text=None, content_hash="", stamp=(st.st_size, st.st_mtime_ns)
+        )
         self._cache.put(path, item)
         return item
 
@@ -404,7 +413,16 @@ class WorkspaceIndex:
         entry = self._entry_from(found.path, found.language, src, tree, ext)
         entry.mtime = found.mtime_ns / 1e9
         entry.content_hash = digest
-        self._cache.put(found.path, CachedFile(src=src, tree=tree, text=None, content_hash=digest))
+        self._cache.put(
+            found.path,
+            CachedFile(
+                src=src,
+                tree=tree,
+                text=None,
+                content_hash=digest,
+                stamp=(found.size, found.mtime_ns),
+            ),
+        )
         return entry
 
     @staticmethod

@@ -78,3 +78,19 @@ def test_symlinked_root_and_lru(tmp_path: Path) -> None:
     for i in range(5):
         assert index.tree_of(real / f"m{i}.py") is not None
     assert index._cache.bytes_used <= 1024 * 1024
+
+
+def test_lru_never_serves_stale_text(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("def one():\n    pass\n")
+    index = WorkspaceIndex([tmp_path], IndexSettings(watch=False))
+    index.scan()
+    assert index.text_of(path) == "def one():\n    pass\n"
+    path.write_text("def two():\n    return 2\n")
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert index.text_of(path) == "def two():\n    return 2\n"
+    tree = index.tree_of(path)
+    assert tree is not None and b"two" in (tree.root_node.text or b"")
+    path.unlink()
+    assert index.text_of(path) is None
