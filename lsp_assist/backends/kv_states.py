@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 
 logger = logging.getLogger(__name__)
@@ -47,7 +47,8 @@ class KVState:
     """One saved sequence: the tokens it holds and llama.cpp's serialised state."""
 
     tokens: list[int]
-    data: bytes
+    data: Sized
+    """The serialised state: bytes, or the ctypes uint8 array llama.cpp wrote into."""
 
     @property
     def nbytes(self) -> int:

@@ -95,6 +95,8 @@ SPECIAL_TOKEN_NAMES = (
 VOCAB_MAX_SIZE_DIFFERENCE = 128
 VOCAB_CHECK_START_TOKEN_ID = 5
 
+_ABORT_NOISE = ("failed to compute graph", "compute_async failed", "failed to decode, ret = 2")
+
 _backend_lock = threading.Lock()
 _backend_ready = False
 _log_callback: Any = None
@@ -119,6 +121,8 @@ def _llama() -> Any:
                     py_level = last[0] if level == 5 else levels.get(level, logging.DEBUG)
                     last[0] = py_level
                     msg = text.decode("utf-8", errors="replace").rstrip()
+                    if py_level == logging.ERROR and any(m in msg for m in _ABORT_NOISE):
+                        py_level = logging.DEBUG  # an abort we asked for, not an error
                     if msg:
                         _native_logger.log(py_level, "%s", msg)
                 except Exception:  # pragma: no cover - never raise into C
@@ -356,10 +360,28 @@ class LlamaEngine:
         """After an aborted or failed decode, keep the tracked tokens equal to the cache."""
         base = len(self.tokens)
         pos_max = int(self._ll.llama_memory_seq_pos_max(self.mem, 0))
-        kept = max(0, pos_max + 1 - base)
-        kept = min(kept, len(chunk))
+        if pos_max + 1 < base:  # llama.cpp dropped more than the failed batch
+            del self.tokens[max(0, pos_max + 1) :]
+            return
+        kept = min(max(0, pos_max + 1 - base), len(chunk))
         self.tokens.extend(chunk[:kept])
         self._ll.llama_memory_seq_rm(self.mem, 0, len(self.tokens), -1)
+
+    def check_sync(self) -> bool:
+        """Return True when the cache holds exactly ``tokens``; repair the tracking if not."""
+        pos_max = int(self._ll.llama_memory_seq_pos_max(self.mem, 0))
+        if pos_max + 1 == len(self.tokens):
+            return True
+        logger.warning(
+            "KV cache holds %d positions but %d tokens were tracked; resynchronised",
+            pos_max + 1,
+            len(self.tokens),
+        )
+        if pos_max + 1 < len(self.tokens):
+            del self.tokens[max(0, pos_max + 1) :]
+        else:
+            self.clear()
+        return False
 
     def argmax(self, i: int) -> int:
         """Return the greedy token of the ``i``-th logits row of the last :meth:`eval`."""
@@ -371,19 +393,25 @@ class LlamaEngine:
         return int(row.argmax())
 
     def state_save(self) -> KVState:
-        """Serialise the sequence."""
+        """Serialise the sequence (into a buffer kept as is: no extra copy)."""
         ll = self._ll
+        self.check_sync()
         size = int(ll.llama_state_seq_get_size(self.ctx, 0))
         buf = (ctypes.c_uint8 * size)()
         written = int(ll.llama_state_seq_get_data(self.ctx, buf, size, 0))
-        return KVState(tokens=list(self.tokens), data=bytes(memoryview(buf)[:written]))
+        data: Any = buf if written == size else bytes(memoryview(buf)[:written])
+        return KVState(tokens=list(self.tokens), data=data)
 
     def state_restore(self, state: KVState) -> bool:
         """Replace the sequence with a saved one; return False (and clear) on failure."""
         ll = self._ll
         self.clear()
-        buf = (ctypes.c_uint8 * len(state.data)).from_buffer_copy(state.data)
-        ok = int(ll.llama_state_seq_set_data(self.ctx, buf, len(state.data), 0))
+        data: Any = state.data
+        if isinstance(data, ctypes.Array):
+            buf: Any = data
+        else:
+            buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        ok = int(ll.llama_state_seq_set_data(self.ctx, buf, len(data), 0))
         if ok == 0:
             self.clear()
             return False
