@@ -51,7 +51,9 @@ if [ "$WITH_EDITORS" = 1 ]; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends emacs-nox elpa-eglot >/dev/null) \
       || say "WARNING: could not install Emacs; its editor tests will be skipped"
   fi
-  if command -v npm >/dev/null 2>&1 && [ -f editors/vscode/package-lock.json ] && [ ! -d editors/vscode/node_modules ]; then
+  if command -v npm >/dev/null 2>&1 && [ -f editors/vscode/package-lock.json ] \
+     && { [ ! -f editors/vscode/node_modules/.package-lock.json ] \
+          || [ editors/vscode/package-lock.json -nt editors/vscode/node_modules/.package-lock.json ]; }; then
     say "installing the VS Code extension's node packages"
     (cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error) \
       || say "WARNING: npm ci failed; the VS Code client test will be skipped"

@@ -62,6 +62,10 @@ def setup_logging(level: str, log_file: str = "") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # pygls logs every message it sends at INFO, suggestions and prompts included:
+    # keep it quiet unless the user asked for DEBUG (logPrompts governs code in logs).
+    if level.upper() != "DEBUG":
+        logging.getLogger("pygls").setLevel(logging.WARNING)
 
 
 _POSITION = re.compile(r"^(?P<file>.+?):(?P<line>\d+):(?P<col>\d+)$")

@@ -459,8 +459,12 @@ class CompletionEngine:
         )
         result = backend.generate(request)
         offset = doc.offset_at(pos)
+        raw = result.text
+        if prefix[-1:] in (" ", "\t"):
+            # The prompt ends in whitespace the model tends to repeat: "x = " + " y".
+            raw = raw.lstrip(" \t")
         text = postprocess(
-            result.text,
+            raw,
             line_prefix=prefix,
             line_suffix=suffix,
             following_text=doc.text[offset:],

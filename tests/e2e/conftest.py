@@ -118,8 +118,12 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):  #
         "debounceMs": 0,
         "contextBudget": 512,
         "maxTokens": 24,
+        # The machine may be shared: a cap that fires returns nothing and fails the test.
+        "promptTimeoutMs": 120000,
+        "generationTimeoutMs": 120000,
     }
-    await lsp_client.initialize_session(init_params(workspace, options))
+    result = await lsp_client.initialize_session(init_params(workspace, options))
+    lsp_client.init_result = result  # type: ignore[attr-defined]
     lsp_client.workspace_path = workspace  # type: ignore[attr-defined]
     lsp_client.cache_path = tmp_path / "cache"  # type: ignore[attr-defined]
     yield
