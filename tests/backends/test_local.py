@@ -286,24 +286,91 @@ def test_file_switch_restores_state_and_lru_evicts(smol_path: Path) -> None:
 # --- drafting ---------------------------------------------------------------------------
 
 
+COPY_SOURCE = '''class Inventory:
+    """Items in stock, by name."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, int] = {}
+
+    def add(self, name: str, count: int = 1) -> int:
+        """Add ``count`` of ``name``; return the new count."""
+        if count <= 0:
+            raise ValueError("count must be positive")
+        self.items[name] = self.items.get(name, 0) + count
+        return self.items[name]
+
+    def remove(self, name: str, count: int = 1) -> int:
+        """Remove ``count`` of ``name``; return what is left."""
+        left = self.items.get(name, 0) - count
+        if left < 0:
+            raise KeyError(name)
+        self.items[name] = left
+        return left
+
+
+class Warehouse(Inventory):
+    """The same inventory, in a warehouse."""
+
+    def add(self, name: str, count: int = 1) -> int:
+'''
+"""A continuation that copies its context (the method above, in a subclass)."""
+
+
 def _copy_prompt(backend: LocalBackend) -> list[int]:
-    src = code_text(3000)
-    start = src.index("    def put(")
-    text = src[start : start + 1400] + "\n\nclass Copy:\n" + src[start : start + 120]
-    return backend.tokenize(text)
+    return backend.tokenize(COPY_SOURCE)
 
 
-def test_drafting_is_token_identical(smol: LocalBackend) -> None:
+@pytest.mark.parametrize("draft_seed", [0, 5])
+def test_draft_model_identity_on_exact_kernels(tmp_path: Path, draft_seed: int) -> None:
+    # all-f32 tiny model: no activation quantization, so batch and single decoding agree;
+    # seed 0 = the main model itself (every draft accepted), seed 5 = mostly rejected
+    main = write_tiny_gguf(tmp_path / "main.gguf")
+    draft = write_tiny_gguf(tmp_path / "draft.gguf", seed=draft_seed)
+    settings = _settings(context_length=512, draft="model", draft_model_path=str(draft))
+    backend = LocalBackend(settings, model_path=main)
+    try:
+        prompt = [1, *backend.tokenize("abc def abc def ab")]
+        plain = backend.generate(
+            GenerationRequest(prompt_tokens=prompt, max_tokens=40, draft=False)
+        )
+        drafted = backend.generate(
+            GenerationRequest(prompt_tokens=prompt, max_tokens=40, draft=True)
+        )
+        assert drafted.draft_proposed > 0
+        if draft_seed == 0:
+            assert drafted.draft_accepted == drafted.draft_proposed
+        assert drafted.tokens == plain.tokens
+    finally:
+        backend.close()
+
+
+def _reference_margin(backend: LocalBackend, prompt: list[int], generated: list[int]) -> float:
+    """Top-1 minus top-2 logit of single-token greedy decoding after ``generated``."""
+    import numpy as np
+
+    eng = backend._engine
+    eng.clear()
+    eng.eval([*prompt, *generated], n_logits=1)
+    ptr = eng._ll.llama_get_logits_ith(eng.ctx, -1)
+    row = np.sort(np.ctypeslib.as_array(ptr, shape=(eng.n_vocab,)))
+    return float(row[-1] - row[-2])
+
+
+def test_prompt_lookup_drafting_matches_greedy(smol: LocalBackend) -> None:
     prompt = _copy_prompt(smol)
-    assert len(prompt) < 600
     smol._engine.clear()
     plain = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=48, draft=False))
     smol._engine.clear()
     drafted = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=48, draft=True))
     assert drafted.drafting and not plain.drafting
     assert drafted.draft_proposed > 0 and drafted.draft_accepted > 0
-    assert drafted.tokens == plain.tokens
-    assert drafted.text == plain.text
+    if drafted.tokens != plain.tokens:
+        # llama.cpp's CPU kernels are not batch-invariant: a verified batch can round
+        # differently from one-token decoding, which can only flip a near tie
+        first = next(
+            i for i, (a, b) in enumerate(zip(plain.tokens, drafted.tokens, strict=False)) if a != b
+        )
+        assert _reference_margin(smol, prompt, plain.tokens[:first]) < 1.0
     per_task = smol.stats()["drafting"]
     assert "completion" in per_task  # type: ignore[operator]
 
