@@ -783,12 +783,15 @@ class WorkspaceIndex:
             if buf is None:
                 return
             self._stat.pop(path, None)
-            self._install(path, None)
-            self._disk_files.discard(path)
         self._cache.discard(path)
         found = self.rules.eligible(path)
         if found is None:
+            with self._lock:
+                self._install(path, None)
+                self._disk_files.discard(path)
             return
+        # Replacing the entry in place (rather than removing it first) keeps the import
+        # graph: only this file's edges are re-resolved, not the whole workspace's.
         rows: list[tuple[Any, ...]] = []
         with self._scan_lock:
             try:
