@@ -655,10 +655,12 @@ class LocalBackend(Backend):
         if other is not None and (candidate is None or other[1] > candidate[1] + 32):
             candidate = other
         if candidate is not None and candidate[1] > live + 32:
-            state = self.states.pop(candidate[0])
+            # the file's own state becomes the live one; another file's is copied and kept
+            key = candidate[0]
+            state = self.states.pop(key) if key == cache_key else self.states.peek(key)
             if state is not None and eng.state_restore(state):
                 self._counters["state_restores"] += 1
-                logger.debug("restored KV state of %s (%d tokens)", candidate[0], len(state.tokens))
+                logger.debug("restored KV state of %s (%d tokens)", key, len(state.tokens))
         if cache_key:
             self.states.discard(cache_key)
 

@@ -272,16 +272,29 @@ def cancellation(
         token = CancelToken()
         delay = rng.uniform(0.005, 0.25)
         timer = threading.Timer(delay, token.cancel)
-        if i % 2 == 0:  # every other request: force a prefill, so cancels land there too
+        on_text: Callable[[str], None] | None = None
+        if i % 2 == 0:  # a forced prefill, cancelled at a random moment
             backend._engine.truncate(rng.randrange(0, max(1, len(tokens) // 2)))
-        timer.start()
+            timer.start()
+        else:  # cancelled while decoding: 0-50 ms after the first text
+            timer = threading.Timer(delay / 5, token.cancel)
+
+            def on_text(_text: str, timer: threading.Timer = timer) -> None:
+                if timer.ident is None:  # first text: start the cancel timer once
+                    timer.start()
+
         result = backend.generate(
             GenerationRequest(
-                prompt_tokens=tokens, max_tokens=64, cancel=token, cache_key=str(path)
+                prompt_tokens=tokens,
+                max_tokens=64,
+                cancel=token,
+                cache_key=str(path),
+                on_text=on_text,
             )
         )
         done = time.perf_counter()
-        timer.join()
+        if timer.ident is not None:
+            timer.join()
         if token.cancelled and result.stop_reason == "cancelled":
             free_ms.append((done - token.cancelled_at) * 1000.0)
             phases["decode" if result.ttft_ms else "prefill"] += 1
