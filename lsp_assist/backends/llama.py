@@ -749,7 +749,7 @@ class LocalBackend(Backend):
         if not request.prompt_tokens:
             raise BackendError("empty prompt")
         draft_n = max(0, settings.draft_tokens)
-        reserve = min(max(1, request.max_tokens) + draft_n + 1, eng.n_ctx // 2)
+        reserve = min(max(1, request.max_tokens) + 2 * draft_n + 1, eng.n_ctx // 2)
         prompt = self._fit_prompt(list(request.prompt_tokens), reserve)
         prompt_timeout = (
             request.prompt_timeout_s
@@ -781,6 +781,7 @@ class LocalBackend(Backend):
         result.ttft_ms = (time.perf_counter() - t0) * 1000.0
 
         drafting = draft_n > 0 and self._drafter is not None and self._want_draft(request)
+        span = draft_n
         drafter = self._drafter
         if drafting and isinstance(drafter, PromptLookupDrafter):
             drafter.reset(prompt)
@@ -820,7 +821,7 @@ class LocalBackend(Backend):
             drafts: list[int] = []
             if drafting and drafter is not None:
                 try:
-                    drafts = drafter.propose([*prompt, *generated], min(draft_n, room - 1))
+                    drafts = drafter.propose([*prompt, *generated], min(span, room - 1))
                 except (BackendError, _Aborted) as exc:
                     logger.warning("drafting failed, switched off for this request: %s", exc)
                     drafting = False
@@ -843,6 +844,9 @@ class LocalBackend(Backend):
             if drafts:
                 result.draft_proposed += len(drafts)
                 result.draft_accepted += accepted
+                # adaptive span: a run of full acceptances (code being copied) earns longer
+                # drafts, up to twice draftTokens; a rejection falls back to draftTokens
+                span = min(2 * draft_n, span * 2) if accepted == len(drafts) else draft_n
             if done:
                 break
             eng.truncate(base + 1 + accepted)
