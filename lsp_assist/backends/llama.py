@@ -237,8 +237,13 @@ class LlamaEngine:
 
     # --- vocabulary -------------------------------------------------------------------
 
+    def _check_open(self) -> None:
+        if not self.model:
+            raise BackendError(f"the model {self.path.name} is closed")
+
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:
         """Tokenize without BOS."""
+        self._check_open()
         ll = self._ll
         raw = text.encode("utf-8")
         cap = len(raw) + 8
@@ -264,6 +269,7 @@ class LlamaEngine:
 
     def detokenize(self, tokens: Sequence[int], *, special: bool = False) -> str:
         """Return the text of ``tokens``."""
+        self._check_open()
         return b"".join(self.piece(t, special=special) for t in tokens).decode(
             "utf-8", errors="replace"
         )
@@ -320,6 +326,8 @@ class LlamaEngine:
         total = len(tokens)
         if total == 0:
             return
+        if not self.ctx:
+            raise BackendError(f"the model {self.path.name} is closed")
         if len(self.tokens) + total > self.n_ctx:
             raise BackendError(
                 f"context full: {len(self.tokens)} + {total} tokens > n_ctx {self.n_ctx}"
@@ -700,6 +708,8 @@ class LocalBackend(Backend):
             return 0
         with self._lock:
             eng = self._engine
+            if not eng.ctx:
+                raise BackendError("the backend is closed")
             prompt = self._fit_prompt(list(tokens), 1)
             self._activate(cache_key, prompt)
             reuse = common_prefix_len(eng.tokens, prompt) if self.kv_reuse else 0
@@ -725,6 +735,9 @@ class LocalBackend(Backend):
         """Greedy generation with KV reuse, drafting, stops and cancellation; blocks."""
         t0 = time.perf_counter()
         with self._lock:
+            self._engine._check_open()
+            if not self._engine.ctx:
+                raise BackendError("the backend is closed")
             result = self._generate_locked(request, t0)
         result.latency_ms = (time.perf_counter() - t0) * 1000.0
         c = self._counters

@@ -81,6 +81,20 @@ def test_tiny_gguf_metadata_and_fim(tmp_path: Path) -> None:
         backend.close()
 
 
+def test_closed_backend_raises(tmp_path: Path) -> None:
+    from lsp_assist.errors import BackendError
+
+    backend = LocalBackend(
+        _settings(context_length=256), model_path=write_tiny_gguf(tmp_path / "c.gguf")
+    )
+    backend.close()
+    backend.close()  # idempotent
+    with pytest.raises(BackendError, match="closed"):
+        backend.tokenize("abc")
+    with pytest.raises(BackendError, match="closed"):
+        backend.generate(GenerationRequest(prompt_tokens=[1, 262], max_tokens=2))
+
+
 def test_mismatched_draft_vocabulary(tmp_path: Path) -> None:
     main = write_tiny_gguf(tmp_path / "main.gguf")
     other = write_tiny_gguf(tmp_path / "other.gguf", words=default_words("x"), seed=1)
