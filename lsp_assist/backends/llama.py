@@ -163,6 +163,7 @@ class LlamaEngine:
         vocab_only: bool = False,
         flash_attn: bool | None = None,
         kv_f32: bool = False,
+        max_outputs: int = 16,
     ) -> None:
         self.path = path
         self.header = read_gguf_header(path)
@@ -188,6 +189,7 @@ class LlamaEngine:
         self.vocab = ll.llama_model_get_vocab(self.model)
         self.n_vocab = int(ll.llama_vocab_n_tokens(self.vocab))
         self.tokens: list[int] = []
+        self.max_outputs = max(1, max_outputs)
         self.n_ctx = 0
         self.n_batch = 0
         self.evaluated = 0
@@ -203,6 +205,10 @@ class LlamaEngine:
         cparams.n_threads = threads
         cparams.n_threads_batch = threads
         cparams.no_perf = True
+        if hasattr(cparams, "n_outputs_max"):
+            # logits are read at a few positions per batch; reserving them for every
+            # position of a ubatch costs n_ubatch x n_vocab floats (514 MB for Gemma)
+            cparams.n_outputs_max = max(1, max_outputs)
         if hasattr(cparams, "flash_attn_type"):
             # llama.cpp's CPU flash attention gives batch-size-dependent numerics, which
             # would let speculative verification (a batch) and plain decoding (one token)
@@ -328,6 +334,8 @@ class LlamaEngine:
             return
         if not self.ctx:
             raise BackendError(f"the model {self.path.name} is closed")
+        if n_logits > self.max_outputs:
+            raise BackendError(f"{n_logits} outputs requested, at most {self.max_outputs}")
         if len(self.tokens) + total > self.n_ctx:
             raise BackendError(
                 f"context full: {len(self.tokens)} + {total} tokens > n_ctx {self.n_ctx}"
@@ -566,6 +574,7 @@ class LocalBackend(Backend):
             threads=settings.threads,
             gpu_layers=settings.gpu_layers,
             kv_f32=settings.draft != "off",
+            max_outputs=max(8, 2 * settings.draft_tokens + 2),
         )
         self._draft_engine: LlamaEngine | None = None
         try:
