@@ -146,7 +146,7 @@ class LspAssistServer(LanguageServer):
         else:
             # Files opened while the model loaded: evaluate their stable prefix now.
             for doc in engine.documents:
-                await self.scheduler.run(engine.prefill, doc.uri)
+                await self.scheduler.prefill(doc.uri)
         self.ready.set()
 
     async def _index_with_progress(self) -> None:

@@ -489,8 +489,13 @@ class CompletionEngine:
         self._last_prompt = prompt
         return outcome
 
-    def prefill(self, uri: str, line: int = 0, column: int = 0) -> int:
-        """Evaluate a document's stable prompt prefix ahead of time; return tokens evaluated."""
+    def prefill(
+        self, uri: str, line: int = 0, column: int = 0, *, cancel: CancelToken | None = None
+    ) -> int:
+        """Evaluate a document's stable prompt prefix ahead of time; return tokens evaluated.
+
+        ``cancel`` lets a completion that arrives meanwhile stop the prefill at once.
+        """
         doc = self.documents.get(uri)
         backend = self.load_backend()
         if doc is None or backend is None:
@@ -501,7 +506,9 @@ class CompletionEngine:
             logger.debug("prefill skipped: %s", exc)
             return 0
         stable = prompt.tokens[: prompt.stable_prefix_len]
-        return backend.prefill(stable, cache_key=uri) if stable else 0
+        if not stable or (cancel is not None and cancel.cancelled):
+            return 0
+        return backend.prefill(stable, cache_key=uri, cancel=cancel)
 
     def explain(
         self, uri: str, line: int, column: int, *, strategy: str | None = None

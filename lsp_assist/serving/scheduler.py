@@ -27,13 +27,29 @@ class Scheduler:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lsp-assist-model")
         self._latest: dict[str, CancelToken] = {}
         self._running: CancelToken | None = None
+        self._prefills: set[CancelToken] = set()
 
     async def run(self, func: object, *args: object) -> object:
         """Run a blocking engine call on the model executor."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, func, *args)  # type: ignore[arg-type]
 
+    async def prefill(self, uri: str) -> int:
+        """Evaluate a document's stable prefix on the model thread; a completion cancels it."""
+        token = CancelToken()
+        self._prefills.add(token)
+        try:
+            loop = asyncio.get_running_loop()
+            done: int = await loop.run_in_executor(
+                self.executor, lambda: self.engine.prefill(uri, cancel=token)
+            )
+            return done
+        finally:
+            self._prefills.discard(token)
+
     def _supersede(self, query: CompletionQuery) -> None:
+        for token in list(self._prefills):
+            token.cancel("completion requested")
         previous = self._latest.get(query.uri)
         if previous is not None and previous is not query.cancel:
             previous.cancel("superseded")

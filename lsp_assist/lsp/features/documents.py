@@ -29,7 +29,7 @@ def register(server: LspAssistServer) -> None:
         )
         if ls.scheduler is not None and ls.engine.backend is not None:
             # Evaluate the file's stable prompt prefix while the user reads the file.
-            ls.background(ls.scheduler.run(ls.engine.prefill, item.uri))
+            ls.background(ls.scheduler.prefill(item.uri))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: LspAssistServer, params: types.DidChangeTextDocumentParams) -> None:

@@ -1,0 +1,126 @@
+"""Scheduler logic with a slow fake backend: newest-wins, cancels, prefill yields to typing.
+
+The fake only stands in for timing; the same paths run against the real model in
+tests/e2e/test_server.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from lsp_assist.backends.base import (
+    Backend,
+    CancelToken,
+    GenerationRequest,
+    GenerationResult,
+    ModelInfo,
+)
+from lsp_assist.config import Settings, parse_settings
+from lsp_assist.serving.engine import CompletionEngine, CompletionQuery
+from lsp_assist.serving.scheduler import Scheduler
+
+
+class SlowBackend(Backend):
+    """Generates 'x' tokens slowly, honouring the cancel flag after each one."""
+
+    def __init__(self, step_s: float = 0.02, tokens: int = 20) -> None:
+        self.step_s = step_s
+        self.n = tokens
+        self.prefill_cancelled = 0
+        self.calls = 0
+
+    @property
+    def info(self) -> ModelInfo:
+        return ModelInfo(path="fake.gguf", architecture="fake", vocab_size=256, bos_id=None)
+
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        return [ord(c) % 256 for c in text]
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return "".join(chr(t) for t in tokens)
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        self.calls += 1
+        out: list[int] = []
+        for _ in range(self.n):
+            if request.cancel.cancelled:
+                return GenerationResult(text="", tokens=out, stop_reason="cancelled")
+            time.sleep(self.step_s)
+            out.append(ord("x"))
+        return GenerationResult(text="x" * len(out), tokens=out, stop_reason="length")
+
+    def prefill(
+        self, tokens: Sequence[int], *, cache_key: str = "", cancel: CancelToken | None = None
+    ) -> int:
+        for i in range(50):
+            if cancel is not None and cancel.cancelled:
+                self.prefill_cancelled += 1
+                return i
+            time.sleep(self.step_s)
+        return 50
+
+
+def make(tmp_path: Path, backend: SlowBackend) -> tuple[CompletionEngine, Scheduler, str]:
+    settings, _ = parse_settings(
+        {"metrics": False, "debounceMs": 0, "persist": False, "watch": False, "maxTokens": 20}
+    )
+    assert isinstance(settings, Settings)
+    (tmp_path / "m.py").write_text("def f():\n    return 1\n\nvalue = ")
+    engine = CompletionEngine(settings, workspace=tmp_path, backend_factory=lambda s: backend)
+    engine.index.scan()
+    path = tmp_path / "m.py"
+    doc = engine.open_document(path.as_uri(), path.read_text(), version=1)
+    engine.load_backend()
+    return engine, Scheduler(engine), doc.uri
+
+
+async def test_newer_request_cancels_the_running_one(tmp_path: Path) -> None:
+    backend = SlowBackend()
+    engine, scheduler, uri = make(tmp_path, backend)
+    first = asyncio.ensure_future(scheduler.complete(CompletionQuery(uri=uri, line=3, column=8)))
+    await asyncio.sleep(0.1)
+    second = await scheduler.complete(CompletionQuery(uri=uri, line=3, column=8))
+    older = await first
+    assert older.cancelled and older.text == ""
+    assert second.text.startswith("x") and not second.cancelled
+    scheduler.shutdown()
+
+
+async def test_completion_cancels_a_running_prefill(tmp_path: Path) -> None:
+    backend = SlowBackend(step_s=0.02)
+    engine, scheduler, uri = make(tmp_path, backend)
+    prefill = asyncio.ensure_future(scheduler.prefill(uri))
+    await asyncio.sleep(0.1)
+    outcome = await scheduler.complete(CompletionQuery(uri=uri, line=3, column=8))
+    evaluated = await prefill
+    # The prefill stopped part-way instead of running its 50 steps before the completion.
+    assert backend.prefill_cancelled == 1
+    assert evaluated < 50
+    assert outcome.text
+    scheduler.shutdown()
+
+
+async def test_stale_version_is_not_sent_to_the_model(tmp_path: Path) -> None:
+    backend = SlowBackend()
+    engine, scheduler, uri = make(tmp_path, backend)
+    outcome = await scheduler.complete(CompletionQuery(uri=uri, line=3, column=8, version=0))
+    assert outcome.cancelled and outcome.skipped == "stale version"
+    assert backend.calls == 0
+    scheduler.shutdown()
+
+
+async def test_type_through_is_served_without_the_model(tmp_path: Path) -> None:
+    backend = SlowBackend(step_s=0.001, tokens=6)
+    engine, scheduler, uri = make(tmp_path, backend)
+    first = await scheduler.complete(CompletionQuery(uri=uri, line=3, column=8))
+    assert first.text == "xxxxxx"
+    from lsp_assist.documents import Position
+
+    engine.change_document(uri, 2, [(Position(3, 8), Position(3, 8), "xx")])
+    second = await scheduler.complete(CompletionQuery(uri=uri, line=3, column=10, version=2))
+    assert second.cache_hit and second.text == "xxxx"
+    assert backend.calls == 1
+    scheduler.shutdown()
