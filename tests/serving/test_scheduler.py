@@ -79,7 +79,7 @@ def make(tmp_path: Path, backend: SlowBackend) -> tuple[CompletionEngine, Schedu
 
 async def test_newer_request_cancels_the_running_one(tmp_path: Path) -> None:
     backend = SlowBackend()
-    engine, scheduler, uri = make(tmp_path, backend)
+    _engine, scheduler, uri = make(tmp_path, backend)
     first = asyncio.ensure_future(scheduler.complete(CompletionQuery(uri=uri, line=3, column=8)))
     await asyncio.sleep(0.1)
     second = await scheduler.complete(CompletionQuery(uri=uri, line=3, column=8))
@@ -91,7 +91,7 @@ async def test_newer_request_cancels_the_running_one(tmp_path: Path) -> None:
 
 async def test_completion_cancels_a_running_prefill(tmp_path: Path) -> None:
     backend = SlowBackend(step_s=0.02)
-    engine, scheduler, uri = make(tmp_path, backend)
+    _engine, scheduler, uri = make(tmp_path, backend)
     prefill = asyncio.ensure_future(scheduler.prefill(uri))
     await asyncio.sleep(0.1)
     outcome = await scheduler.complete(CompletionQuery(uri=uri, line=3, column=8))
@@ -105,7 +105,7 @@ async def test_completion_cancels_a_running_prefill(tmp_path: Path) -> None:
 
 async def test_stale_version_is_not_sent_to_the_model(tmp_path: Path) -> None:
     backend = SlowBackend()
-    engine, scheduler, uri = make(tmp_path, backend)
+    _engine, scheduler, uri = make(tmp_path, backend)
     outcome = await scheduler.complete(CompletionQuery(uri=uri, line=3, column=8, version=0))
     assert outcome.cancelled and outcome.skipped == "stale version"
     assert backend.calls == 0
