@@ -45,6 +45,12 @@ async def run(model: str, keystrokes: int) -> dict[str, Any]:
     workspace = tmp / "shop"
     shutil.copytree(DEMO, workspace)
     client = LanguageClient("bench", "0.1")
+
+    def ignore(*args: Any) -> None:
+        return None
+
+    client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)(ignore)
+    client.feature(types.PROGRESS)(ignore)
     command = [sys.executable, "-m", "lsp_assist.cli.main", "serve", "--log-level", "WARNING"]
     await client.start_io(*command)
     options: dict[str, Any] = {"cacheDir": str(tmp / "cache"), "debounceMs": 0, "maxTokens": 16}
