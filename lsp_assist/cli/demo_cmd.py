@@ -109,7 +109,8 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
     status: dict[str, Any] = {}
     while time.perf_counter() - started < 300:
         status = await command(client, "lspAssist.status")
-        if status["model"]["loaded"] or status["model"]["error"]:
+        # Wait as a user reads the file they opened: the server evaluates its prompt prefix.
+        if status.get("ready") or status["model"]["error"]:
             break
         await asyncio.sleep(0.25)
     load_s = time.perf_counter() - started
@@ -214,7 +215,8 @@ def run(args: argparse.Namespace) -> int:
     )
     print(
         f"server advertises inlineCompletion: {report['inline_completion_provider']}, "
-        f"completion: {report['completion_provider']}; model ready after {report['model_load_s']} s"
+        f"completion: {report['completion_provider']}; model loaded and file prefilled "
+        f"after {report['model_load_s']} s"
     )
     for message in report["messages"]:
         print(f"server says: {message}")

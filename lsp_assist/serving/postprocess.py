@@ -398,7 +398,9 @@ def decide_multiline(tree_or_none: Any, text: str, line: int, column: int, langu
         return False  # mid-line: code right of the cursor
     if before.strip():
         code = _code_part(before, language)
-        if not _opens_block(code, language):
+        # Right after "(" or "[" on the same line the user is writing arguments: one
+        # line. A block opener ("{", Python's ":") starts a body: several lines.
+        if not _opens_block(code, language) or code.endswith(("(", "[")):
             return False
         opener = line
     else:

@@ -316,3 +316,12 @@ def test_single_line_repeating_the_next_line_is_dropped() -> None:
     assert complete(doc, "total = sum(xs)", language="python", multiline=False) == (
         "total = sum(xs)"
     )
+
+
+def test_open_paren_at_cursor_is_single_line_but_block_opener_is_not() -> None:
+    text = "def f(order):\n    print("
+    assert decide_multiline(None, text, 1, len("    print("), "python") is False
+    text = "def f(order):"
+    assert decide_multiline(None, text + "\n", 0, len(text), "python") is True
+    js = "function f() {"
+    assert decide_multiline(None, js + "\n", 0, len(js), "javascript") is True

@@ -38,4 +38,5 @@ def register(server: LspAssistServer) -> None:
     def status(ls: LspAssistServer, *args: Any) -> dict[str, Any]:
         if ls.engine is None:
             return {"initialized": False}
-        return {"initialized": True, **ls.engine.status()}
+        # ready: the model is loaded and the open files' stable prefixes are evaluated.
+        return {"initialized": True, "ready": ls.ready.is_set(), **ls.engine.status()}
