@@ -98,3 +98,23 @@ def find_workspace(path: Path) -> Path:
     except (OSError, subprocess.SubprocessError):
         pass
     return start.resolve()
+
+
+def location_setup(
+    args: argparse.Namespace,
+) -> tuple[Settings, Path, int, int, Path] | None:
+    """Common start of FILE:LINE:COL commands: settings, logging, the file and workspace.
+
+    Prints warnings and errors to stderr; returns None when the file does not exist.
+    """
+    settings, warnings = settings_from_args(args)
+    setup_logging("WARNING")
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    path, line, column = args.location
+    path = path.resolve()
+    if not path.is_file():
+        print(f"error: no such file: {path}", file=sys.stderr)
+        return None
+    workspace = Path(args.workspace).resolve() if args.workspace else find_workspace(path)
+    return settings, path, line, column, workspace

@@ -6,13 +6,7 @@ import argparse
 import json
 import sys
 
-from lsp_assist.cli.common import (
-    add_model_flags,
-    find_workspace,
-    parse_location,
-    settings_from_args,
-    setup_logging,
-)
+from lsp_assist.cli.common import add_model_flags, location_setup, parse_location
 from lsp_assist.serving.engine import CompletionEngine, CompletionQuery
 
 
@@ -29,18 +23,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Complete once and print the suggestion with its costs."""
-    from pathlib import Path
-
-    settings, warnings = settings_from_args(args)
-    setup_logging("WARNING")
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    path, line, column = args.location
-    path = path.resolve()
-    if not path.is_file():
-        print(f"error: no such file: {path}", file=sys.stderr)
+    found = location_setup(args)
+    if found is None:
         return 2
-    workspace = Path(args.workspace).resolve() if args.workspace else find_workspace(path)
+    settings, path, line, column, workspace = found
     engine = CompletionEngine(settings, workspace=workspace)
     try:
         if engine.index is not None:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lsp_assist.cli.common import find_workspace, parse_location, settings_from_args, setup_logging
+from lsp_assist.cli.common import location_setup, parse_location
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -68,16 +68,10 @@ def run(args: argparse.Namespace) -> int:
     from lsp_assist.context.tokens import VocabTokenizer
     from lsp_assist.errors import LspAssistError
 
-    settings, warnings = settings_from_args(args)
-    setup_logging("WARNING")
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    path, line, column = args.location
-    path = path.resolve()
-    if not path.is_file():
-        print(f"error: no such file: {path}", file=sys.stderr)
+    found = location_setup(args)
+    if found is None:
         return 2
-    workspace = Path(args.workspace).resolve() if args.workspace else find_workspace(path)
+    settings, path, line, column, workspace = found
     try:
         model_path = args.model or settings.model.model_path or str(embedded_model_path())
         tokenizer = VocabTokenizer(model_path)

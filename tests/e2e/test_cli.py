@@ -1,0 +1,146 @@
+"""The CLI as a user runs it: subprocesses of the installed ``lsp-assist`` entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lsp_assist.backends.models import small_model_path
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "docs" / "examples" / "shop"
+CLI = [sys.executable, "-m", "lsp_assist.cli.main"]
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run ``lsp-assist ARGS`` and return the finished process."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=timeout, env=full_env, check=False
+    )
+
+
+def test_help_documents_every_subcommand() -> None:
+    out = run_cli("--help")
+    assert out.returncode == 0
+    for name in ("serve", "complete", "context", "index", "doctor", "stats", "demo"):
+        assert name in out.stdout
+        sub = run_cli(name, "--help")
+        assert sub.returncode == 0 and "usage:" in sub.stdout
+
+
+@pytest.mark.slow
+def test_complete_json_reports_text_timings_and_layers(tmp_path: Path) -> None:
+    workspace = tmp_path / "shop"
+    shutil.copytree(DEMO, workspace)
+    target = workspace / "shop" / "checkout.py"
+    target.write_text(target.read_text().rstrip() + "\n    return create_")
+    line = len(target.read_text().split("\n"))
+    out = run_cli(
+        "complete",
+        f"{target}:{line}:{len('    return create_') + 1}",
+        "--json",
+        "--workspace",
+        str(workspace),
+        "--model",
+        str(small_model_path()),
+        "--setting",
+        f"cacheDir={tmp_path / 'cache'}",
+        "--setting",
+        "promptTimeoutMs=120000",
+        "--setting",
+        "generationTimeoutMs=120000",
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["text"].strip()
+    assert report["ttft_ms"] > 0 and report["latency_ms"] >= report["ttft_ms"]
+    assert report["prompt_tokens"] == sum(report["layers"].values())
+    assert set(report["layers"]) >= {"instructions", "editing_zone"}
+
+
+def test_complete_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    out = run_cli("complete", f"{tmp_path / 'nope.py'}:1:1")
+    assert out.returncode == 2
+    assert "no such file" in out.stderr
+
+
+def test_complete_rejects_a_bad_location() -> None:
+    out = run_cli("complete", "file.py:0:1")
+    assert out.returncode == 2
+    assert "1-based" in out.stderr
+
+
+def test_doctor_reports_amx_and_model(tmp_path: Path) -> None:
+    out = run_cli(
+        "doctor", "--json", "--model", str(small_model_path()), "--workspace", str(tmp_path)
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    llama = report["llama_cpp"]
+    assert llama["installed"] is True
+    assert llama["amx_active"] is False  # the set-up builds without AMX
+    assert report["model"]["architecture"] == "llama"
+    assert report["model"]["vocab_size"] == 49152
+    assert "<file_sep>" in report["model"]["repo_tokens"]
+    assert "python" in report["grammars"]
+    text = run_cli("doctor", "--model", str(small_model_path()), "--workspace", str(tmp_path))
+    assert "AMX" in text.stdout and "in use: no" in text.stdout
+
+
+def test_doctor_names_a_missing_model(tmp_path: Path) -> None:
+    out = run_cli("doctor", "--json", "--model", str(tmp_path / "missing.gguf"))
+    assert out.returncode == 1
+    assert "missing.gguf" in json.loads(out.stdout)["model"]["error"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _serve_tcp(address: str, port: int, model: Path) -> str:
+    """Start ``serve --tcp``, wait until 127.0.0.1:port accepts, stop it; return stderr."""
+    proc = subprocess.Popen(
+        [*CLI, "serve", "--tcp", address, "--model", str(model)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            pytest.fail(f"server did not listen on {address}")
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    return err
+
+
+def test_serve_tcp_binds_loopback_by_default(tmp_path: Path) -> None:
+    port = _free_port()
+    err = _serve_tcp(str(port), port, tmp_path / "none.gguf")
+    assert "127.0.0.1" in err and "non-loopback" not in err
+
+
+def test_serve_warns_for_a_non_loopback_address(tmp_path: Path) -> None:
+    port = _free_port()
+    err = _serve_tcp(f"0.0.0.0:{port}", port, tmp_path / "none.gguf")
+    assert "non-loopback" in err
