@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -213,6 +215,20 @@ async def test_type_through_and_accept_are_recorded(client: LanguageClient) -> N
     assert any(x.get("event") == "accept" for x in lines)
     assert any(x.get("cache_hit") for x in lines)
     assert not any("prompt" in x and x.get("prompt") for x in lines), "prompt text logged"
+    # `lsp-assist stats` reads the same log and agrees with it.
+    out = subprocess.run(
+        [sys.executable, "-m", "lsp_assist.cli.main", "stats", "--metrics", str(logs[0]), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    stats = json.loads(out.stdout)
+    requests = [x for x in lines if "event" not in x]
+    assert stats["requests"] == len(requests)
+    hits = sum(1 for x in requests if x["cache_hit"])
+    assert stats["cache_hit_rate"] == pytest.approx(hits / len(requests))
+    assert stats["accept_rate"] > 0
 
 
 async def test_explain_context_command(client: LanguageClient) -> None:
