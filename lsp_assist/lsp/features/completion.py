@@ -6,6 +6,8 @@ nothing else, so clients such as eglot or older Neovim can still show it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from lsprotocol import types
 
 from lsp_assist.lsp.features.inline_completion import ACCEPT_COMMAND
@@ -13,6 +15,21 @@ from lsp_assist.lsp.server import LspAssistServer
 from lsp_assist.serving.engine import CompletionQuery
 
 LABEL_PREFIX = "✨ "
+
+
+def documentation(ls: LspAssistServer, language: str, text: str) -> types.MarkupContent | str:
+    """Show the whole suggestion as Markdown when the client renders it, else as a string."""
+    formats: Any = None
+    try:
+        item_caps = ls.client_capabilities.text_document.completion.completion_item  # type: ignore[union-attr]
+        formats = item_caps.documentation_format if item_caps else None
+    except AttributeError:
+        formats = None
+    if formats and types.MarkupKind.Markdown in formats:
+        return types.MarkupContent(
+            kind=types.MarkupKind.Markdown, value=f"```{language}\n{text}\n```"
+        )
+    return text
 
 
 def register(server: LspAssistServer) -> None:
@@ -44,9 +61,7 @@ def register(server: LspAssistServer) -> None:
             label=LABEL_PREFIX + first_line[:60],
             kind=types.CompletionItemKind.Text,
             detail="lsp-assist (AI suggestion)",
-            documentation=types.MarkupContent(
-                kind=types.MarkupKind.Markdown, value=f"```{doc.language_id}\n{outcome.text}\n```"
-            ),
+            documentation=documentation(ls, doc.language_id, outcome.text),
             sort_text="0000",
             filter_text=doc.line(pos.line)[: pos.column].split()[-1]
             if doc.line(pos.line)[: pos.column].split()
