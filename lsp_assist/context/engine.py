@@ -489,7 +489,7 @@ class ContextEngine:
         for path in sorted(recent, key=str):
             if path == cursor.path or self.retriever.denied(path):
                 continue
-            text = self.index.text_of(path)
+            text = self.retriever.text_of(path)
             if text:
                 files.append((path, text))
         if not files:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lsp_assist.context.formats import comment_prefix
-from lsp_assist.index.model import Import, IndexLookup, Symbol
+from lsp_assist.index.model import FileEntry, Import, IndexLookup, Symbol
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +111,7 @@ class _LineCache:
     def __init__(self) -> None:
         self._cache: dict[Path, tuple[str, list[str]]] = {}
 
-    def lines(self, index: IndexLookup, path: Path) -> list[str] | None:
-        text = index.text_of(path)
+    def lines(self, text: str | None, path: Path) -> list[str] | None:
         if text is None:
             return None
         found = self._cache.get(path)
@@ -144,15 +143,17 @@ class Retriever:
         self._render_cache: dict[tuple[Path, int, int, str], tuple[str, str]] = {}
         self._denied: dict[Path, bool] = {}
         self._resolved: dict[tuple[Path, Import], Path | None] = {}
+        self._texts: dict[Path, tuple[FileEntry, str]] = {}
         self._resolved_at = 0.0
 
     def reset(self, *, force: bool = False) -> None:
-        """Forget memoised deny decisions and import resolutions older than a few seconds."""
+        """Forget memoised deny decisions, import resolutions and texts older than a few seconds."""
         now = time.monotonic()
-        too_big = len(self._resolved) > 20_000 or len(self._denied) > 20_000
+        too_big = max(len(self._resolved), len(self._denied), len(self._texts) * 20) > 20_000
         if force or too_big or now - self._resolved_at > RESOLVE_TTL_S:
             self._denied.clear()
             self._resolved.clear()
+            self._texts.clear()
             self._resolved_at = now
 
     def denied(self, path: Path) -> bool:
@@ -176,9 +177,32 @@ class Retriever:
         self._resolved[key] = target
         return target
 
+    def text_of(self, path: Path) -> str | None:
+        """Return ``index.text_of(path)``, reused while the index keeps the same entry.
+
+        The index replaces a file's entry whenever it sees new text (an edit of an open
+        buffer, a change on disk), and ``file`` is much cheaper than ``text_of`` (which
+        checks the deny rules through symlinks and stats the file): a text is reused while
+        its entry is unchanged, and for a few seconds at most (see ``reset``).
+        """
+        try:
+            entry = self.index.file(path)
+        except Exception:  # an index failure must not break the prompt
+            log.debug("index.file failed for %s", path, exc_info=True)
+            entry = None
+        found = self._texts.get(path)
+        if entry is not None and found is not None and found[0] is entry:
+            return found[1]
+        text = self.index.text_of(path)
+        if entry is not None and text is not None:
+            self._texts[path] = (entry, text)
+        else:
+            self._texts.pop(path, None)
+        return text
+
     def lines_of(self, path: Path) -> list[str] | None:
         """Return the lines of ``path`` through the index (cached split)."""
-        return self._lines.lines(self.index, path)
+        return self._lines.lines(self.text_of(path), path)
 
     def _render(self, sym: Symbol, language: str) -> tuple[str, str] | None:
         """Return (full, short) texts of a definition."""

@@ -4,19 +4,25 @@ A secondary, lexical retriever: each recent file is cut into overlapping windows
 lines, each window keeps its set of identifiers, and a window is scored by the
 Jaccard similarity of that set with the editing zone's. Windows under the threshold
 are dropped; the rest compete for what the related definitions left of their share.
+
+A window is two consecutive blocks of ``STRIDE`` lines, so a file is indexed once per
+text as the identifier set of each block (one regex pass); a search intersects the
+query with each block and scores only the windows that share something with it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lsp_assist.context.retrieval import identifiers
+from lsp_assist.context.retrieval import KEYWORDS, identifiers
 
 WINDOW = 12
 STRIDE = 6
 MAX_CHUNKS = 3
+assert WINDOW == 2 * STRIDE, "a window is two consecutive blocks"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,41 +45,77 @@ class SimilarHit:
     score: float
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")
+"""The identifiers of :data:`IDENT` longer than one character (what ``identifiers`` keeps)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _FileWindows:
+    """The windows of one text, as the identifier sets of its blocks of ``STRIDE`` lines."""
+
+    path: Path
+    text: str
+    lines: list[str]
+    blocks: tuple[frozenset[str], ...]
+    sizes: tuple[int, ...]
+    """The identifier count of each window."""
+
+    @property
+    def n_windows(self) -> int:
+        return len(self.sizes)
+
+    def span(self, w: int) -> tuple[int, int]:
+        start = w * STRIDE
+        return start, min(len(self.lines), start + WINDOW) - 1
+
+    def idents(self, w: int) -> frozenset[str]:
+        if w + 1 < len(self.blocks):
+            return self.blocks[w] | self.blocks[w + 1]
+        return self.blocks[w]
+
+    def chunk(self, w: int) -> Chunk:
+        start, end = self.span(w)
+        body = "\n".join(self.lines[start : end + 1]).strip("\n")
+        return Chunk(
+            path=self.path, start_line=start, end_line=end, text=body + "\n", idents=self.idents(w)
+        )
+
+
+def _index(path: Path, text: str) -> _FileWindows:
+    lines = text.split("\n")
+    blocks = tuple(
+        frozenset(_NAME.findall("\n".join(lines[s : s + STRIDE]))) - KEYWORDS
+        for s in range(0, len(lines), STRIDE)
+    )
+    n = len(lines)
+    n_windows = 1 if n <= WINDOW else -(-(n - WINDOW) // STRIDE) + 1
+    sizes = tuple(
+        len(blocks[w] | blocks[w + 1]) if w + 1 < len(blocks) else len(blocks[w])
+        for w in range(n_windows)
+    )
+    return _FileWindows(path, text, lines, blocks, sizes)
+
+
 class SimilarCode:
     """Jaccard search over identifier sets of windows of recent files (cached per text)."""
 
     def __init__(self) -> None:
-        self._chunks: dict[Path, tuple[str, list[Chunk]]] = {}
+        self._files: dict[Path, _FileWindows] = {}
+
+    def _windows(self, path: Path, text: str) -> _FileWindows:
+        found = self._files.get(path)
+        if found is not None and (found.text is text or found.text == text):
+            return found
+        made = _index(path, text)
+        if len(self._files) > 256:
+            self._files.clear()
+        self._files[path] = made
+        return made
 
     def chunks(self, path: Path, text: str) -> list[Chunk]:
-        """Return the windows of ``path`` (cached until its text changes)."""
-        found = self._chunks.get(path)
-        if found is not None and (found[0] is text or found[0] == text):
-            return found[1]
-        lines = text.split("\n")
-        out: list[Chunk] = []
-        start = 0
-        while start < len(lines):
-            end = min(len(lines), start + WINDOW) - 1
-            block = lines[start : end + 1]
-            body = "\n".join(block).strip("\n")
-            if body.strip():
-                out.append(
-                    Chunk(
-                        path=path,
-                        start_line=start,
-                        end_line=end,
-                        text=body + "\n",
-                        idents=frozenset(identifiers(body)),
-                    )
-                )
-            if end + 1 >= len(lines):
-                break
-            start += STRIDE
-        if len(self._chunks) > 256:
-            self._chunks.clear()
-        self._chunks[path] = (text, out)
-        return out
+        """Return the windows of ``path`` that hold identifiers (cached until its text changes)."""
+        fw = self._windows(path, text)
+        return [fw.chunk(w) for w in range(fw.n_windows) if fw.sizes[w]]
 
     def search(
         self,
@@ -89,28 +131,38 @@ class SimilarCode:
         q = frozenset(identifiers(query))
         if len(q) < 3:
             return []
-        scored: list[tuple[float, str, int, Chunk]] = []
+        nq = len(q)
+        scored: list[tuple[float, str, int, _FileWindows, int]] = []
         for path, text in files:
-            rel = relative(path)
-            for chunk in self.chunks(path, text):
-                if not chunk.idents:
-                    continue
-                inter = len(q & chunk.idents)
-                if not inter:
-                    continue
-                score = inter / len(q | chunk.idents)
-                if score >= threshold and not exclude(path, chunk.start_line, chunk.end_line):
-                    scored.append((score, rel, chunk.start_line, chunk))
+            fw = self._windows(path, text)
+            shared = [q & names for names in fw.blocks]
+            hot = [b for b, common in enumerate(shared) if common]
+            if not hot:
+                continue
+            # block b lies in windows b - 1 and b
+            windows = sorted({w for b in hot for w in (b - 1, b) if 0 <= w < fw.n_windows})
+            last = len(shared) - 1
+            rel = ""
+            for w in windows:
+                common = shared[w] | shared[w + 1] if w < last else shared[w]
+                inter = len(common)
+                score = inter / (nq + fw.sizes[w] - inter)
+                if score >= threshold:
+                    start, end = fw.span(w)
+                    if not exclude(path, start, end):
+                        rel = rel or relative(path)
+                        scored.append((score, rel, start, fw, w))
         scored.sort(key=lambda t: (-t[0], t[1], t[2]))
         hits: list[SimilarHit] = []
-        for score, rel, _, chunk in scored:
+        for score, rel, start, fw, w in scored:
+            end = fw.span(w)[1]
             if any(
-                h.chunk.path == chunk.path
-                and not (chunk.end_line < h.chunk.start_line or chunk.start_line > h.chunk.end_line)
+                h.chunk.path == fw.path
+                and not (end < h.chunk.start_line or start > h.chunk.end_line)
                 for h in hits
             ):
                 continue
-            hits.append(SimilarHit(chunk=chunk, source=rel, score=score))
+            hits.append(SimilarHit(chunk=fw.chunk(w), source=rel, score=score))
             if len(hits) >= limit:
                 break
         return hits

@@ -194,13 +194,29 @@ class VocabTokenizer:
             raise ModelLoadError(f"{self.path}: cannot load the vocabulary: {exc}") from exc
         self._llama_cpp = llama_cpp
         self._info: ModelInfo | None = None
+        self._vocab: Any = llama_cpp.llama_model_get_vocab(self.llm.model)
 
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:
-        """Return token ids (no BOS)."""
+        """Return token ids (no BOS).
+
+        Calls ``llama_tokenize`` with an output buffer sized to the text (a token covers
+        at least one byte): ``Llama.tokenize`` allocates and zeroes one the size of the
+        model's training context (32k tokens for Gemma 3) at every call.
+        """
         if not text:
             return []
-        ids: list[int] = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)
-        return ids
+        data = text.encode("utf-8")
+        lc = self._llama_cpp
+        size = len(data) + 8
+        buf = (lc.llama_token * size)()
+        n = int(lc.llama_tokenize(self._vocab, data, len(data), buf, size, False, special))
+        if n < 0:  # more tokens than bytes: not expected, but llama.cpp says how many
+            size = -n
+            buf = (lc.llama_token * size)()
+            n = int(lc.llama_tokenize(self._vocab, data, len(data), buf, size, False, special))
+            if n < 0:
+                raise ModelLoadError(f"{self.path}: tokenization failed ({n})")
+        return list(buf[:n])
 
     def detokenize(self, tokens: list[int]) -> str:
         """Return the text of ``tokens``."""

@@ -226,3 +226,28 @@ def test_recent_files_feed_similar_code(shop: FakeIndex) -> None:
     for name in ("a.py", "b.py", "c.py"):
         engine.note_opened(Path("/ws") / name)
     assert engine.recent_files() == [Path("/ws/c.py"), Path("/ws/b.py")]
+
+
+def test_retriever_text_follows_the_index_entry(shop: FakeIndex) -> None:
+    from lsp_assist.context.retrieval import Retriever
+
+    class Counting(FakeIndex):
+        reads = 0
+
+        def text_of(self, path: Path) -> str | None:
+            Counting.reads += 1
+            return super().text_of(path)
+
+    index = Counting(shop.root, {shop.relative(p): shop.text_of(p) or "" for p in shop.entries})
+    retriever = Retriever(index, index.relative)
+    path = next(iter(index.entries))
+    rel = index.relative(path)
+    first = retriever.text_of(path)
+    assert first == index.text_of(path)
+    reads = Counting.reads
+    assert retriever.text_of(path) is first  # same entry: no new read
+    assert Counting.reads == reads
+    index.set_text(rel, "def changed():\n    pass\n")  # a new text gives a new entry
+    assert retriever.text_of(path) == "def changed():\n    pass\n"
+    retriever.reset(force=True)
+    assert retriever.text_of(path) == "def changed():\n    pass\n"

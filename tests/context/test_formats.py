@@ -126,3 +126,16 @@ def test_real_vocabularies_detect_formats() -> None:
         "<repo_name>",
     )
     assert fmt.bos_id is None
+
+
+def test_tokenize_matches_llama_tokenize(tokenizers: dict[str, VocabTokenizer]) -> None:
+    # VocabTokenizer calls llama_tokenize with a buffer sized to the text; the ids must be
+    # those of Llama.tokenize (which sizes it to the training context)
+    texts = [CART, "x", "é😀\t\t  \n\n", "<|fim_prefix|>def f(): <pfx> [PREFIX]", CART * 5]
+    for name in ("qwen", "comment", "codellama"):
+        tok = tokenizers[name]
+        for text in texts:
+            for special in (False, True):
+                expected = tok.llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)
+                assert tok.tokenize(text, special=special) == expected, (name, text[:20])
+    assert tokenizers["qwen"].tokenize("") == []

@@ -109,3 +109,48 @@ def test_go_file_summary_elides_bodies() -> None:
     assert "func (p Point) Norm() int { ... }" in text
     assert "return p.X" not in text
     assert "func main" not in text
+
+
+def test_similar_search_is_jaccard_over_windows() -> None:
+    import random
+
+    from lsp_assist.context.retrieval import identifiers
+    from lsp_assist.context.similar import STRIDE, WINDOW, SimilarCode
+
+    rng = random.Random(3)
+    words = [f"name{i}" for i in range(40)] + ["if", "x", "return"]
+    text = "\n".join(
+        " ".join(rng.choice(words) for _ in range(rng.randint(0, 5))) for _ in range(100)
+    )
+    query = " ".join(rng.sample(words, 12))
+    path = Path("/w/other.py")
+    hits = SimilarCode().search(
+        query,
+        [(path, text)],
+        threshold=0.0,
+        relative=lambda p: p.name,
+        exclude=lambda p, a, b: False,
+        limit=100,
+    )
+    # brute force: every window of WINDOW lines at STRIDE, Jaccard of identifier sets
+    q = set(identifiers(query))
+    lines = text.split("\n")
+    expected = {}
+    start = 0
+    while True:
+        end = min(len(lines), start + WINDOW) - 1
+        idents = set(identifiers("\n".join(lines[start : end + 1])))
+        if q & idents:
+            expected[(start, end)] = len(q & idents) / len(q | idents)
+        if end + 1 >= len(lines):
+            break
+        start += STRIDE
+    assert hits
+    for hit in hits:
+        key = (hit.chunk.start_line, hit.chunk.end_line)
+        assert hit.score == expected[key]
+        assert hit.chunk.idents == frozenset(identifiers(hit.chunk.text))
+    # best first, and no better window left out unless it overlaps a chosen one
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    best = max(expected.values())
+    assert hits[0].score == best
