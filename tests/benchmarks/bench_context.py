@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import statistics
@@ -83,6 +84,7 @@ def main() -> int:
     from lsp_assist.backends.models import embedded_model_path
     from lsp_assist.index.workspace import WorkspaceIndex
 
+    load_before = os.getloadavg()[0]
     model_path = args.model or str(embedded_model_path())
     tokenizer = VocabTokenizer(model_path)
     info = tokenizer.info()
@@ -239,6 +241,8 @@ def main() -> int:
             break
 
     mean_l, mean_b = statistics.mean(layered_tokens), statistics.mean(baseline_tokens)
+    # the times depend on what else runs on the machine: keep the 1-minute load average
+    load = (round(load_before, 2), round(os.getloadavg()[0], 2))
     result: dict[str, Any] = {
         "model": Path(model_path).name,
         "root": str(root),
@@ -270,6 +274,7 @@ def main() -> int:
         "definition_probe_tokens_baseline": round(
             statistics.mean(hit_tokens["baseline"] or [0]), 1
         ),
+        "load_average_1min_start_end": list(load),
         "token_cache_hits": counter.hits,
         "token_cache_misses": counter.misses,
     }
@@ -303,6 +308,7 @@ def main() -> int:
     )
     print(f"layer tokens, mean: {result['layer_tokens_mean']}")
     print(f"{keystrokes} keystrokes in {args.sessions} sessions; {probes} definition probes")
+    print(f"load average (1 min) at start / end: {load[0]:.2f} / {load[1]:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     return 0
