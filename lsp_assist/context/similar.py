@@ -136,17 +136,25 @@ class SimilarCode:
         for path, text in files:
             fw = self._windows(path, text)
             shared = [q & names for names in fw.blocks]
-            hot = [b for b, common in enumerate(shared) if common]
-            if not hot:
+            counts = list(map(len, shared))
+            if not any(counts):
                 continue
-            # block b lies in windows b - 1 and b
-            windows = sorted({w for b in hot for w in (b - 1, b) if 0 <= w < fw.n_windows})
             last = len(shared) - 1
+            sizes = fw.sizes
             rel = ""
-            for w in windows:
-                common = shared[w] | shared[w + 1] if w < last else shared[w]
-                inter = len(common)
-                score = inter / (nq + fw.sizes[w] - inter)
+            for w in range(len(sizes)):
+                # a window is blocks w and w + 1; the score grows with the overlap: skip a
+                # window whose largest possible overlap (both blocks' added) is nothing or
+                # stays under the threshold
+                most = counts[w] + counts[w + 1] if w < last else counts[w]
+                if not most:
+                    continue
+                size = sizes[w]
+                most = min(most, nq, size)
+                if most / (nq + size - most) < threshold:
+                    continue
+                inter = len(shared[w] | shared[w + 1]) if w < last else counts[w]
+                score = inter / (nq + size - inter)
                 if score >= threshold:
                     start, end = fw.span(w)
                     if not exclude(path, start, end):
