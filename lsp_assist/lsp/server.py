@@ -8,6 +8,7 @@ InvalidParams; a request after shutdown got no response and now gets InvalidRequ
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import threading
 from pathlib import Path
@@ -181,6 +182,9 @@ class LspAssistServer(LanguageServer):
         thread = engine.start_indexing(report)
         if thread is not None:
             await loop.run_in_executor(None, thread.join)
+            # The index's objects live as long as the server: keep them out of the
+            # collector's full passes (75-90 ms pauses that land on completion requests).
+            gc.freeze()
         if progress_ok:
             self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="indexed"))
 
