@@ -39,6 +39,8 @@ class ModelSettings:
     draft: DraftMode = "prompt-lookup"
     draft_tokens: int = 4
     draft_min_acceptance: float = 0.5
+    kv_reuse: bool = True
+    """Reuse the KV cache's common prompt prefix between requests (off only to compare)."""
     kv_cache_mb: int = 256
     """Byte cap of the per-file KV state LRU."""
     kv_memory_threshold: float = 0.90

@@ -30,4 +30,6 @@ def create_backend(settings: ModelSettings) -> Backend:
         return RemoteBackend(settings, model_path=path)
     from lsp_assist.backends.llama import LocalBackend
 
-    return LocalBackend(settings, model_path=resolve_model_path(settings))
+    return LocalBackend(
+        settings, model_path=resolve_model_path(settings), kv_reuse=settings.kv_reuse
+    )
