@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsp_assist.backends.base import Backend, CancelToken, GenerationRequest
 from lsp_assist.config import Settings, workspace_cache_dir
@@ -22,6 +22,11 @@ from lsp_assist.context.model import AssembledPrompt, Cursor
 from lsp_assist.documents import ByteEdit, Document, DocumentStore, Position
 from lsp_assist.documents.document import language_for_path
 from lsp_assist.errors import BackendError, LspAssistError, ModelLoadError
+
+if TYPE_CHECKING:
+    from lsp_assist.context.engine import ContextEngine
+    from lsp_assist.index.workspace import WorkspaceIndex
+    from lsp_assist.telemetry.metrics import MetricsLog
 
 logger = logging.getLogger(__name__)
 
@@ -127,16 +132,17 @@ class CompletionEngine:
         self.backend: Backend | None = None
         self.model_error = ""
         self._backend_lock = threading.Lock()
-        self._context: Any = None
+        self._context: ContextEngine | None = None
         self._recent: list[Path] = []
-        self.index: Any = None
+        self.index: WorkspaceIndex | None = None
         self._build_index()
         from lsp_assist.serving.typethrough import TypeThroughCache
 
         self.typethrough = TypeThroughCache(self.settings.completion.cache_entries)
-        self.metrics: Any = None
+        self.metrics: MetricsLog | None = None
         self._open_metrics()
         self.last_outcomes: list[CompletionOutcome] = []
+        self._last_prompt: AssembledPrompt | None = None
 
     # -- set-up -------------------------------------------------------------------
 
@@ -207,7 +213,7 @@ class CompletionEngine:
         if old.telemetry != settings.telemetry:
             self._open_metrics()
 
-    def context_engine(self) -> Any:
+    def context_engine(self) -> ContextEngine | None:
         """Return the context engine (built lazily once the model's tokenizer is known)."""
         if self._context is not None:
             return self._context
@@ -225,7 +231,9 @@ class CompletionEngine:
             self._context.note_opened(path)
         return self._context
 
-    def start_indexing(self, progress: Callable[[int, int], None] | None = None) -> Any:
+    def start_indexing(
+        self, progress: Callable[[int, int], None] | None = None
+    ) -> threading.Thread | None:
         """Start the background index scan and the file watcher; return the scan thread."""
         if self.index is None:
             return None
@@ -361,9 +369,9 @@ class CompletionEngine:
         budget: int | None = None,
     ) -> AssembledPrompt:
         """Assemble the prompt for a position (raises BackendError when there is no model)."""
-        if self.load_backend() is None:
+        engine = self.context_engine() if self.load_backend() is not None else None
+        if engine is None:
             raise ModelLoadError(self.model_error or "no model loaded")
-        engine = self.context_engine()
         cursor = Cursor(
             path=doc.path,
             language=doc.language_id or language_for_path(doc.path) or "",
@@ -372,8 +380,7 @@ class CompletionEngine:
             column=pos.column,
             open_files=tuple(p for p in self._recent if p != doc.path),
         )
-        prompt: AssembledPrompt = engine.build(cursor, strategy=strategy, budget=budget)
-        return prompt
+        return engine.build(cursor, strategy=strategy, budget=budget)
 
     def complete(self, query: CompletionQuery) -> CompletionOutcome:
         """Produce a suggestion; blocking (run it on the model executor)."""
@@ -392,9 +399,7 @@ class CompletionEngine:
         if reason:
             outcome.skipped = reason
             return outcome
-        hit = self.cached(query)
-        if hit is not None:
-            return hit
+        # The type-through cache is consulted by the scheduler before the debounce.
         if query.cancel.cancelled:
             outcome.cancelled = True
             return outcome
@@ -577,7 +582,7 @@ class CompletionEngine:
         )
         if self.settings.telemetry.log_prompts:
             record.completion = outcome.text
-            prompt = getattr(self, "_last_prompt", None)
+            prompt = self._last_prompt
             if prompt is not None and not outcome.cache_hit:
                 record.prompt = prompt.prompt
         try:

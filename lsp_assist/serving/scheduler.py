@@ -11,12 +11,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from lsp_assist.backends.base import CancelToken
 from lsp_assist.serving.engine import CompletionEngine, CompletionOutcome, CompletionQuery
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class Scheduler:
@@ -29,10 +33,10 @@ class Scheduler:
         self._running: CancelToken | None = None
         self._prefills: set[CancelToken] = set()
 
-    async def run(self, func: object, *args: object) -> object:
+    async def run(self, func: Callable[..., T], *args: Any) -> T:
         """Run a blocking engine call on the model executor."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, func, *args)  # type: ignore[arg-type]
+        return await loop.run_in_executor(self.executor, func, *args)
 
     async def prefill(self, uri: str) -> int:
         """Evaluate a document's stable prefix on the model thread; a completion cancels it."""

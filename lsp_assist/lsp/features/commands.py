@@ -30,8 +30,8 @@ def register(server: LspAssistServer) -> None:
             return {"error": str(exc)}
         from lsp_assist.context.engine import explain as explain_text
 
-        result: dict[str, Any] = prompt.to_json()  # type: ignore[attr-defined]
-        result["text"] = explain_text(prompt)  # type: ignore[arg-type]
+        result: dict[str, Any] = prompt.to_json()
+        result["text"] = explain_text(prompt)
         return result
 
     @server.command("lspAssist.status")
