@@ -1,1 +1,14 @@
-"""Telemetry: see docs/architecture.md."""
+"""Telemetry: the per-request metrics log and the statistics read from it."""
+
+from lsp_assist.telemetry.metrics import MetricsLog, MetricsRecord, metrics_dir, read_records
+from lsp_assist.telemetry.stats import compute_stats, format_stats, plot_stats
+
+__all__ = [
+    "MetricsLog",
+    "MetricsRecord",
+    "compute_stats",
+    "format_stats",
+    "metrics_dir",
+    "plot_stats",
+    "read_records",
+]
