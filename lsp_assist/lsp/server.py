@@ -131,7 +131,12 @@ class LspAssistServer(LanguageServer):
         for warning in warnings:
             self.warn(warning)
         self.settings = settings
-        self.engine.update_settings(settings)
+        if self.scheduler is not None:
+            # On the model thread, after whatever runs there: a model swap must not close
+            # the model under a running generation.
+            self.background(self.scheduler.run(self.engine.update_settings, settings))
+        else:
+            self.engine.update_settings(settings)
 
     async def start_background_work(self) -> None:
         """Load the model and index the workspace without blocking the editor."""

@@ -212,6 +212,8 @@ class CompletionEngine:
             self._context.update_settings(settings.context)
         if old.telemetry != settings.telemetry:
             self._open_metrics()
+        if old.index != settings.index:
+            logger.warning("index settings take effect when the server restarts")
 
     def context_engine(self) -> ContextEngine | None:
         """Return the context engine (built lazily once the model's tokenizer is known)."""

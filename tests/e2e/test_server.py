@@ -307,3 +307,26 @@ async def test_utf8_positions_on_non_ascii_line(utf8_client: LanguageClient) -> 
         )
     )
     assert "error" not in state
+
+
+async def test_model_swap_through_configuration(client: LanguageClient) -> None:
+    from lsp_assist.backends.models import embedded_model_path
+
+    workspace: Path = client.workspace_path  # type: ignore[attr-defined]
+    status = await wait_ready(client)
+    assert status["model"]["architecture"] == "llama"
+    path = workspace / CHECKOUT
+    line, col = _cursor_at_end(path)
+    uri = open_file(client, path)
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"lspAssist": {"modelPath": str(embedded_model_path())}}
+        )
+    )
+    result = await client.text_document_inline_completion_async(inline_params(uri, line, col))
+    assert isinstance(result, types.InlineCompletionList)
+    state = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="lspAssist.status")
+    )
+    assert state["model"]["architecture"] == "gemma3"
+    assert not any("modelPath" in m.message for m in client.messages)
