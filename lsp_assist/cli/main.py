@@ -20,13 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"lsp_assist.cli.{name}_cmd")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"lsp_assist.cli.{name}_cmd":
-                continue
-            raise
-        module.register(sub)
+        importlib.import_module(f"lsp_assist.cli.{name}_cmd").register(sub)
     return parser
 
 
