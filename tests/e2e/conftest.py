@@ -107,25 +107,38 @@ def inline_params(
     )
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=server_env()))
-async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
-    """A server on a copy of the demo workspace with the small SmolLM2 model."""
+SMALL_MODEL_OPTIONS: dict[str, Any] = {
+    "debounceMs": 0,
+    "contextBudget": 512,
+    "maxTokens": 24,
+    # The machine may be shared: a cap that fires returns nothing and fails the test.
+    "promptTimeoutMs": 120000,
+    "generationTimeoutMs": 120000,
+}
+
+
+async def start_session(
+    lsp_client: LanguageClient,
+    request: pytest.FixtureRequest,
+    options: dict[str, Any],
+    *,
+    utf8: bool = False,
+) -> None:
+    """Initialize a server on a copy of the demo workspace; remember paths on the client."""
     tmp_path: Path = request.getfixturevalue("tmp_path")
     workspace = copy_demo(tmp_path)
-    options = {
-        "modelPath": str(small_model_path()),
-        "cacheDir": str(tmp_path / "cache"),
-        "debounceMs": 0,
-        "contextBudget": 512,
-        "maxTokens": 24,
-        # The machine may be shared: a cap that fires returns nothing and fails the test.
-        "promptTimeoutMs": 120000,
-        "generationTimeoutMs": 120000,
-    }
-    result = await lsp_client.initialize_session(init_params(workspace, options))
+    options = {"cacheDir": str(tmp_path / "cache"), **options}
+    result = await lsp_client.initialize_session(init_params(workspace, options, utf8=utf8))
     lsp_client.init_result = result  # type: ignore[attr-defined]
     lsp_client.workspace_path = workspace  # type: ignore[attr-defined]
     lsp_client.cache_path = tmp_path / "cache"  # type: ignore[attr-defined]
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=server_env()))
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """A server on a copy of the demo workspace with the small SmolLM2 model."""
+    options = {"modelPath": str(small_model_path()), **SMALL_MODEL_OPTIONS}
+    await start_session(lsp_client, request, options)
     yield
     await lsp_client.shutdown_session()
 
@@ -134,15 +147,12 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):  #
 async def broken_client(lsp_client: LanguageClient, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     """A server told to load a model file that does not exist, plus invalid settings."""
     tmp_path: Path = request.getfixturevalue("tmp_path")
-    workspace = copy_demo(tmp_path)
     options = {
         "modelPath": str(tmp_path / "missing.gguf"),
-        "cacheDir": str(tmp_path / "cache"),
         "contextBudget": "lots",
         "noSuchSetting": True,
     }
-    await lsp_client.initialize_session(init_params(workspace, options))
-    lsp_client.workspace_path = workspace  # type: ignore[attr-defined]
+    await start_session(lsp_client, request, options)
     yield
     await lsp_client.shutdown_session()
 
@@ -150,15 +160,7 @@ async def broken_client(lsp_client: LanguageClient, request: pytest.FixtureReque
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=server_env()))
 async def utf8_client(lsp_client: LanguageClient, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     """A server negotiated to UTF-8 positions, with the small model."""
-    tmp_path: Path = request.getfixturevalue("tmp_path")
-    workspace = copy_demo(tmp_path)
-    options = {
-        "modelPath": str(small_model_path()),
-        "cacheDir": str(tmp_path / "cache"),
-        "debounceMs": 0,
-    }
-    result = await lsp_client.initialize_session(init_params(workspace, options, utf8=True))
-    lsp_client.workspace_path = workspace  # type: ignore[attr-defined]
-    lsp_client.init_result = result  # type: ignore[attr-defined]
+    options = {"modelPath": str(small_model_path()), **SMALL_MODEL_OPTIONS}
+    await start_session(lsp_client, request, options, utf8=True)
     yield
     await lsp_client.shutdown_session()
