@@ -324,17 +324,12 @@ class CompletionEngine:
         if (settings.skip_in_comments or settings.skip_in_strings) and self.index is not None:
             tree = self.index.tree_of(doc.path)
             if tree is not None:
-                point = doc.point_at(pos)
-                node = tree.root_node.descendant_for_point_range(point, point)
-                kinds: list[str] = []
-                while node is not None and len(kinds) < 4:
-                    kinds.append(node.type)
-                    node = node.parent
-                if settings.skip_in_comments and any("comment" in k for k in kinds):
+                row, col = doc.point_at(pos)
+                # A comment runs to the end of its line, so the character before the
+                # cursor decides; a string must enclose the cursor itself.
+                if settings.skip_in_comments and _inside(tree, (row, max(0, col - 1)), "comment"):
                     return "inside a comment"
-                if settings.skip_in_strings and any(
-                    "string" in k and "interpolation" not in k for k in kinds
-                ):
+                if settings.skip_in_strings and _inside(tree, (row, col), "string"):
                     return "inside a string"
         return ""
 
@@ -591,6 +586,18 @@ class CompletionEngine:
             self.metrics.record(record)
         except OSError as exc:
             logger.warning("could not write metrics: %s", exc)
+
+
+def _inside(tree: Any, point: tuple[int, int], kind: str) -> bool:
+    """True when the node at ``point`` or one of its near ancestors is a ``kind`` node."""
+    node = tree.root_node.descendant_for_point_range(point, point)
+    for _ in range(4):
+        if node is None:
+            return False
+        if kind in node.type and "interpolation" not in node.type:
+            return True
+        node = node.parent
+    return False
 
 
 class _EmptyIndex:

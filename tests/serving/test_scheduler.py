@@ -124,3 +124,25 @@ async def test_type_through_is_served_without_the_model(tmp_path: Path) -> None:
     assert second.cache_hit and second.text == "xxxx"
     assert backend.calls == 1
     scheduler.shutdown()
+
+
+def test_automatic_trigger_skip_rules(tmp_path: Path) -> None:
+    backend = SlowBackend(step_s=0.0, tokens=2)
+    engine, _scheduler, _ = make(tmp_path, backend)
+    path = tmp_path / "rules.py"
+    text = "total = compute(values)\n# a comment here\nname = 'text in a string'\nx = \n"
+    path.write_text(text)
+    doc = engine.open_document(path.as_uri(), text, version=1)
+
+    def skipped(line: int, column: int, trigger: str = "automatic") -> str:
+        query = CompletionQuery(uri=doc.uri, line=line, column=column, trigger=trigger)
+        return engine.complete(query).skipped
+
+    assert skipped(0, 3) == "mid-word"
+    assert skipped(0, 8) == "text right of cursor"
+    assert skipped(1, 16) == "inside a comment"
+    assert skipped(2, 24) == ""  # strings are allowed unless skipInStrings is on
+    assert skipped(3, 4) == ""
+    assert skipped(0, 3, trigger="invoked") == ""  # an explicit request is always answered
+    engine.settings.completion.skip_in_strings = True
+    assert skipped(2, 24) == "inside a string"
