@@ -1,14 +1,12 @@
 """Syntax trees for the context engine: parsers per language and an incremental tree cache.
 
-Parsers come from ``lsp_assist.index.languages`` when the index provides them, else
-straight from the official grammar wheels. The cache keeps the last tree of each file
-and reparses a changed text incrementally (one edit spanning the changed bytes), so a
+Parsers come from ``lsp_assist.index.languages`` (one per thread). The cache keeps the
+last tree of each file and reparses a changed text incrementally (one edit spanning the changed bytes), so a
 keystroke in a 3,000-line file costs a few milliseconds, not a full parse.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
 from collections import OrderedDict
@@ -16,50 +14,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lsp_assist.errors import IndexError_
+from lsp_assist.index import languages
+
 log = logging.getLogger(__name__)
 
-_GRAMMARS: dict[str, tuple[str, str]] = {
-    "python": ("tree_sitter_python", "language"),
-    "javascript": ("tree_sitter_javascript", "language"),
-    "javascriptreact": ("tree_sitter_javascript", "language"),
-    "jsx": ("tree_sitter_javascript", "language"),
-    "typescript": ("tree_sitter_typescript", "language_typescript"),
-    "typescriptreact": ("tree_sitter_typescript", "language_tsx"),
-    "tsx": ("tree_sitter_typescript", "language_tsx"),
-    "go": ("tree_sitter_go", "language"),
-    "rust": ("tree_sitter_rust", "language"),
-    "java": ("tree_sitter_java", "language"),
-    "c": ("tree_sitter_c", "language"),
-    "cpp": ("tree_sitter_cpp", "language"),
-}
-
-_parsers: dict[str, Any] = {}
-_parsers_lock = threading.Lock()
+# Editor language ids that name a grammar the index knows under another id.
+_ALIASES = {"javascriptreact": "javascript", "jsx": "javascript", "typescriptreact": "tsx"}
 
 
 def get_parser(language: str) -> Any | None:
-    """Return a tree-sitter parser for ``language`` or None when there is no grammar."""
-    with _parsers_lock:
-        if language in _parsers:
-            return _parsers[language]
-        parser: Any | None = None
-        try:
-            languages = importlib.import_module("lsp_assist.index.languages")
-            parser = languages.get_parser(language)
-        except Exception:  # the index module may be absent or not know the language
-            parser = None
-        if parser is None and language in _GRAMMARS:
-            try:
-                import tree_sitter
+    """Return this thread's tree-sitter parser for ``language``, or None without a grammar.
 
-                module_name, func = _GRAMMARS[language]
-                module = importlib.import_module(module_name)
-                parser = tree_sitter.Parser(tree_sitter.Language(getattr(module, func)()))
-            except Exception as exc:  # pragma: no cover - grammar wheel missing
-                log.warning("no tree-sitter grammar for %s: %s", language, exc)
-                parser = None
-        _parsers[language] = parser
-        return parser
+    Parsers are not thread-safe; ``lsp_assist.index.languages`` keeps one per thread.
+    """
+    try:
+        return languages.get_parser(_ALIASES.get(language, language))
+    except IndexError_:
+        return None
 
 
 def _point(data: bytes, offset: int) -> tuple[int, int]:
