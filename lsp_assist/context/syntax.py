@@ -1,8 +1,8 @@
 """Syntax trees for the context engine: parsers per language and an incremental tree cache.
 
 Parsers come from ``lsp_assist.index.languages`` (one per thread). The cache keeps the
-last tree of each file and reparses a changed text incrementally (one edit spanning the changed bytes), so a
-keystroke in a 3,000-line file costs a few milliseconds, not a full parse.
+last tree of each file and reparses a changed text incrementally (one edit spanning the
+changed bytes), so a keystroke in a 3,000-line file costs a few milliseconds, not a full parse.
 """
 
 from __future__ import annotations
