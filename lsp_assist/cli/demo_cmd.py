@@ -40,6 +40,24 @@ def default_workspace() -> Path:
     return Path(__file__).resolve().parents[2] / "docs" / "examples" / "shop"
 
 
+def line_edit(
+    uri: str, version: int, line: int, start: int, end: int, text: str
+) -> types.DidChangeTextDocumentParams:
+    """Return a didChange replacing columns ``start``-``end`` of one line with ``text``."""
+    return types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[
+            types.TextDocumentContentChangePartial(
+                range=types.Range(
+                    start=types.Position(line=line, character=start),
+                    end=types.Position(line=line, character=end),
+                ),
+                text=text,
+            )
+        ],
+    )
+
+
 async def command(client: Any, name: str, *arguments: Any) -> dict[str, Any]:
     """Run a workspace/executeCommand and return its result as a dict."""
     result = await client.workspace_execute_command_async(
@@ -134,45 +152,14 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
         return suggestion, elapsed, last
 
     first, first_ms, first_details = await ask(line, column)
-    version = 1
-
-    def type_text(at_line: int, at_column: int, text: str) -> None:
-        nonlocal version
-        version += 1
-        here = types.Position(line=at_line, character=at_column)
-        client.text_document_did_change(
-            types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                content_changes=[
-                    types.TextDocumentContentChangePartial(
-                        range=types.Range(start=here, end=here), text=text
-                    )
-                ],
-            )
-        )
-
     # The user types the suggestion's first character: served from the type-through cache.
     typed = first[0] if first else "r"
-    type_text(line, column, typed)
+    client.text_document_did_change(line_edit(uri, 2, line, column, column, typed))
     second, second_ms, second_details = await ask(line, column + 1)
     # Then changes their mind and types something else: a model call that reuses the
     # KV cache for everything before the cursor's line.
     other = "print(" if not first.startswith("print(") else "log("
-    version += 1
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[
-                types.TextDocumentContentChangePartial(
-                    range=types.Range(
-                        start=types.Position(line=line, character=column),
-                        end=types.Position(line=line, character=column + 1),
-                    ),
-                    text=other,
-                )
-            ],
-        )
-    )
+    client.text_document_did_change(line_edit(uri, 3, line, column, column + 1, other))
     third, third_ms, third_details = await ask(line, column + len(other))
     await client.shutdown_async(None)
     client.exit(None)

@@ -26,6 +26,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
+from lsp_assist.cli.demo_cmd import line_edit
+
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "docs" / "examples" / "shop"
 
@@ -122,20 +124,7 @@ async def run(model: str, keystrokes: int) -> dict[str, Any]:
     def type_char(char: str) -> None:
         nonlocal line, col, version
         version += 1
-        client.text_document_did_change(
-            types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                content_changes=[
-                    types.TextDocumentContentChangePartial(
-                        range=types.Range(
-                            start=types.Position(line=line, character=col),
-                            end=types.Position(line=line, character=col),
-                        ),
-                        text=char,
-                    )
-                ],
-            )
-        )
+        client.text_document_did_change(line_edit(uri, version, line, col, col, char))
         if char == "\n":
             line, col = line + 1, 0
         else:
