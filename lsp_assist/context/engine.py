@@ -293,17 +293,10 @@ class ContextEngine:
             )
         return head
 
-    def _layered(self, cursor: Cursor, settings: ContextSettings, total: int) -> AssembledPrompt:
+    def _format_parts(self, cursor: Cursor, rel: str, total: int) -> tuple[_Parts, int]:
+        """Return the format's fixed pieces (head, file header, FIM ids) and their cost."""
         fmt = self.format
-        rel = self.relative(cursor.path)
-        lines = cursor.text.split("\n")
-        line = max(0, min(cursor.line, len(lines) - 1))
-        col = max(0, min(cursor.column, len(lines[line])))
-        plan = BudgetPlan.split(total, settings)
         parts = _Parts()
-        c = comment_prefix(cursor.language)
-
-        # instructions: the fixed format overhead
         parts.head = self._head(cursor, rel, instructions=True)
         if fmt.has_repo_tokens:
             parts.file_header = self._pieces("instructions", fmt.file_header(rel))
@@ -312,10 +305,23 @@ class ContextEngine:
             parts.suf = self._id_piece("instructions", fmt.fim_suffix_id)
             parts.mid = self._id_piece("instructions", fmt.fim_middle_id)
         overhead = self._cost(parts.head + parts.file_header + parts.pre + parts.suf + parts.mid)
-        plan.grant("instructions")
-        plan.spend("instructions", overhead)
         if overhead > total:
             raise ContextError(f"budget {total} is smaller than the format overhead ({overhead})")
+        return parts, overhead
+
+    def _layered(self, cursor: Cursor, settings: ContextSettings, total: int) -> AssembledPrompt:
+        fmt = self.format
+        rel = self.relative(cursor.path)
+        lines = cursor.text.split("\n")
+        line = max(0, min(cursor.line, len(lines) - 1))
+        col = max(0, min(cursor.column, len(lines[line])))
+        plan = BudgetPlan.split(total, settings)
+        c = comment_prefix(cursor.language)
+
+        # instructions: the fixed format overhead
+        parts, overhead = self._format_parts(cursor, rel, total)
+        plan.grant("instructions")
+        plan.spend("instructions", overhead)
         parts.items["instructions"] = [
             LayerItem(source=rel, symbol=fmt.family, reason=f"{fmt.name} format", tokens=overhead)
         ]
@@ -813,17 +819,7 @@ class ContextEngine:
         line = max(0, min(cursor.line, len(lines) - 1))
         col = max(0, min(cursor.column, len(lines[line])))
         plan = BudgetPlan(total=total, shares={"instructions": 0, "editing_zone": total})
-        parts = _Parts()
-        parts.head = self._head(cursor, rel, instructions=True)
-        if fmt.has_repo_tokens:
-            parts.file_header = self._pieces("instructions", fmt.file_header(rel))
-        if fmt.is_fim:
-            parts.pre = self._id_piece("instructions", fmt.fim_prefix_id)
-            parts.suf = self._id_piece("instructions", fmt.fim_suffix_id)
-            parts.mid = self._id_piece("instructions", fmt.fim_middle_id)
-        overhead = self._cost(parts.head + parts.file_header + parts.pre + parts.suf + parts.mid)
-        if overhead > total:
-            raise ContextError(f"budget {total} is smaller than the format overhead ({overhead})")
+        parts, overhead = self._format_parts(cursor, rel, total)
         plan.spend("instructions", overhead)
         left = total - overhead
         typed = lines[line][:col]
