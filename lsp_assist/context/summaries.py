@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from lsp_assist.context.zone import node_lines
 from lsp_assist.index.model import FileEntry
 
 _IMPORTS = frozenset(
@@ -137,14 +138,6 @@ def _clip(text: str) -> str:
     return "\n".join(out).rstrip()
 
 
-def _span(node: Any) -> tuple[int, int]:
-    start = int(node.start_point[0])
-    end = int(node.end_point[0])
-    if node.end_point[1] == 0 and end > start:
-        end -= 1
-    return start, end
-
-
 def _name_of(node: Any, data: bytes) -> str:
     name = node.child_by_field_name("name")
     if name is None:
@@ -245,7 +238,7 @@ class _Builder:
                     close = self.text(body.end_byte - 1, outer.end_byte).strip() or "}"
                     self.entries.append(
                         SummaryEntry(
-                            start_line=_span(outer)[1],
+                            start_line=node_lines(outer)[1],
                             text=indent + close + "\n",
                             parent=idx,
                             closing=True,
@@ -260,7 +253,7 @@ class _Builder:
             kind.endswith(_DECLARATION_SUFFIXES) or outer.type.endswith(_DECLARATION_SUFFIXES)
         ):
             return
-        s, e = _span(outer)
+        s, e = node_lines(outer)
         text = self.text(outer.start_byte, outer.end_byte)
         if e - s > 2:
             first = text.split("\n", 1)[0].rstrip()
@@ -283,7 +276,7 @@ def file_summary(
         if node.type == "expression_statement" and language == "python":
             src = builder.text(node.start_byte, node.end_byte)
             if _UPPER.match(src) and not builder.starts_in_zone(node):
-                s, e = _span(node)
+                s, e = node_lines(node)
                 if e - s > 2:
                     src = src.split("\n", 1)[0].rstrip() + " ..."
                 builder.add(node, src, src.split("=", 1)[0].strip(), None)

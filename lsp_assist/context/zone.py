@@ -52,7 +52,8 @@ def _parts(
     return before, typed, after
 
 
-def _span(node: Any) -> tuple[int, int]:
+def node_lines(node: Any) -> tuple[int, int]:
+    """Return a node's first and last line (a node ending at column 0 ends the line before)."""
     start = int(node.start_point[0])
     end = int(node.end_point[0])
     if node.end_point[1] == 0 and end > start:
@@ -124,7 +125,7 @@ def select_zone(
         container: Any | None = None
         core: tuple[int, int] | None = None
         for idx, anc in enumerate(chain):
-            a, b = _span(anc)
+            a, b = node_lines(anc)
             if fits(a, b):
                 core = (a, b)
                 container = chain[idx + 1] if idx + 1 < len(chain) else None
@@ -135,7 +136,7 @@ def select_zone(
         if core is not None:
             start, end = min(core[0], line), max(core[1], line)
         if container is not None:
-            children = sorted({_span(c) for c in container.children if c.is_named})
+            children = sorted({node_lines(c) for c in container.children if c.is_named})
     elif n:
         # no grammar: blank-line separated paragraphs stand in for blocks
         para_start = 0
