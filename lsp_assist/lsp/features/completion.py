@@ -10,9 +10,8 @@ from typing import Any
 
 from lsprotocol import types
 
-from lsp_assist.lsp.features.inline_completion import ACCEPT_COMMAND
+from lsp_assist.lsp.features.inline_completion import suggest
 from lsp_assist.lsp.server import LspAssistServer
-from lsp_assist.serving.engine import CompletionQuery
 
 LABEL_PREFIX = "✨ "
 
@@ -42,37 +41,29 @@ def register(server: LspAssistServer) -> None:
     async def completion(
         ls: LspAssistServer, params: types.CompletionParams
     ) -> types.CompletionList:
-        engine, scheduler = ls.engine, ls.scheduler
-        doc = engine.documents.get(params.text_document.uri) if engine else None
-        empty = types.CompletionList(is_incomplete=True, items=[])
-        if engine is None or scheduler is None or doc is None:
-            return empty
-        pos = doc.from_lsp(params.position.line, params.position.character, ls.encoding)
-        query = CompletionQuery(
-            uri=doc.uri, line=pos.line, column=pos.column, trigger="invoked", version=doc.version
-        )
-        outcome = await scheduler.complete(query)
-        if not outcome.text:
-            return empty
-        line, character = doc.to_lsp(pos, ls.encoding)
-        here = types.Position(line=line, character=character)
-        first_line = outcome.text.strip().splitlines()[0] if outcome.text.strip() else outcome.text
+        uri = params.text_document.uri
+        found = await suggest(ls, uri, params.position, automatic=False)
+        if found is None:
+            return types.CompletionList(is_incomplete=True, items=[])
+        text, here, accept = found
+        doc = ls.engine.documents.get(uri) if ls.engine else None
+        language = doc.language_id if doc else ""
+        first_line = text.strip().splitlines()[0]
+        # Clients filter items by the word before the cursor: match it, so the item stays.
+        words: list[str] = []
+        if doc is not None:
+            pos = doc.from_lsp(here.line, here.character, ls.encoding)
+            words = doc.line(pos.line)[: pos.column].split()
         item = types.CompletionItem(
             label=LABEL_PREFIX + first_line[:60],
             kind=types.CompletionItemKind.Text,
             detail="lsp-assist (AI suggestion)",
-            documentation=documentation(ls, doc.language_id, outcome.text),
+            documentation=documentation(ls, language, text),
             sort_text="0000",
-            filter_text=doc.line(pos.line)[: pos.column].split()[-1]
-            if doc.line(pos.line)[: pos.column].split()
-            else first_line,
+            filter_text=words[-1] if words else first_line,
             preselect=True,
             insert_text_format=types.InsertTextFormat.PlainText,
-            text_edit=types.TextEdit(
-                range=types.Range(start=here, end=here), new_text=outcome.text
-            ),
-            command=types.Command(
-                title="Accept suggestion", command=ACCEPT_COMMAND, arguments=[outcome.request_id]
-            ),
+            text_edit=types.TextEdit(range=types.Range(start=here, end=here), new_text=text),
+            command=accept,
         )
         return types.CompletionList(is_incomplete=True, items=[item])

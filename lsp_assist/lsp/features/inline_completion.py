@@ -10,6 +10,36 @@ from lsp_assist.serving.engine import CompletionQuery
 ACCEPT_COMMAND = "lspAssist.accept"
 
 
+async def suggest(
+    ls: LspAssistServer, uri: str, position: types.Position, *, automatic: bool
+) -> tuple[str, types.Position, types.Command] | None:
+    """Ask the engine for a suggestion at an LSP position.
+
+    Returns the text, the cursor in the client's encoding and the accept command, or
+    None when there is nothing to show.
+    """
+    engine, scheduler = ls.engine, ls.scheduler
+    doc = engine.documents.get(uri) if engine else None
+    if scheduler is None or doc is None:
+        return None
+    pos = doc.from_lsp(position.line, position.character, ls.encoding)
+    query = CompletionQuery(
+        uri=doc.uri,
+        line=pos.line,
+        column=pos.column,
+        trigger="automatic" if automatic else "invoked",
+        version=doc.version,
+    )
+    outcome = await scheduler.complete(query)
+    if not outcome.text:
+        return None
+    line, character = doc.to_lsp(pos, ls.encoding)
+    accept = types.Command(
+        title="Accept suggestion", command=ACCEPT_COMMAND, arguments=[outcome.request_id]
+    )
+    return outcome.text, types.Position(line=line, character=character), accept
+
+
 def register(server: LspAssistServer) -> None:
     """Register the inline completion handler (options passed so it is advertised)."""
 
@@ -17,29 +47,12 @@ def register(server: LspAssistServer) -> None:
     async def inline_completion(
         ls: LspAssistServer, params: types.InlineCompletionParams
     ) -> types.InlineCompletionList:
-        engine, scheduler = ls.engine, ls.scheduler
-        doc = engine.documents.get(params.text_document.uri) if engine else None
-        if engine is None or scheduler is None or doc is None:
-            return types.InlineCompletionList(items=[])
-        pos = doc.from_lsp(params.position.line, params.position.character, ls.encoding)
         automatic = params.context.trigger_kind == types.InlineCompletionTriggerKind.Automatic
-        query = CompletionQuery(
-            uri=doc.uri,
-            line=pos.line,
-            column=pos.column,
-            trigger="automatic" if automatic else "invoked",
-            version=doc.version,
-        )
-        outcome = await scheduler.complete(query)
-        if not outcome.text:
+        found = await suggest(ls, params.text_document.uri, params.position, automatic=automatic)
+        if found is None:
             return types.InlineCompletionList(items=[])
-        line, character = doc.to_lsp(pos, ls.encoding)
-        here = types.Position(line=line, character=character)
+        text, here, accept = found
         item = types.InlineCompletionItem(
-            insert_text=outcome.text,
-            range=types.Range(start=here, end=here),
-            command=types.Command(
-                title="Accept suggestion", command=ACCEPT_COMMAND, arguments=[outcome.request_id]
-            ),
+            insert_text=text, range=types.Range(start=here, end=here), command=accept
         )
         return types.InlineCompletionList(items=[item])
