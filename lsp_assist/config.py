@@ -39,6 +39,8 @@ class ModelSettings:
     draft: DraftMode = "prompt-lookup"
     draft_tokens: int = 4
     draft_min_acceptance: float = 0.5
+    batch_invariant: bool = True
+    """Decode 2-7 rows per step so greedy output is the same with drafting on or off."""
     kv_reuse: bool = True
     """Reuse the KV cache's common prompt prefix between requests (off only to compare)."""
     kv_cache_mb: int = 256

@@ -15,6 +15,10 @@ Why the low-level API rather than ``llama_cpp.Llama``:
   long prefill stops within one graph node rather than at the end of the batch.
 - **Speculative drafting** with verification in one batch and removal of rejected
   tokens from the KV cache (``llama_memory_seq_rm``).
+- **Batch-invariant decoding.** Every decode step evaluates 2 to 7 rows (a lone token
+  gets a padding row that is removed again), so plain decoding and draft verification
+  run the same llama.cpp kernels and greedy output is identical with drafting on or
+  off (see :data:`INVARIANT_MAX_ROWS`).
 - **AMX.** ``use_extra_bufts`` is switched off in the model parameters, which avoids the
   AMX segfault of native builds on Xeons with AMX (see docs/backends.md).
 
@@ -95,6 +99,17 @@ SPECIAL_TOKEN_NAMES = (
 VOCAB_MAX_SIZE_DIFFERENCE = 128
 VOCAB_CHECK_START_TOKEN_ID = 5
 
+INVARIANT_MIN_ROWS = 2
+INVARIANT_MAX_ROWS = 7
+"""Rows per decode step that keep llama.cpp's CPU kernels the same for every row.
+
+llama.cpp's llamafile sgemm serves matmuls of 2 or more rows but not of 1 (that goes
+to ggml's per-row dot products), and its tiled K-quant matmul starts at 8 rows; the
+two round differently. Between 2 and 7 rows each row's result does not depend on the
+other rows, which is what makes a token verified inside a draft batch bit-identical
+to the same token decoded alone (checked with ggml's eval callback, docs/backends.md).
+"""
+
 _ABORT_NOISE = ("failed to compute graph", "compute_async failed", "failed to decode, ret = 2")
 
 _backend_lock = threading.Lock()
@@ -162,8 +177,8 @@ class LlamaEngine:
         gpu_layers: int = 0,
         vocab_only: bool = False,
         flash_attn: bool | None = None,
-        kv_f32: bool = False,
         max_outputs: int = 16,
+        min_rows: int = 1,
     ) -> None:
         self.path = path
         self.header = read_gguf_header(path)
@@ -193,6 +208,8 @@ class LlamaEngine:
         self.n_ctx = 0
         self.n_batch = 0
         self.evaluated = 0
+        self.min_rows = max(1, min_rows)
+        """Rows per ``llama_decode``: shorter steps are padded (see INVARIANT_MAX_ROWS)."""
         self._abort_check: Callable[[], bool] | None = None
         if vocab_only:
             return
@@ -210,15 +227,10 @@ class LlamaEngine:
             # position of a ubatch costs n_ubatch x n_vocab floats (514 MB for Gemma)
             cparams.n_outputs_max = max(1, max_outputs)
         if hasattr(cparams, "flash_attn_type"):
-            # llama.cpp's CPU flash attention gives batch-size-dependent numerics, which
-            # would let speculative verification (a batch) and plain decoding (one token)
-            # disagree on near ties; without it greedy output is bit-identical either way
+            # off unless asked for: llama.cpp's CPU flash attention takes a split-KV path
+            # for one row and a tiled one for many, so it is only row-invariant between
+            # those; plain attention is, and is as fast at these context lengths
             cparams.flash_attn_type = 0 if flash_attn is None or not flash_attn else 1
-        if kv_f32:
-            # an f16 KV cache also makes batch and single-token attention differ once the
-            # cache passes a few hundred cells; f32 keeps verification exact (2x KV memory)
-            cparams.type_k = 0  # GGML_TYPE_F32
-            cparams.type_v = 0
         if hasattr(cparams, "swa_full"):
             # keep every position of sliding-window layers so prefixes can be reused
             cparams.swa_full = True
@@ -229,7 +241,12 @@ class LlamaEngine:
         self.n_ctx = int(ll.llama_n_ctx(self.ctx))
         self.n_batch = int(ll.llama_n_batch(self.ctx))
         self.mem = ll.llama_get_memory(self.ctx)
-        self._batch = ll.llama_batch_init(self.n_batch, 0, 1)
+        self._batch = ll.llama_batch_init(max(self.n_batch, self.min_rows), 0, 1)
+        if self.min_rows > 1 and (
+            ll.llama_model_is_recurrent(self.model) or ll.llama_model_is_hybrid(self.model)
+        ):
+            # a padding row cannot be removed from a recurrent state again
+            self.min_rows = 1
 
         def _abort(_data: ctypes.c_void_p) -> bool:
             check = self._abort_check
@@ -352,14 +369,19 @@ class LlamaEngine:
                 if abort is not None and abort():
                     raise _Aborted
                 pos0 = len(self.tokens)
-                for i, tok in enumerate(tokens[start:end]):
-                    batch.token[i] = tok
+                rows = end - start
+                if rows < self.min_rows and pos0 + self.min_rows <= self.n_ctx:
+                    rows = self.min_rows  # padding rows repeat the last token, no logits
+                for i in range(rows):
+                    batch.token[i] = tokens[min(start + i, end - 1)]
                     batch.pos[i] = pos0 + i
                     batch.n_seq_id[i] = 1
                     batch.seq_id[i][0] = 0
-                    batch.logits[i] = 1 if start + i >= total - n_logits else 0
-                batch.n_tokens = end - start
+                    batch.logits[i] = 1 if start + i < end and start + i >= total - n_logits else 0
+                batch.n_tokens = rows
                 rc = ll.llama_decode(self.ctx, batch)
+                if rc == 0 and rows > end - start:
+                    ll.llama_memory_seq_rm(self.mem, 0, pos0 + end - start, -1)
                 if rc == 2:
                     self._sync_after_abort_chunk(list(tokens[start:end]))
                     raise _Aborted
@@ -573,8 +595,8 @@ class LocalBackend(Backend):
             n_batch=settings.batch_size,
             threads=settings.threads,
             gpu_layers=settings.gpu_layers,
-            kv_f32=settings.draft != "off",
             max_outputs=max(8, 2 * settings.draft_tokens + 2),
+            min_rows=INVARIANT_MIN_ROWS if settings.batch_invariant else 1,
         )
         self._draft_engine: LlamaEngine | None = None
         try:
@@ -771,6 +793,11 @@ class LocalBackend(Backend):
         if not request.prompt_tokens:
             raise BackendError("empty prompt")
         draft_n = max(0, settings.draft_tokens)
+        span_cap = 2 * draft_n
+        if eng.min_rows > 1:
+            # verification rows = pending token + drafts; 8 or more switch kernels
+            draft_n = min(draft_n, INVARIANT_MAX_ROWS - 1)
+            span_cap = min(span_cap, INVARIANT_MAX_ROWS - 1)
         reserve = min(max(1, request.max_tokens) + 2 * draft_n + 1, eng.n_ctx // 2)
         prompt = self._fit_prompt(list(request.prompt_tokens), reserve)
         prompt_timeout = (
@@ -868,7 +895,7 @@ class LocalBackend(Backend):
                 result.draft_accepted += accepted
                 # adaptive span: a run of full acceptances (code being copied) earns longer
                 # drafts, up to twice draftTokens; a rejection falls back to draftTokens
-                span = min(2 * draft_n, span * 2) if accepted == len(drafts) else draft_n
+                span = min(span_cap, span * 2) if accepted == len(drafts) else draft_n
             if done:
                 break
             eng.truncate(base + 1 + accepted)
