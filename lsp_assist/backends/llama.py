@@ -364,24 +364,36 @@ class LlamaEngine:
         bounds.append(total)
         self._abort_check = abort
         batch = self._batch
+        pad_outputs = 0
         try:
             for start, end in itertools.pairwise(bounds):
                 if abort is not None and abort():
                     raise _Aborted
                 pos0 = len(self.tokens)
-                rows = end - start
-                if rows < self.min_rows and pos0 + self.min_rows <= self.n_ctx:
-                    rows = self.min_rows  # padding rows repeat the last token, no logits
+                real = end - start
+                outputs = max(0, end - max(start, total - n_logits))
+                rows = real
+                pad_outputs = 0
+                if real < self.min_rows and pos0 + self.min_rows <= self.n_ctx:
+                    # padding rows repeat the last token; when the step reads logits they
+                    # have logits too, since the output projection is a matmul over the
+                    # output rows and must not be a one-row matmul either
+                    rows = self.min_rows
+                    if outputs:
+                        pad_outputs = max(0, self.min_rows - outputs)
                 for i in range(rows):
                     batch.token[i] = tokens[min(start + i, end - 1)]
                     batch.pos[i] = pos0 + i
                     batch.n_seq_id[i] = 1
                     batch.seq_id[i][0] = 0
-                    batch.logits[i] = 1 if start + i < end and start + i >= total - n_logits else 0
+                    if i < real:
+                        batch.logits[i] = 1 if start + i >= total - n_logits else 0
+                    else:
+                        batch.logits[i] = 1 if i - real < pad_outputs else 0
                 batch.n_tokens = rows
                 rc = ll.llama_decode(self.ctx, batch)
-                if rc == 0 and rows > end - start:
-                    ll.llama_memory_seq_rm(self.mem, 0, pos0 + end - start, -1)
+                if rc == 0 and rows > real:
+                    ll.llama_memory_seq_rm(self.mem, 0, pos0 + real, -1)
                 if rc == 2:
                     self._sync_after_abort_chunk(list(tokens[start:end]))
                     raise _Aborted
@@ -389,8 +401,8 @@ class LlamaEngine:
                     self._sync_after_abort_chunk(list(tokens[start:end]))
                     raise BackendError(f"llama_decode failed with code {rc}")
                 self.tokens.extend(tokens[start:end])
-                self.evaluated += end - start
-            self._logit_base = n_logits
+                self.evaluated += real
+            self._logit_base = n_logits + pad_outputs
         finally:
             self._abort_check = None
 
@@ -423,7 +435,7 @@ class LlamaEngine:
 
     def argmax(self, i: int) -> int:
         """Return the greedy token of the ``i``-th logits row of the last :meth:`eval`."""
-        idx = i - self._logit_base  # negative index from the end of the batch
+        idx = i - self._logit_base  # negative index from the end of the outputs
         ptr = self._ll.llama_get_logits_ith(self.ctx, idx)
         if not ptr:
             raise BackendError(f"no logits for output {i}")
@@ -540,12 +552,19 @@ def read_model_info(eng: LlamaEngine) -> ModelInfo:
     def tok(value: int) -> int | None:
         return int(value) if value is not None and int(value) >= 0 else None
 
+    # a vocabulary-only load (doctor, token counting) reports F32 and a training
+    # context of 0, so the file's own header comes first
+    header = eng.header
+    ftype = header.get_int("general.file_type")
     ftype_name = ""
     try:
-        raw = ll.llama_ftype_name(ll.llama_model_ftype(eng.model))
+        raw = ll.llama_ftype_name(ftype if ftype is not None else ll.llama_model_ftype(eng.model))
         ftype_name = raw.decode() if raw else ""
     except (AttributeError, OSError):  # older builds lack llama_ftype_name
         ftype_name = ""
+    n_ctx_train = header.get_int(f"{header.architecture}.context_length")
+    if n_ctx_train is None:
+        n_ctx_train = int(ll.llama_model_n_ctx_train(eng.model))
     # scan the vocabulary rather than tokenizing the names: some SPM vocabularies
     # without byte tokens make llama.cpp's tokenizer abort on unknown characters
     wanted = set(SPECIAL_TOKEN_NAMES)
@@ -560,7 +579,7 @@ def read_model_info(eng: LlamaEngine) -> ModelInfo:
         architecture=eng.meta("general.architecture"),
         quantization=ftype_name,
         vocab_size=eng.n_vocab,
-        context_length_train=int(ll.llama_model_n_ctx_train(eng.model)),
+        context_length_train=n_ctx_train,
         bos_id=tok(ll.llama_vocab_bos(eng.vocab)),
         eos_id=tok(ll.llama_vocab_eos(eng.vocab)),
         fim_prefix_id=tok(ll.llama_vocab_fim_pre(eng.vocab)),

@@ -82,7 +82,7 @@ def model_report(path: Path) -> dict[str, Any]:
             "suffix": info.fim_suffix_id,
             "middle": info.fim_middle_id,
         },
-        "repo_tokens": dict(info.special_tokens),
+        "special_tokens": dict(info.special_tokens),
     }
 
 
@@ -155,8 +155,8 @@ def run(args: argparse.Namespace) -> int:
             f"vocab {model['vocab_size']}, trained context {model['context_length_train']}"
         )
         print(f"  FIM tokens  {fim_text} {fim if fim_text == 'yes' else ''}".rstrip())
-        if model["repo_tokens"]:
-            print(f"  repo tokens {', '.join(sorted(model['repo_tokens']))}")
+        if model["special_tokens"]:
+            print(f"  special     {', '.join(sorted(model['special_tokens']))}")
     grammars = report["grammars"]
     print(f"grammars      {', '.join(grammars) if isinstance(grammars, list) else grammars}")
     print(f"cache         {report['cache_root']}")

@@ -369,6 +369,17 @@ def gemma() -> Iterator[LocalBackend]:
     backend.close()
 
 
+@pytest.fixture(scope="module")
+def tiny_f32(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBackend]:
+    """A 4-layer all-F32 GGUF: its output projection is an F32 matmul (llamafile sgemm)."""
+    path = write_tiny_gguf(
+        tmp_path_factory.mktemp("tiny") / "f32.gguf", n_embd=256, n_layers=4, n_ff=512
+    )
+    backend = LocalBackend(_settings(context_length=1024), model_path=path)
+    yield backend
+    backend.close()
+
+
 def _logits(backend: LocalBackend, i: int) -> Any:
     import numpy as np
 
@@ -377,12 +388,14 @@ def _logits(backend: LocalBackend, i: int) -> Any:
     return np.ctypeslib.as_array(ptr, shape=(eng.n_vocab,)).copy()
 
 
-@pytest.mark.parametrize("model", ["smol", "gemma"])
+@pytest.mark.parametrize("model", ["smol", "gemma", "tiny_f32"])
 def test_verified_rows_are_bit_identical_to_single_decoding(
     model: str, request: pytest.FixtureRequest
 ) -> None:
     # the property drafting identity rests on: a token's logits do not depend on how
-    # many other rows (2..7) its decode step had, including across a 256-cell KV block
+    # many other rows (2..7) its decode step had, including across a 256-cell KV block;
+    # tiny_f32 also needs the padding row to have logits (a 1-row output projection
+    # rounds differently from a 2-row one)
     backend: LocalBackend = request.getfixturevalue(model)
     eng = backend._engine
     assert eng.min_rows == 2

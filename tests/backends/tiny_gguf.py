@@ -25,15 +25,21 @@ def write_tiny_gguf(
     fim: bool = True,
     seed: int = 0,
     n_embd: int = 32,
+    n_layers: int = 1,
+    n_ff: int = 64,
+    quant: str = "F32",
     extra: dict[str, int] | None = None,
 ) -> Path:
-    """Write a one-layer llama GGUF; SPM vocabulary: BASE_TOKENS, 256 byte tokens, ``words``."""
+    """Write a small llama GGUF; SPM vocabulary: BASE_TOKENS, 256 byte tokens, ``words``.
+
+    ``quant`` ("F32" or "Q8_0") is the type of the matrices; norms stay F32.
+    """
     import gguf
+    from gguf.quants import quantize
 
     byte_tokens = [f"<0x{b:02X}>" for b in range(256)]
     tokens = [*BASE_TOKENS, *byte_tokens, *(words if words is not None else default_words())]
     n_vocab = len(tokens)
-    n_ff = 64
     n_head = 4
     n_head_kv = 2
     head_dim = n_embd // n_head
@@ -46,13 +52,14 @@ def write_tiny_gguf(
     writer.add_name("tiny")
     writer.add_context_length(512)
     writer.add_embedding_length(n_embd)
-    writer.add_block_count(1)
+    writer.add_block_count(n_layers)
     writer.add_feed_forward_length(n_ff)
     writer.add_head_count(n_head)
     writer.add_head_count_kv(n_head_kv)
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_dimension_count(head_dim)
-    writer.add_file_type(0)
+    qtype = gguf.GGMLQuantizationType[quant]
+    writer.add_file_type({"F32": 0, "Q8_0": 7}[quant])
     writer.add_tokenizer_model("llama")
     writer.add_token_list(tokens)
     writer.add_token_scores([-float(i) for i in range(n_vocab)])
@@ -71,18 +78,31 @@ def write_tiny_gguf(
         writer.add_uint32("tokenizer.ggml.fim_mid_token_id", 5)
     for key, value in (extra or {}).items():
         writer.add_uint32(key, value)
-    writer.add_tensor("token_embd.weight", w(n_vocab, n_embd))
-    writer.add_tensor("output_norm.weight", np.ones(n_embd, dtype=np.float32))
-    writer.add_tensor("output.weight", w(n_vocab, n_embd))
-    writer.add_tensor("blk.0.attn_norm.weight", np.ones(n_embd, dtype=np.float32))
-    writer.add_tensor("blk.0.attn_q.weight", w(n_embd, n_embd))
-    writer.add_tensor("blk.0.attn_k.weight", w(n_head_kv * head_dim, n_embd))
-    writer.add_tensor("blk.0.attn_v.weight", w(n_head_kv * head_dim, n_embd))
-    writer.add_tensor("blk.0.attn_output.weight", w(n_embd, n_embd))
-    writer.add_tensor("blk.0.ffn_norm.weight", np.ones(n_embd, dtype=np.float32))
-    writer.add_tensor("blk.0.ffn_gate.weight", w(n_ff, n_embd))
-    writer.add_tensor("blk.0.ffn_up.weight", w(n_ff, n_embd))
-    writer.add_tensor("blk.0.ffn_down.weight", w(n_embd, n_ff))
+
+    def matrix(name: str, rows: int, cols: int) -> None:
+        data = w(rows, cols)
+        if qtype == gguf.GGMLQuantizationType.F32:
+            writer.add_tensor(name, data)
+        else:
+            writer.add_tensor(name, quantize(data, qtype), raw_dtype=qtype)
+
+    def norm(name: str) -> None:
+        writer.add_tensor(name, np.ones(n_embd, dtype=np.float32))
+
+    matrix("token_embd.weight", n_vocab, n_embd)
+    norm("output_norm.weight")
+    matrix("output.weight", n_vocab, n_embd)
+    for layer in range(n_layers):
+        blk = f"blk.{layer}"
+        norm(f"{blk}.attn_norm.weight")
+        matrix(f"{blk}.attn_q.weight", n_embd, n_embd)
+        matrix(f"{blk}.attn_k.weight", n_head_kv * head_dim, n_embd)
+        matrix(f"{blk}.attn_v.weight", n_head_kv * head_dim, n_embd)
+        matrix(f"{blk}.attn_output.weight", n_embd, n_embd)
+        norm(f"{blk}.ffn_norm.weight")
+        matrix(f"{blk}.ffn_gate.weight", n_ff, n_embd)
+        matrix(f"{blk}.ffn_up.weight", n_ff, n_embd)
+        matrix(f"{blk}.ffn_down.weight", n_embd, n_ff)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

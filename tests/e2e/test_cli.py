@@ -92,7 +92,10 @@ def test_doctor_reports_amx_and_model(tmp_path: Path) -> None:
     assert llama["amx_active"] is False  # the set-up builds without AMX
     assert report["model"]["architecture"] == "llama"
     assert report["model"]["vocab_size"] == 49152
-    assert "<file_sep>" in report["model"]["repo_tokens"]
+    assert "<file_sep>" in report["model"]["special_tokens"]
+    # read from the file's header: a vocabulary-only load says F32 and 0
+    assert report["model"]["quantization"] == "Q4_1"
+    assert report["model"]["context_length_train"] == 8192
     assert "python" in report["grammars"]
     text = run_cli("doctor", "--model", str(small_model_path()), "--workspace", str(tmp_path))
     assert "AMX" in text.stdout and "in use: no" in text.stdout

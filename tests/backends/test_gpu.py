@@ -1,0 +1,126 @@
+"""GPU offload: runs where llama-cpp-python was built for CUDA or Metal, skipped elsewhere.
+
+The CPU CI machines skip this module; it was run on a CUDA machine (docs/backends.md,
+"GPU offload"). Models are small GGUFs written here (F32 and Q8_0 matrices), so no
+model download is needed on the GPU machine.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from lsp_assist.backends.base import GenerationRequest
+from lsp_assist.backends.llama import INVARIANT_MAX_ROWS, LocalBackend
+from lsp_assist.config import ModelSettings
+
+from .tiny_gguf import write_tiny_gguf
+
+
+def _gpu_build() -> bool:
+    try:
+        import llama_cpp
+    except ImportError:
+        return False
+    return bool(llama_cpp.llama_supports_gpu_offload())
+
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not _gpu_build(), reason="llama-cpp-python built without GPU offload"),
+]
+
+N_LAYERS = 4
+
+
+@pytest.fixture(scope="module", params=["F32", "Q8_0"])
+def gguf_path(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A four-layer llama GGUF with 256-wide layers."""
+    path = tmp_path_factory.mktemp("gpu") / f"tiny-{request.param}.gguf"
+    return write_tiny_gguf(path, n_embd=256, n_layers=N_LAYERS, n_ff=512, quant=request.param)
+
+
+def _settings(**kw: Any) -> ModelSettings:
+    base: dict[str, Any] = {"context_length": 512, "gpu_layers": -1}
+    base.update(kw)
+    return ModelSettings(**base)
+
+
+@pytest.fixture
+def gpu(gguf_path: Path) -> Iterator[LocalBackend]:
+    """The model with every layer offloaded."""
+    backend = LocalBackend(_settings(), model_path=gguf_path)
+    yield backend
+    backend.close()
+
+
+def test_doctor_reports_gpu_offload() -> None:
+    from lsp_assist.cli.doctor_cmd import llama_build
+
+    build = llama_build()
+    assert build["gpu_offload"] is True
+    assert build["cuda"] or build["metal"]
+
+
+def test_every_layer_is_offloaded(gguf_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="lsp_assist.backends.llama.native")
+    backend = LocalBackend(_settings(), model_path=gguf_path)
+    try:
+        text = "\n".join(r.getMessage() for r in caplog.records)
+        match = re.search(r"offloaded (\d+)/(\d+) layers to GPU", text)
+        assert match, "llama.cpp did not report offloading"
+        assert int(match.group(1)) == int(match.group(2)) >= N_LAYERS
+        result = backend.generate(
+            GenerationRequest(prompt_tokens=[1, *backend.tokenize("abc def abc")], max_tokens=16)
+        )
+        assert len(result.tokens) > 0
+    finally:
+        backend.close()
+
+
+def _row(backend: LocalBackend, i: int) -> Any:
+    eng = backend._engine
+    ptr = eng._ll.llama_get_logits_ith(eng.ctx, i - eng._logit_base)
+    return np.ctypeslib.as_array(ptr, shape=(eng.n_vocab,)).copy()
+
+
+def test_verified_rows_are_bit_identical_on_gpu(gpu: LocalBackend) -> None:
+    eng = gpu._engine
+    prompt = [1, *gpu.tokenize("def abc(x): return x + abc(x - 1) " * 8)]
+    follow = gpu.tokenize("def abcdef")[: INVARIANT_MAX_ROWS - 1]
+    eng.clear()
+    eng.eval(prompt, n_logits=0)
+    alone = []
+    for tok in follow:
+        eng.eval([tok], n_logits=1)
+        alone.append(_row(gpu, 0))
+    for rows in (2, len(follow)):
+        eng.truncate(len(prompt))
+        eng.eval(follow[:rows], n_logits=rows)
+        for i in range(rows):
+            assert (_row(gpu, i) == alone[i]).all(), f"row {i} of {rows} differs on the GPU"
+
+
+@pytest.mark.parametrize("draft", ["prompt-lookup", "model"])
+def test_drafting_matches_greedy_on_gpu(gguf_path: Path, draft: str) -> None:
+    settings = _settings(draft=draft, draft_model_path=str(gguf_path) if draft == "model" else "")
+    backend = LocalBackend(settings, model_path=gguf_path)
+    try:
+        prompt = [1, *backend.tokenize("abc def ghi abc def ghi abc def ghi abc de")]
+        plain = backend.generate(
+            GenerationRequest(prompt_tokens=prompt, max_tokens=48, draft=False)
+        )
+        drafted = backend.generate(
+            GenerationRequest(prompt_tokens=prompt, max_tokens=48, draft=True)
+        )
+        assert drafted.draft_proposed > 0
+        assert len(plain.tokens) >= 16
+        assert drafted.tokens == plain.tokens
+    finally:
+        backend.close()
