@@ -14,19 +14,63 @@ from dataclasses import dataclass, field
 
 
 class CancelToken:
-    """A flag that stops generation within one token when set."""
+    """A flag that stops generation within one token when set.
+
+    Backends that block in a system call (a socket read while a remote server evaluates
+    the prompt) cannot poll the flag; they register a callback with :meth:`add_callback`
+    that unblocks the call (e.g. shuts the socket down) from the cancelling thread.
+    """
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: dict[int, Callable[[], None]] = {}
+        self._next_id = 0
         self.reason = ""
         self.cancelled_at = 0.0
 
     def cancel(self, reason: str = "cancelled") -> None:
-        """Set the flag (idempotent; the first reason wins)."""
-        if not self._event.is_set():
+        """Set the flag (idempotent; the first reason wins), then run the callbacks once.
+
+        Callbacks run in the calling thread; an exception in one is logged and does not
+        stop the others or reach the caller.
+        """
+        with self._lock:
+            if self._event.is_set():
+                return
             self.reason = reason
             self.cancelled_at = time.perf_counter()
             self._event.set()
+            callbacks = list(self._callbacks.values())
+            self._callbacks.clear()
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:
+                import logging  # only on this rare error path
+
+                logging.getLogger(__name__).exception("cancel callback %r failed", callback)
+
+    def add_callback(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run ``callback`` once on the first :meth:`cancel`; return a function removing it.
+
+        Runs it at once, in this thread, when already cancelled. A ``cancel`` racing the
+        removal may still run it once after removal returned, so a callback must cope
+        with being late (check its own state under its own lock).
+        """
+        with self._lock:
+            if not self._event.is_set():
+                key = self._next_id
+                self._next_id += 1
+                self._callbacks[key] = callback
+
+                def remove() -> None:
+                    with self._lock:
+                        self._callbacks.pop(key, None)
+
+                return remove
+        callback()
+        return lambda: None
 
     @property
     def cancelled(self) -> bool:

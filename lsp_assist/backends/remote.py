@@ -22,6 +22,18 @@ needs the server model's tokenizer. In order of preference:
 The prompt goes to the server as token ids when they are real ids (llama-server and
 vLLM accept a list of ints) and as text otherwise; a server that rejects ids (HTTP
 400/422, e.g. llama-cpp-python's) is switched to text for the rest of the session.
+
+Cancellation. A cancel is checked at every streamed chunk, but while the server is
+still evaluating a long prompt no chunk arrives and the request thread sits in a socket
+read. So the client's connection pool gets a thin network layer
+(:class:`_CancellableNetwork`) that remembers which socket the current request of each
+thread uses; a callback on the request's :class:`~lsp_assist.backends.base.CancelToken`
+shuts that socket down from the cancelling thread. The blocked read returns at once,
+``generate`` reports ``stop_reason == "cancelled"``, and the server sees the connection
+closed; what it does then is up to the server (llama-cpp-python's drops queued requests
+but finishes a prompt evaluation already under way). This needs no extra thread: a
+worker thread would let ``generate`` return early, but the read it leaves behind would
+still need the socket to be shut down to end, so the socket hook is needed either way.
 """
 
 from __future__ import annotations
@@ -29,15 +41,25 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
+import ssl
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal
 
+import httpcore
 import httpx
 
-from lsp_assist.backends.base import Backend, GenerationRequest, GenerationResult, ModelInfo
+from lsp_assist.backends.base import (
+    Backend,
+    CancelToken,
+    GenerationRequest,
+    GenerationResult,
+    ModelInfo,
+)
 from lsp_assist.backends.streaming import TextStream
 from lsp_assist.config import ModelSettings
 from lsp_assist.errors import CircuitOpenError, ModelLoadError, RemoteBackendError
@@ -120,6 +142,172 @@ class _Retryable(Exception):
     """A failure before any text arrived: the request may be retried."""
 
 
+class _Interrupter:
+    """Shuts down the socket of one request in flight when its cancel token fires.
+
+    ``bind`` is called from the request thread with each stream it reads or writes;
+    ``fire`` from the cancelling thread; ``disarm`` when the request no longer needs
+    it. All three hold one lock, so once ``disarm`` returned no socket is shut down
+    (the connection may go back to the pool and serve another request).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stream: httpcore.NetworkStream | None = None
+        self._fired = False
+        self._armed = True
+
+    @property
+    def fired(self) -> bool:
+        """True when the cancel fired while armed."""
+        return self._fired
+
+    def bind(self, stream: httpcore.NetworkStream) -> None:
+        with self._lock:
+            if not self._armed or stream is self._stream:
+                return
+            self._stream = stream
+            if self._fired:  # cancelled while connecting: end it at the first write
+                _shutdown(stream)
+
+    def fire(self) -> None:
+        with self._lock:
+            if not self._armed:
+                return
+            self._fired = True
+            if self._stream is not None:
+                _shutdown(self._stream)
+
+    def disarm(self) -> None:
+        with self._lock:
+            self._armed = False
+            self._stream = None
+
+
+def _shutdown(stream: httpcore.NetworkStream) -> None:
+    """Shut the TCP connection under ``stream`` down: a blocked read returns, FIN is sent.
+
+    ``socket.socket.shutdown`` is called unbound so that a TLS socket is shut down at the
+    TCP level too, without ``SSLSocket.shutdown`` dropping the TLS state another thread
+    is reading with. The stream itself is closed by its owner (httpcore) afterwards.
+    """
+    sock = stream.get_extra_info("socket")
+    if isinstance(sock, socket.socket):
+        with suppress(OSError):  # already closed or not connected: nothing to unblock
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class _CancellableStream(httpcore.NetworkStream):
+    """An httpcore stream that binds itself to the calling thread's request."""
+
+    def __init__(self, inner: httpcore.NetworkStream, network: _CancellableNetwork) -> None:
+        self._inner = inner
+        self._network = network
+
+    def _bind(self) -> None:
+        interrupter = self._network.current()
+        if interrupter is not None:
+            interrupter.bind(self._inner)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self._bind()
+        return self._inner.read(max_bytes, timeout)
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._bind()
+        self._inner.write(buffer, timeout)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        tls = self._inner.start_tls(ssl_context, server_hostname, timeout)
+        return _CancellableStream(tls, self._network)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _CancellableNetwork(httpcore.NetworkBackend):
+    """httpcore's network backend, wrapped so a cancel can reach a request's socket.
+
+    Requests are synchronous, so the thread doing one is the thread whose streams read
+    and write for it (a fresh connection or a reused keep-alive one alike): ``watch``
+    puts an :class:`_Interrupter` in a thread-local slot, each stream binds itself to it
+    on I/O, and the cancel token's callback shuts the bound socket down.
+    """
+
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self._inner = inner
+        self._local = threading.local()
+
+    def current(self) -> _Interrupter | None:
+        """The interrupter of this thread's request in flight, if any."""
+        interrupter: _Interrupter | None = getattr(self._local, "interrupter", None)
+        return interrupter
+
+    @contextmanager
+    def watch(self, cancel: CancelToken) -> Iterator[_Interrupter]:
+        """Make this thread's requests interruptible by ``cancel`` until exit."""
+        interrupter = _Interrupter()
+        self._local.interrupter = interrupter
+        remove = cancel.add_callback(interrupter.fire)
+        try:
+            yield interrupter
+        finally:
+            remove()
+            interrupter.disarm()
+            self._local.interrupter = None
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        stream = self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
+        return _CancellableStream(stream, self)
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        stream = self._inner.connect_unix_socket(path, timeout, socket_options)
+        return _CancellableStream(stream, self)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _cancellable_transport() -> tuple[httpx.HTTPTransport, _CancellableNetwork | None]:
+    """httpx's default transport with its pool's network backend wrapped.
+
+    httpx does not expose the pool's ``network_backend``, so this reaches into
+    ``HTTPTransport._pool`` (an ``httpcore.ConnectionPool``); should a future httpx
+    change that, cancels fall back to being noticed at the next streamed chunk.
+    """
+    transport = httpx.HTTPTransport()
+    pool = getattr(transport, "_pool", None)
+    inner = getattr(pool, "_network_backend", None)
+    if not isinstance(pool, httpcore.ConnectionPool) or not isinstance(
+        inner, httpcore.NetworkBackend
+    ):
+        logger.debug("httpx transport without a reachable network backend; late cancels")
+        return transport, None
+    network = _CancellableNetwork(inner)
+    pool._network_backend = network
+    return transport, network
+
+
 class RemoteBackend(Backend):
     """OpenAI-compatible completions over HTTP with retries and a circuit breaker."""
 
@@ -146,6 +334,11 @@ class RemoteBackend(Backend):
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self._has_key = bool(api_key)
+        # a caller's transport (tests, proxies) is used as is: cancels are then noticed
+        # at the next streamed chunk only
+        self._network: _CancellableNetwork | None = None
+        if transport is None:
+            transport, self._network = _cancellable_transport()
         self._client = httpx.Client(
             base_url=self.base_url,
             headers=headers,
@@ -307,7 +500,7 @@ class RemoteBackend(Backend):
         attempt = 0
         while attempt < attempts:
             try:
-                self._stream_once(request, result, t0)
+                answered = self._stream_once(request, result, t0)
             except _Retryable as exc:
                 last_error = str(exc)
                 if "HTTP " in last_error and self._send_ids and not switched:
@@ -336,7 +529,8 @@ class RemoteBackend(Backend):
                 self.breaker.failure()
                 raise
             else:
-                self.breaker.success()
+                if answered:  # a cancel before the server answered says nothing of it
+                    self.breaker.success()
                 break
         result.latency_ms = (time.perf_counter() - t0) * 1000.0
         if result.stop_reason == "cancelled":
@@ -346,8 +540,12 @@ class RemoteBackend(Backend):
         self._counters["generated_chars"] += len(result.text)
         return result
 
-    def _stream_once(self, request: GenerationRequest, result: GenerationResult, t0: float) -> None:
-        """One streamed request; raises _Retryable before any text, else RemoteBackendError."""
+    def _stream_once(self, request: GenerationRequest, result: GenerationResult, t0: float) -> bool:
+        """One streamed request; raises _Retryable before any text, else RemoteBackendError.
+
+        Returns False when a cancel ended it before the server answered (no verdict on
+        the server's health), True otherwise.
+        """
         settings = self.settings
         prompt_cap = (
             request.prompt_timeout_s
@@ -377,11 +575,16 @@ class RemoteBackend(Backend):
         )
         stream = TextStream(request)
         first_text_at: float | None = None
+        answered = False
         started = time.perf_counter()
         try:
-            with self._client.stream(
-                "POST", "/v1/completions", json=payload, timeout=timeout
-            ) as resp:
+            with (
+                self._watch(request.cancel) as interrupter,
+                self._client.stream(
+                    "POST", "/v1/completions", json=payload, timeout=timeout
+                ) as resp,
+            ):
+                answered = True
                 if resp.status_code >= 400:
                     resp.read()
                     raise _Retryable(f"HTTP {resp.status_code}: {resp.text[:200]}")
@@ -426,23 +629,42 @@ class RemoteBackend(Backend):
                         )
                         if finish == "stop" and not request.stop:
                             result.stop_reason = "eos"
+                if interrupter is not None:
+                    # before the response closes and its connection may go back to the
+                    # pool, where a late cancel must not shut it down
+                    interrupter.disarm()
         except _TRANSPORT_ERRORS as exc:
-            if first_text_at is None and not result.stop_reason:
+            if request.cancel.cancelled:
+                # our cancel shut the socket down (or it broke after the cancel): the
+                # answer is no longer wanted, so this is neither a failure nor a retry
+                result.stop_reason = "cancelled"
+            elif first_text_at is None and not result.stop_reason:
                 if isinstance(exc, httpx.TimeoutException) and (
                     time.perf_counter() - started >= prompt_cap
                 ):
                     result.stop_reason = "timeout"
                     result.text = stream.finish()
-                    return
+                    return True
                 raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
-            raise RemoteBackendError(
-                f"the connection to {self.base_url} broke mid-stream ({type(exc).__name__})"
-            ) from exc
+            else:
+                raise RemoteBackendError(
+                    f"the connection to {self.base_url} broke mid-stream ({type(exc).__name__})"
+                ) from exc
         result.text = stream.finish()
         if not result.stop_reason:
             result.stop_reason = "eos"
         if self.token_mode == "local" and result.text:
             result.tokens = self.tokenize(result.text)
+        return answered or result.stop_reason != "cancelled"
+
+    @contextmanager
+    def _watch(self, cancel: CancelToken) -> Iterator[_Interrupter | None]:
+        """Let ``cancel`` shut this thread's request socket down (see the module doc)."""
+        if self._network is None:
+            yield None
+            return
+        with self._network.watch(cancel) as interrupter:
+            yield interrupter
 
     # --- status -------------------------------------------------------------------------------
 

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import logging
+import re
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpcore
 import httpx
 import pytest
 
@@ -19,11 +23,14 @@ from lsp_assist.backends.factory import create_backend
 from lsp_assist.backends.remote import (
     CircuitBreaker,
     RemoteBackend,
+    _Interrupter,
     pseudo_detokenize,
     pseudo_tokenize,
 )
 from lsp_assist.config import ModelSettings
 from lsp_assist.errors import CircuitOpenError, RemoteBackendError
+
+from .conftest import code_text
 
 KEY = "test-secret-key-123"
 KEY_ENV = "LSP_ASSIST_TEST_REMOTE_KEY"
@@ -108,7 +115,205 @@ def _settings(url: str, **kw: Any) -> ModelSettings:
     )
 
 
+class ScriptedServer:
+    """An HTTP/1.1 server on 127.0.0.1 that plays a script, one step per request.
+
+    ``"answer"``: a complete streamed completion ("42"), with a Content-Length so the
+    connection stays open for the next request. ``"silent"``: read the request, then send
+    nothing (no headers, no body), as a server still evaluating a long prompt does,
+    until the client closes the connection (``closed`` is set) or ``hold_s`` passes.
+    Connections are served one at a time; ``ports`` lists the client port of each
+    request, so a reused keep-alive connection shows as a repeated port.
+    """
+
+    BODY = b'data: {"choices":[{"text":"42","finish_reason":"length"}]}\n\n'
+
+    def __init__(self, script: Sequence[str], hold_s: float = 5.0) -> None:
+        self.script = list(script)
+        self.hold_s = hold_s
+        self.ports: list[int] = []
+        self.silent = threading.Event()
+        self.closed = threading.Event()
+        self.closed_at = 0.0
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self._sock.settimeout(10)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+
+    def _serve(self) -> None:
+        try:
+            while self.script:
+                conn, addr = self._sock.accept()
+                with conn:
+                    self._handle(conn, int(addr[1]))
+        except OSError:  # accept timed out or the test closed the socket
+            pass
+
+    def _handle(self, conn: socket.socket, port: int) -> None:
+        buf = b""
+        while self.script:
+            while b"\r\n\r\n" not in buf:
+                data = conn.recv(65536)
+                if not data:
+                    return
+                buf += data
+            head, _, buf = buf.partition(b"\r\n\r\n")
+            match = re.search(rb"content-length:\s*(\d+)", head, re.IGNORECASE)
+            length = int(match.group(1)) if match else 0
+            while len(buf) < length:
+                data = conn.recv(65536)
+                if not data:
+                    return
+                buf += data
+            buf = buf[length:]
+            self.ports.append(port)
+            if self.script.pop(0) == "answer":
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (len(self.BODY), self.BODY)
+                )
+                continue
+            self.silent.set()
+            conn.settimeout(self.hold_s)
+            try:
+                if conn.recv(1) == b"":
+                    self.closed_at = time.perf_counter()
+                    self.closed.set()
+            except TimeoutError:
+                pass  # the client never gave up: close from this side
+            return
+
+    def close(self) -> None:
+        self._sock.close()
+        self._thread.join(timeout=10)
+
+
+def _cancel_when_silent(server: ScriptedServer, token: CancelToken, after_s: float) -> None:
+    """From another thread: once the server holds a request, wait ``after_s`` and cancel."""
+
+    def run() -> None:
+        if server.silent.wait(10):
+            time.sleep(after_s)
+            token.cancel()
+
+    threading.Thread(target=run, daemon=True).start()
+
+
 # --- model-free ----------------------------------------------------------------------------
+
+
+def test_cancel_token_callbacks() -> None:
+    token = CancelToken()
+    calls: list[str] = []
+    token.add_callback(lambda: calls.append("a"))
+    remove_b = token.add_callback(lambda: calls.append("b"))
+
+    def broken() -> None:
+        raise RuntimeError("boom")
+
+    token.add_callback(broken)
+    token.add_callback(lambda: calls.append("c"))
+    remove_b()
+    assert calls == []
+    token.cancel("first")  # a failing callback neither stops the others nor raises
+    token.cancel("second")
+    assert calls == ["a", "c"] and token.reason == "first"
+    token.add_callback(lambda: calls.append("late"))  # already cancelled: runs at once
+    assert calls == ["a", "c", "late"]
+
+
+class _SocketStream(httpcore.NetworkStream):
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def get_extra_info(self, info: str) -> Any:
+        return self.sock if info == "socket" else None
+
+
+def test_interrupter_cancel_during_connect_and_after_disarm() -> None:
+    a, b = socket.socketpair()
+    c, d = socket.socketpair()
+    with a, b, c, d:
+        b.settimeout(1.0)  # fail, not hang, if nothing shuts the connection down
+        d.settimeout(1.0)
+        early = _Interrupter()
+        early.fire()  # cancelled while the connection was still being made
+        early.bind(_SocketStream(a))  # its first read or write shuts it down at once
+        assert b.recv(1) == b""
+        late = _Interrupter()
+        late.bind(_SocketStream(c))
+        late.disarm()  # the request is over; the connection may serve another one
+        late.fire()
+        c.sendall(b"x")
+        assert d.recv(1) == b"x" and not late.fired
+
+
+def test_cancel_while_the_server_evaluates_the_prompt() -> None:
+    server = ScriptedServer(["silent"])
+    backend = RemoteBackend(_settings(server.url), tokenizer="estimate", backoff_s=0.01)
+    try:
+        token = CancelToken()
+        _cancel_when_silent(server, token, 0.1)
+        result = backend.generate(
+            GenerationRequest(prompt_tokens=backend.tokenize("def f(x):\n"), cancel=token)
+        )
+        returned_at = time.perf_counter()
+        assert token.cancelled and result.stop_reason == "cancelled" and result.text == ""
+        assert returned_at - token.cancelled_at < 0.25  # not when the server speaks (5 s)
+        assert server.closed.wait(1.0), "the server never saw the connection close"
+        assert server.closed_at - token.cancelled_at < 0.25
+        assert len(server.ports) == 1  # no retry
+        stats = backend.stats()
+        assert stats["cancelled"] == 1 and stats["failures"] == 0 and stats["retries"] == 0
+        assert stats["circuit"] == "closed" and backend.breaker.failures == 0
+    finally:
+        backend.close()
+        server.close()
+
+
+def test_cancel_on_a_reused_connection_and_a_late_cancel_spares_the_pool() -> None:
+    server = ScriptedServer(["answer", "silent"])
+    backend = RemoteBackend(_settings(server.url), tokenizer="estimate")
+    try:
+        prompt = backend.tokenize("x = ")
+        done = CancelToken()
+        first = backend.generate(GenerationRequest(prompt_tokens=prompt, cancel=done))
+        assert first.text == "42" and first.stop_reason == "length"
+        done.cancel()  # after the request: must not shut down the now idle connection
+        token = CancelToken()
+        _cancel_when_silent(server, token, 0.1)
+        second = backend.generate(GenerationRequest(prompt_tokens=prompt, cancel=token))
+        returned_at = time.perf_counter()
+        assert second.stop_reason == "cancelled" and second.text == ""
+        assert returned_at - token.cancelled_at < 0.25
+        assert len(server.ports) == 2 and server.ports[0] == server.ports[1]  # kept alive
+        assert server.closed.wait(1.0), "the server never saw the connection close"
+        assert backend.stats()["failures"] == 0
+    finally:
+        backend.close()
+        server.close()
+
+
+def test_a_caller_transport_still_works_without_the_socket_hook() -> None:
+    body = ScriptedServer.BODY.decode()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text=body, headers={"Content-Type": "text/event-stream"})
+
+    backend = RemoteBackend(
+        _settings("http://remote.invalid"),
+        tokenizer="estimate",
+        transport=httpx.MockTransport(handler),
+    )
+    try:
+        result = backend.generate(GenerationRequest(prompt_tokens=backend.tokenize("x = ")))
+        assert result.text == "42" and result.stop_reason == "length"
+    finally:
+        backend.close()
 
 
 def test_pseudo_tokens_round_trip() -> None:
@@ -232,6 +437,31 @@ def test_cancel_stops_the_stream(server: Server, monkeypatch: pytest.MonkeyPatch
         )
         assert result.stop_reason == "cancelled"
         assert len(result.text) < 40
+    finally:
+        backend.close()
+
+
+@pytest.mark.slow
+def test_cancel_before_the_first_token_on_a_real_server(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, KEY)
+    backend = RemoteBackend(_settings(server.url), tokenizer="estimate")
+    try:
+        # ~560 tokens, new to the server's KV cache: seconds of prompt evaluation here
+        prompt = backend.tokenize(f"# {uuid.uuid4()}\n{code_text(2000)}")
+        token = CancelToken()
+        timer = threading.Timer(0.2, token.cancel)
+        timer.start()
+        result = backend.generate(
+            GenerationRequest(prompt_tokens=prompt, max_tokens=8, cancel=token)
+        )
+        returned_at = time.perf_counter()
+        timer.join()
+        assert result.stop_reason == "cancelled" and result.text == "" and result.ttft_ms == 0
+        assert returned_at - token.cancelled_at < 0.25
+        stats = backend.stats()
+        assert stats["failures"] == 0 and stats["circuit"] == "closed"
     finally:
         backend.close()
 
