@@ -210,6 +210,8 @@ class LlamaEngine:
         self.evaluated = 0
         self.min_rows = max(1, min_rows)
         """Rows per ``llama_decode``: shorter steps are padded (see INVARIANT_MAX_ROWS)."""
+        self.pad_logits = True
+        """Whether padding rows need logits: set by :meth:`_output_rows_invariant` at load."""
         self._abort_check: Callable[[], bool] | None = None
         if vocab_only:
             return
@@ -247,6 +249,8 @@ class LlamaEngine:
         ):
             # a padding row cannot be removed from a recurrent state again
             self.min_rows = 1
+        if self.min_rows > 1:
+            self.pad_logits = not self._output_rows_invariant()
 
         def _abort(_data: ctypes.c_void_p) -> bool:
             check = self._abort_check
@@ -375,11 +379,10 @@ class LlamaEngine:
                 rows = real
                 pad_outputs = 0
                 if real < self.min_rows and pos0 + self.min_rows <= self.n_ctx:
-                    # padding rows repeat the last token; when the step reads logits they
-                    # have logits too, since the output projection is a matmul over the
-                    # output rows and must not be a one-row matmul either
+                    # padding rows repeat the last token; where a one-row output
+                    # projection rounds differently (see pad_logits) they get logits too
                     rows = self.min_rows
-                    if outputs:
+                    if outputs and self.pad_logits:
                         pad_outputs = max(0, self.min_rows - outputs)
                 for i in range(rows):
                     batch.token[i] = tokens[min(start + i, end - 1)]
@@ -433,14 +436,42 @@ class LlamaEngine:
             self.clear()
         return False
 
-    def argmax(self, i: int) -> int:
-        """Return the greedy token of the ``i``-th logits row of the last :meth:`eval`."""
-        idx = i - self._logit_base  # negative index from the end of the outputs
-        ptr = self._ll.llama_get_logits_ith(self.ctx, idx)
+    def _output_rows_invariant(self) -> bool:
+        """Whether logits read from one output row equal those read from several, bit for bit.
+
+        The output projection is a matmul over the rows that have logits: with an F32 or
+        F16 output matrix llama.cpp's CPU backend computes one row with ggml's dot
+        products and several with the llamafile sgemm, which round differently; with
+        Q8_0 (the embedded Gemma) the two agree. A padding row with logits costs a whole
+        extra row of the output projection (262,144 vocabulary rows for Gemma, about 40 %
+        of a decode step), so it is only paid where this check at load says so.
+        """
+        probe = [t % self.n_vocab for t in range(100, 107)]
+        try:
+            self.pad_logits = False
+            self.clear()
+            self.eval(probe[:4], n_logits=0)
+            alone = []
+            for tok in probe[4:6]:
+                self.eval([tok], n_logits=1)
+                alone.append(self._logits_row(0).copy())
+            self.truncate(4)
+            self.eval(probe[4:7], n_logits=3)
+            return all(np.array_equal(alone[i], self._logits_row(i)) for i in range(2))
+        except BackendError:
+            return False
+        finally:
+            self.clear()
+
+    def _logits_row(self, i: int) -> Any:
+        ptr = self._ll.llama_get_logits_ith(self.ctx, i - self._logit_base)
         if not ptr:
             raise BackendError(f"no logits for output {i}")
-        row = np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
-        return int(row.argmax())
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+
+    def argmax(self, i: int) -> int:
+        """Return the greedy token of the ``i``-th logits row of the last :meth:`eval`."""
+        return int(self._logits_row(i).argmax())
 
     def state_save(self) -> KVState:
         """Serialise the sequence (into a buffer kept as is: no extra copy)."""

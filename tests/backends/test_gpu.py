@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from lsp_assist.backends.base import GenerationRequest
 from lsp_assist.backends.llama import INVARIANT_MAX_ROWS, LocalBackend
 from lsp_assist.config import ModelSettings
 
+from .identity import check_rows_bit_identical, plain_and_drafted
 from .tiny_gguf import write_tiny_gguf
 
 
@@ -84,27 +84,10 @@ def test_every_layer_is_offloaded(gguf_path: Path, caplog: pytest.LogCaptureFixt
         backend.close()
 
 
-def _row(backend: LocalBackend, i: int) -> Any:
-    eng = backend._engine
-    ptr = eng._ll.llama_get_logits_ith(eng.ctx, i - eng._logit_base)
-    return np.ctypeslib.as_array(ptr, shape=(eng.n_vocab,)).copy()
-
-
 def test_verified_rows_are_bit_identical_on_gpu(gpu: LocalBackend) -> None:
-    eng = gpu._engine
     prompt = [1, *gpu.tokenize("def abc(x): return x + abc(x - 1) " * 8)]
     follow = gpu.tokenize("def abcdef")[: INVARIANT_MAX_ROWS - 1]
-    eng.clear()
-    eng.eval(prompt, n_logits=0)
-    alone = []
-    for tok in follow:
-        eng.eval([tok], n_logits=1)
-        alone.append(_row(gpu, 0))
-    for rows in (2, len(follow)):
-        eng.truncate(len(prompt))
-        eng.eval(follow[:rows], n_logits=rows)
-        for i in range(rows):
-            assert (_row(gpu, i) == alone[i]).all(), f"row {i} of {rows} differs on the GPU"
+    check_rows_bit_identical(gpu, prompt, follow, (2, len(follow)))
 
 
 @pytest.mark.parametrize("draft", ["prompt-lookup", "model"])
@@ -113,12 +96,7 @@ def test_drafting_matches_greedy_on_gpu(gguf_path: Path, draft: str) -> None:
     backend = LocalBackend(settings, model_path=gguf_path)
     try:
         prompt = [1, *backend.tokenize("abc def ghi abc def ghi abc def ghi abc de")]
-        plain = backend.generate(
-            GenerationRequest(prompt_tokens=prompt, max_tokens=48, draft=False)
-        )
-        drafted = backend.generate(
-            GenerationRequest(prompt_tokens=prompt, max_tokens=48, draft=True)
-        )
+        plain, drafted = plain_and_drafted(backend, prompt, 48)
         assert drafted.draft_proposed > 0
         assert len(plain.tokens) >= 16
         assert drafted.tokens == plain.tokens

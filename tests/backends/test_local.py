@@ -16,6 +16,7 @@ from lsp_assist.config import ModelSettings
 from lsp_assist.errors import DraftModelError, ModelLoadError
 
 from .conftest import code_text
+from .identity import check_rows_bit_identical, plain_and_drafted
 from .tiny_gguf import default_words, write_tiny_gguf
 
 pytestmark = pytest.mark.slow
@@ -337,20 +338,15 @@ def _copy_prompt(backend: LocalBackend) -> list[int]:
 
 @pytest.mark.parametrize("draft_seed", [0, 5])
 def test_draft_model_identity_on_exact_kernels(tmp_path: Path, draft_seed: int) -> None:
-    # all-f32 tiny model: no activation quantization, so batch and single decoding agree;
-    # seed 0 = the main model itself (every draft accepted), seed 5 = mostly rejected
+    # a draft model: seed 0 = the main model itself (every draft accepted), seed 5 = a
+    # different one (mostly rejected); either way the output is the main model's own
     main = write_tiny_gguf(tmp_path / "main.gguf")
     draft = write_tiny_gguf(tmp_path / "draft.gguf", seed=draft_seed)
     settings = _settings(context_length=512, draft="model", draft_model_path=str(draft))
     backend = LocalBackend(settings, model_path=main)
     try:
         prompt = [1, *backend.tokenize("abc def abc def ab")]
-        plain = backend.generate(
-            GenerationRequest(prompt_tokens=prompt, max_tokens=40, draft=False)
-        )
-        drafted = backend.generate(
-            GenerationRequest(prompt_tokens=prompt, max_tokens=40, draft=True)
-        )
+        plain, drafted = plain_and_drafted(backend, prompt, 40)
         assert drafted.draft_proposed > 0
         if draft_seed == 0:
             assert drafted.draft_accepted == drafted.draft_proposed
@@ -380,14 +376,6 @@ def tiny_f32(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBackend]
     backend.close()
 
 
-def _logits(backend: LocalBackend, i: int) -> Any:
-    import numpy as np
-
-    eng = backend._engine
-    ptr = eng._ll.llama_get_logits_ith(eng.ctx, i - eng._logit_base)
-    return np.ctypeslib.as_array(ptr, shape=(eng.n_vocab,)).copy()
-
-
 @pytest.mark.parametrize("model", ["smol", "gemma", "tiny_f32"])
 def test_verified_rows_are_bit_identical_to_single_decoding(
     model: str, request: pytest.FixtureRequest
@@ -397,36 +385,16 @@ def test_verified_rows_are_bit_identical_to_single_decoding(
     # tiny_f32 also needs the padding row to have logits (a 1-row output projection
     # rounds differently from a 2-row one)
     backend: LocalBackend = request.getfixturevalue(model)
-    eng = backend._engine
-    assert eng.min_rows == 2
+    assert backend._engine.min_rows == 2
     prompt = backend.tokenize(code_text(4000))[:252]
     follow = backend.tokenize(code_text(4400)[4000:])[:6]
-    eng.clear()
-    eng.eval(prompt, n_logits=0)
-    alone = []
-    for tok in follow:
-        eng.eval([tok], n_logits=1)
-        alone.append(_logits(backend, 0))
-    assert len(eng.tokens) == len(prompt) + len(follow)  # the padding row was removed
-    assert eng.check_sync()
-    for rows in (3, 6):
-        eng.truncate(len(prompt))
-        eng.eval(follow[:rows], n_logits=rows)
-        for i in range(rows):
-            assert (_logits(backend, i) == alone[i]).all(), f"row {i} of {rows} differs"
+    check_rows_bit_identical(backend, prompt, follow, (3, 6))
 
 
 @pytest.mark.parametrize("model", ["smol", "gemma"])
 def test_prompt_lookup_drafting_matches_greedy(model: str, request: pytest.FixtureRequest) -> None:
     backend: LocalBackend = request.getfixturevalue(model)
-    prompt = _copy_prompt(backend)
-    outputs = {}
-    for draft in (False, True):
-        backend._engine.clear()
-        outputs[draft] = backend.generate(
-            GenerationRequest(prompt_tokens=prompt, max_tokens=64, draft=draft)
-        )
-    plain, drafted = outputs[False], outputs[True]
+    plain, drafted = plain_and_drafted(backend, _copy_prompt(backend), 64)
     assert drafted.drafting and not plain.drafting
     assert drafted.draft_proposed > 0 and drafted.draft_accepted > 0
     assert len(plain.tokens) >= 32
