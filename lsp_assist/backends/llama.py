@@ -876,6 +876,12 @@ class LocalBackend(Backend):
         t_prefill = time.perf_counter()
         result.prefill_ms = (t_prefill - t0) * 1000.0
         gen_deadline = t_prefill + gen_timeout
+
+        def step_abort() -> bool:
+            # checked between graph nodes: a cancel lands within a step (a verification
+            # batch of 7 rows takes ~60 ms here) rather than after it
+            return cancel.cancelled or time.perf_counter() > gen_deadline
+
         pending = eng.argmax(0)
         result.ttft_ms = (time.perf_counter() - t0) * 1000.0
 
@@ -925,9 +931,9 @@ class LocalBackend(Backend):
                     logger.warning("drafting failed, switched off for this request: %s", exc)
                     drafting = False
             try:
-                eng.eval([pending, *drafts], n_logits=1 + len(drafts))
-            except _Aborted:  # pragma: no cover - no abort during generation
-                result.stop_reason = "cancelled"
+                eng.eval([pending, *drafts], n_logits=1 + len(drafts), abort=step_abort)
+            except _Aborted:
+                result.stop_reason = "cancelled" if cancel.cancelled else "timeout"
                 break
             nxt = eng.argmax(0)
             accepted = 0

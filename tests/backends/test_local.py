@@ -212,6 +212,43 @@ def test_cancel_within_one_token(smol: LocalBackend) -> None:
     )
 
 
+class _CancelInsideStep(CancelToken):
+    """Cancels itself at the 50th check after being armed: inside llama_decode's graph."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+        self.checks = 0
+
+    @property
+    def cancelled(self) -> bool:
+        if self.armed:
+            self.checks += 1
+            if self.checks == 50:
+                self.cancel()
+        return super().cancelled
+
+
+def test_cancel_inside_a_decode_step_keeps_kv_consistent(smol: LocalBackend) -> None:
+    prompt = smol.tokenize(code_text(600))
+    token = _CancelInsideStep()
+
+    def arm(_text: str) -> None:
+        token.armed = True
+
+    result = smol.generate(
+        GenerationRequest(prompt_tokens=prompt, max_tokens=40, cancel=token, on_text=arm)
+    )
+    assert result.stop_reason == "cancelled"
+    assert token.checks >= 50  # the 50th check is inside a step: the graph has hundreds
+    assert len(result.tokens) <= 2
+    assert smol._engine.check_sync()
+    held = smol.cached_tokens
+    assert held == [*prompt, *result.tokens][: len(held)]
+    follow = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=2))
+    assert follow.reused_tokens >= len(prompt) - 1
+
+
 def test_cancel_during_prefill_keeps_kv_consistent(smol: LocalBackend) -> None:
     prompt = smol.tokenize(code_text(6000, "lsp_assist/backends/llama.py"))[:1500]
     smol.generate(GenerationRequest(prompt_tokens=smol.tokenize("x = 1"), max_tokens=1))
