@@ -230,8 +230,8 @@ class LlamaEngine:
             cparams.n_outputs_max = max(1, max_outputs)
         if hasattr(cparams, "flash_attn_type"):
             # off unless asked for: llama.cpp's CPU flash attention takes a split-KV path
-            # for one row and a tiled one for many, so it is only row-invariant between
-            # those; plain attention is, and is as fast at these context lengths
+            # for one row (KV >= 512) and a tiled one from its Q tile size, so it is
+            # row-invariant only between those; plain attention needs no such care
             cparams.flash_attn_type = 0 if flash_attn is None or not flash_attn else 1
         if hasattr(cparams, "swa_full"):
             # keep every position of sliding-window layers so prefixes can be reused
