@@ -40,6 +40,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench_common import pct  # noqa: E402
+
 from lsp_assist.backends.base import CancelToken, GenerationRequest, GenerationResult  # noqa: E402
 from lsp_assist.backends.llama import LocalBackend  # noqa: E402
 from lsp_assist.config import ModelSettings  # noqa: E402
@@ -49,15 +51,6 @@ FILES = [
     "lsp_assist/backends/kv_states.py",
     "lsp_assist/backends/drafting.py",
 ]
-
-
-def pct(values: list[float], q: float) -> float:
-    """Return the q-th percentile (0-100), 0 when empty."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))
-    return ordered[k]
 
 
 def typing_lines(text: str, count: int, rng: random.Random) -> list[int]:

@@ -32,21 +32,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench_common import pct  # noqa: E402
+
 from lsp_assist.config import ContextSettings, IndexSettings  # noqa: E402
 from lsp_assist.context.engine import ContextEngine  # noqa: E402
 from lsp_assist.context.model import AssembledPrompt, Cursor  # noqa: E402
 from lsp_assist.context.tokens import CachedCounter, VocabTokenizer  # noqa: E402
 
 EXCLUDE = ["test/**", "tests/**", "idlelib/**", "lib2to3/**", "turtledemo/**", "ensurepip/**"]
-
-
-def pct(values: list[float], q: float) -> float:
-    """Return the q-th percentile (0-100) of values, 0 when empty."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))
-    return ordered[k]
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_common import pct
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
@@ -30,15 +31,6 @@ from lsp_assist.cli.demo_cmd import line_edit
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "docs" / "examples" / "shop"
-
-
-def pct(values: list[float], q: float) -> float:
-    """Return the q-th percentile (0-100) of values, 0 when empty."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))
-    return ordered[k]
 
 
 async def run(model: str, keystrokes: int) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
+from lsp_assist.cli.demo_cmd import line_edit
 from tests.e2e.conftest import inline_params, open_file, wait_ready
 
 pytestmark = pytest.mark.slow
@@ -179,20 +180,7 @@ async def test_type_through_and_accept_are_recorded(client: LanguageClient) -> N
     assert first is not None and first.items
     suggestion = str(first.items[0].insert_text)
     typed = suggestion[:2]
-    client.text_document_did_change(
-        types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[
-                types.TextDocumentContentChangePartial(
-                    range=types.Range(
-                        start=types.Position(line=line, character=col),
-                        end=types.Position(line=line, character=col),
-                    ),
-                    text=typed,
-                )
-            ],
-        )
-    )
+    client.text_document_did_change(line_edit(uri, 2, line, col, col, typed))
     second = await client.text_document_inline_completion_async(
         inline_params(uri, line, col + len(typed), automatic=True)
     )
