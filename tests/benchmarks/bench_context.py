@@ -37,7 +37,7 @@ from bench_common import pct  # noqa: E402
 from lsp_assist.config import ContextSettings, IndexSettings  # noqa: E402
 from lsp_assist.context.engine import ContextEngine  # noqa: E402
 from lsp_assist.context.model import AssembledPrompt, Cursor  # noqa: E402
-from lsp_assist.context.tokens import CachedCounter, VocabTokenizer  # noqa: E402
+from lsp_assist.context.tokens import CachedCounter  # noqa: E402
 
 EXCLUDE = ["test/**", "tests/**", "idlelib/**", "lib2to3/**", "turtledemo/**", "ensurepip/**"]
 
@@ -62,6 +62,36 @@ def body_lines(text: str) -> list[int]:
     return out
 
 
+def load_vocabulary(model: str) -> tuple[Any, Any, str]:
+    """Return the vocabulary-only tokenizer of ``model`` (default the embedded model),
+    its ModelInfo and its path."""
+    from lsp_assist.backends.models import embedded_model_path
+
+    try:
+        from lsp_assist.backends.vocab import Vocabulary as Reader
+    except ImportError:  # older checkouts (measured with PYTHONPATH): the context's reader
+        from lsp_assist.context.tokens import VocabTokenizer as Reader  # type: ignore
+
+    model_path = model or str(embedded_model_path())
+    tokenizer = Reader(model_path)
+    return tokenizer, tokenizer.info(), model_path
+
+
+def scanned_index(root: Path, exclude: list[str]) -> tuple[Any, float, float]:
+    """Return the scanned index of ``root``, the scan's seconds and the reverse-import map's."""
+    from lsp_assist.index.workspace import WorkspaceIndex
+
+    t0 = time.perf_counter()
+    index = WorkspaceIndex([root], IndexSettings(exclude_globs=exclude, watch=False))
+    index.scan()
+    scan_s = time.perf_counter() - t0
+    # The index builds its reverse-import map lazily on the first importers_of call
+    # (once per workspace, not per request): build it before measuring.
+    t1 = time.perf_counter()
+    index.importers_of(root / "__init__.py")
+    return index, scan_s, time.perf_counter() - t1
+
+
 def main() -> int:
     """Run the benchmark and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -74,23 +104,10 @@ def main() -> int:
     parser.add_argument("--json", default="")
     args = parser.parse_args()
 
-    from lsp_assist.backends.models import embedded_model_path
-    from lsp_assist.index.workspace import WorkspaceIndex
-
     load_before = os.getloadavg()[0]
-    model_path = args.model or str(embedded_model_path())
-    tokenizer = VocabTokenizer(model_path)
-    info = tokenizer.info()
+    tokenizer, info, model_path = load_vocabulary(args.model)
     root = Path(args.root).resolve()
-    t0 = time.perf_counter()
-    index = WorkspaceIndex([root], IndexSettings(exclude_globs=EXCLUDE, watch=False))
-    index.scan()
-    scan_s = time.perf_counter() - t0
-    # The index builds its reverse-import map lazily on the first importers_of call
-    # (once per workspace, not per request): build it before measuring.
-    t1 = time.perf_counter()
-    index.importers_of(root / "os.py")
-    importers_s = time.perf_counter() - t1
+    index, scan_s, importers_s = scanned_index(root, EXCLUDE)
     files = sorted(p for p in index.files() if p.suffix == ".py")
     print(
         f"model {Path(model_path).name}; root {root}: {len(files)} files indexed in "
