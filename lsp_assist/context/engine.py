@@ -20,7 +20,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lsp_assist.backends.base import ModelInfo
@@ -38,7 +38,7 @@ from lsp_assist.context.summaries import (
 )
 from lsp_assist.context.syntax import TreeCache
 from lsp_assist.context.tokens import CachedCounter
-from lsp_assist.context.zone import Zone, select_zone
+from lsp_assist.context.zone import Zone, select_zone, zone_from_span
 from lsp_assist.errors import ContextError
 from lsp_assist.index.model import FileEntry, Import, IndexLookup
 
@@ -86,6 +86,16 @@ class _Parts:
     suf: list[_Piece] = field(default_factory=list)
     mid: list[_Piece] = field(default_factory=list)
     items: dict[str, list[LayerItem]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _LineState:
+    """A file's last layered build, reused while the user types within its cursor line."""
+
+    key: tuple[object, ...]
+    span: tuple[int, int]
+    parts: _Parts
+    plan: BudgetPlan
 
 
 def _default_relative(index: IndexLookup) -> Callable[[Path], str]:
@@ -138,6 +148,7 @@ class ContextEngine:
         self._recent: OrderedDict[Path, None] = OrderedDict()
         self._zone_memo: dict[Path, tuple[int, int, int, int, int]] = {}
         self._summary_memo: dict[Path, tuple[tuple[int, int], int, list[SummaryEntry]]] = {}
+        self._line_states: dict[Path, _LineState] = {}
         self._lock = threading.RLock()
         log.debug("context engine: format %s (%s)", self.format.name, self.format.family)
 
@@ -315,6 +326,16 @@ class ContextEngine:
         lines = cursor.text.split("\n")
         line = max(0, min(cursor.line, len(lines) - 1))
         col = max(0, min(cursor.column, len(lines[line])))
+
+        # While the user types within one line, everything before the editing zone is
+        # kept as it was at the line's first build: only the zone's tail changes.
+        key = self._line_key(cursor, lines, line, settings, total)
+        state = self._line_states.get(cursor.path)
+        if state is not None and state.key == key:
+            reused = self._reuse_line(cursor, lines, line, col, state, total, rel)
+            if reused is not None:
+                return reused
+
         plan = BudgetPlan.split(total, settings)
         c = comment_prefix(cursor.language)
 
@@ -325,6 +346,20 @@ class ContextEngine:
         parts.items["instructions"] = [
             LayerItem(source=rel, symbol=fmt.family, reason=f"{fmt.name} format", tokens=overhead)
         ]
+
+        entry = self._file_entry(cursor.path)
+        imports = list(entry.imports) if entry is not None else []
+
+        # project summary: a grant fixed for the file (not what the other layers leave),
+        # so it is the same at every position in the file and stays in the KV cache
+        ps_budget = 0
+        if settings.layer_project_summary:
+            share = plan.shares.get("file_summary", 0)
+            ps_budget = min(share // 2 if settings.layer_file_summary else share, plan.remaining)
+            if ps_budget > 0:
+                self._project_summary(cursor, imports, ps_budget, parts, c)
+        plan.granted["project_summary"] = ps_budget
+        plan.spent["project_summary"] = self._cost(parts.project)
 
         # editing zone
         tree = self._tree(cursor)
@@ -340,6 +375,7 @@ class ContextEngine:
             fim=fmt.is_fim,
             estimate=estimate_tokens,
             hint=self._zone_hint(cursor.path, len(lines), zone_budget, settings),
+            reserve=TYPED_STEP,
         )
         self._zone_memo[cursor.path] = (
             len(lines),
@@ -348,32 +384,15 @@ class ContextEngine:
             zone.start_line,
             max(zone.end_line, line),
         )
-        if zone.before:
-            parts.before = [self._piece("editing_zone", zone.before)]
-        if zone.after:
-            parts.after = [self._piece("editing_zone", zone.after)]
-        if zone.typed:
-            parts.typed = [self._piece("editing_zone", zone.typed)]
-            parts.typed[0].volatile = True
-        zone_cost = self._cost(parts.before + parts.after + parts.typed)
+        zone_cost = self._zone_pieces(parts, zone, rel)
         # The typed part of the cursor line changes at every keystroke. The layers
         # after the zone get what the zone left, so charge the typed part in steps
-        # of TYPED_STEP tokens: their grants (and so the stable head of the
-        # prompt) stay the same while the user types within the line.
+        # of TYPED_STEP tokens: their grants do not move with each character.
         typed_cost = self._cost(parts.typed)
         reserved = -(-(typed_cost + 1) // TYPED_STEP) * TYPED_STEP
         charged = zone_cost - typed_cost + max(typed_cost, reserved)
         plan.spend("editing_zone", min(charged, max(zone_cost, zone_budget)))
-        parts.items["editing_zone"] = [
-            LayerItem(
-                source=rel,
-                reason=f"lines {zone.start_line + 1}-{zone.end_line + 1}",
-                tokens=zone_cost,
-            )
-        ]
 
-        entry = self._file_entry(cursor.path)
-        imports = list(entry.imports) if entry is not None else []
         recent = set(self._recent) | set(cursor.open_files)
         recent.discard(cursor.path)
 
@@ -396,13 +415,66 @@ class ContextEngine:
             self._file_summary(cursor, tree, lines, zone, entry, fs_budget, parts, c, rel)
         plan.spend("file_summary", self._cost(parts.file_summary))
 
-        # project summary
-        ps_budget = plan.grant("project_summary")
-        if settings.layer_project_summary and ps_budget > 0:
-            self._project_summary(cursor, imports, ps_budget, parts, c)
-        plan.spend("project_summary", self._cost(parts.project))
+        prompt = self._assemble(cursor, parts, plan, "layered", total, zone)
+        if len(self._line_states) > 64:
+            self._line_states.clear()
+        self._line_states[cursor.path] = _LineState(
+            key=key, span=(zone.start_line, zone.end_line), parts=parts, plan=plan
+        )
+        return prompt
 
-        return self._assemble(cursor, parts, plan, "layered", total, zone)
+    def _line_key(
+        self, cursor: Cursor, lines: list[str], line: int, settings: ContextSettings, total: int
+    ) -> tuple[object, ...]:
+        """Return what must not change for a build to reuse the line's first build."""
+        begin = sum(map(len, lines[:line])) + line
+        finish = begin + len(lines[line])
+        return (
+            line,
+            len(lines),
+            hash(cursor.text[:begin]),
+            hash(cursor.text[finish:]),
+            total,
+            settings,
+            cursor.language,
+            cursor.open_files,
+            tuple(self._recent),
+        )
+
+    def _zone_pieces(self, parts: _Parts, zone: Zone, rel: str) -> int:
+        """Set the zone's pieces and item in ``parts``; return their cost."""
+        parts.before = [self._piece("editing_zone", zone.before)] if zone.before else []
+        parts.after = [self._piece("editing_zone", zone.after)] if zone.after else []
+        parts.typed = [self._piece("editing_zone", zone.typed)] if zone.typed else []
+        for piece in parts.typed:
+            piece.volatile = True
+        zone_cost = self._cost(parts.before + parts.after + parts.typed)
+        parts.items["editing_zone"] = [
+            LayerItem(
+                source=rel,
+                reason=f"lines {zone.start_line + 1}-{zone.end_line + 1}",
+                tokens=zone_cost,
+            )
+        ]
+        return zone_cost
+
+    def _reuse_line(
+        self,
+        cursor: Cursor,
+        lines: list[str],
+        line: int,
+        col: int,
+        state: _LineState,
+        total: int,
+        rel: str,
+    ) -> AssembledPrompt | None:
+        """Return the prompt with the line's first head and the zone's lines, if it fits."""
+        zone = zone_from_span(lines, *state.span, line, col, fim=self.format.is_fim)
+        parts = replace(state.parts, items=dict(state.parts.items))
+        self._zone_pieces(parts, zone, rel)
+        if self._cost(self._order(parts)) > total:
+            return None  # the line outgrew what its zone reserved: build afresh
+        return self._assemble(cursor, parts, state.plan, "layered", total, zone)
 
     # -- layers -----------------------------------------------------------------------
 

@@ -1,10 +1,14 @@
-"""The editing zone: the code around the cursor, verbatim, in whole syntactic blocks.
+"""The editing zone: the code around the cursor, verbatim, nearest first.
 
 The zone starts from the outermost syntax node around the cursor that fits the line
-and token limits (typically the enclosing function) and grows by whole sibling nodes
-(its neighbours) before and, for fill-in-the-middle models, after it, up to
-``editing_zone_lines`` lines. A block is never cut in half: when the enclosing
-function is too large, the zone is made of whole statements of its body instead.
+and token limits (typically the enclosing function) and grows by whole neighbouring
+nodes (siblings, then the siblings of each enclosing node) before and, for
+fill-in-the-middle models, after it, up to ``editing_zone_lines`` lines and the
+zone's token grant. Whole blocks are preferred; when the next neighbour does not fit
+whole, the zone takes its trailing whole statements (its leading ones after the
+cursor), descending into nested blocks, and as a last resort whole lines, so the
+grant is filled with the code nearest the cursor. A line is never cut (a single
+over-long line is the only thing ever trimmed).
 
 The zone is returned in three parts so the prompt can keep everything but the
 typed part of the cursor line stable while the user types within that line.
@@ -12,8 +16,8 @@ typed part of the cursor line stable while the user types within that line.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 
@@ -52,6 +56,15 @@ def _parts(
     return before, typed, after
 
 
+def zone_from_span(
+    lines: list[str], start: int, end: int, line: int, col: int, *, fim: bool
+) -> Zone:
+    """Return the zone of lines ``start``..``end`` around ``(line, col)`` (no selection)."""
+    end = end if fim else line
+    before, typed, after = _parts(lines, start, end, line, col, fim)
+    return Zone(start_line=start, end_line=end, before=before, typed=typed, after=after)
+
+
 def node_lines(node: Any) -> tuple[int, int]:
     """Return a node's first and last line (a node ending at column 0 ends the line before)."""
     start = int(node.start_point[0])
@@ -59,6 +72,156 @@ def node_lines(node: Any) -> tuple[int, int]:
     if node.end_point[1] == 0 and end > start:
         end -= 1
     return start, end
+
+
+@dataclass(slots=True)
+class _Block:
+    """A candidate neighbour: its lines and, when it has one, the node to descend into."""
+
+    first: int
+    last: int
+    node: Any | None = None
+
+
+def _named(node: Any) -> list[_Block]:
+    return [_Block(*node_lines(c), c) for c in node.children if c.is_named]
+
+
+class _Grower:
+    """Grows the span ``start``..``end`` around the cursor line under one cost function."""
+
+    def __init__(
+        self,
+        lines: list[str],
+        line: int,
+        *,
+        max_lines: int,
+        limit: float,
+        cost: Callable[[str], float],
+        fim: bool,
+    ) -> None:
+        self.lines = lines
+        self.line = line
+        self.max_lines = max_lines
+        self.limit = limit
+        self.cost = cost
+        self.fim = fim
+        self._line_costs: dict[int, float] = {}
+        self.start = line
+        self.end = line
+
+    def span_cost(self, a: int, b: int) -> float:
+        """Return the cost of lines ``a``..``b`` (up to the cursor line without FIM)."""
+        hi = b if self.fim else min(b, self.line)
+        total = 0.0
+        for i in range(a, hi + 1):
+            c = self._line_costs.get(i)
+            if c is None:
+                c = self._line_costs[i] = self.cost(self.lines[i] + "\n")
+            total += c
+        return total
+
+    def fits(self, a: int, b: int) -> bool:
+        """True when lines ``a``..``b`` are within the line cap and the token limit."""
+        span = (b if self.fim else self.line) - a + 1
+        return span <= self.max_lines and self.span_cost(a, b) <= self.limit
+
+    def take_before(self, block: _Block) -> bool:
+        """Extend upward over ``block``: whole, else its trailing parts; False once cut."""
+        if block.first >= self.start:
+            return True
+        if self.fits(block.first, self.end):
+            self.start = block.first
+            return True
+        if block.node is not None:
+            for child in reversed(_named(block.node)):
+                if child.first < self.start and not self.take_before(child):
+                    return False
+        # what is left of the block has no smaller parts: whole lines, nearest first
+        while self.start > block.first and self.fits(self.start - 1, self.end):
+            self.start -= 1
+        return False
+
+    def take_after(self, block: _Block) -> bool:
+        """Extend downward over ``block``: whole, else its leading parts; False once cut."""
+        if block.last <= self.end:
+            return True
+        if self.fits(self.start, block.last):
+            self.end = block.last
+            return True
+        if block.node is not None:
+            for child in _named(block.node):
+                if child.last > self.end and not self.take_after(child):
+                    return False
+        while self.end < block.last and self.fits(self.start, self.end + 1):
+            self.end += 1
+        return False
+
+    def covered(self, block: _Block, side: int) -> bool:
+        """True when the zone already reaches past ``block`` on ``side`` (0 before, 1 after)."""
+        return block.first >= self.start if side == 0 else block.last <= self.end
+
+    def take_whole(self, block: _Block, side: int) -> bool:
+        """Extend over the whole ``block`` on ``side`` if it fits."""
+        a, b = (block.first, self.end) if side == 0 else (self.start, block.last)
+        if not self.fits(a, b):
+            return False
+        self.start, self.end = a, b
+        return True
+
+    def grow(self, before: Iterator[_Block], after: Iterator[_Block]) -> None:
+        """Grow by whole neighbours on both sides, then fill with the parts of the next ones."""
+        sides = [before, after]
+        pending: list[_Block | None] = [None, None]
+        active = [True, self.fim]
+        while any(active):
+            for side in (0, 1):
+                if not active[side]:
+                    continue
+                block = next(sides[side], None)
+                if block is None:
+                    active[side] = False
+                elif not self.covered(block, side) and not self.take_whole(block, side):
+                    pending[side] = block
+                    active[side] = False
+        # the nearest code first: the parts of the blocks that did not fit whole
+        if pending[0] is not None:
+            self.take_before(pending[0])
+        if pending[1] is not None:
+            self.take_after(pending[1])
+
+
+def _neighbours(chain: list[Any], point: tuple[int, int], forward: bool) -> Iterator[_Block]:
+    """Yield the named nodes next to the cursor, nearest first, climbing the ancestors."""
+    inner: Any | None = None
+    for node in chain:
+        kids = [c for c in node.children if c.is_named]
+        if inner is None:
+            if forward:
+                side = [c for c in kids if tuple(c.start_point) >= point]
+            else:
+                side = [c for c in kids if tuple(c.end_point) <= point]
+        elif forward:
+            side = [c for c in kids if c.start_byte >= inner.end_byte]
+        else:
+            side = [c for c in kids if c.end_byte <= inner.start_byte]
+        if not forward:
+            side.reverse()
+        for c in side:
+            yield _Block(*node_lines(c), c)
+        inner = node
+
+
+def _paragraphs(lines: list[str]) -> list[_Block]:
+    """Blank-line separated paragraphs: the blocks of a file without a grammar."""
+    out: list[_Block] = []
+    para_start = 0
+    for i in range(len(lines) + 1):
+        if i == len(lines) or not lines[i].strip():
+            if i > para_start:
+                out.append(_Block(para_start, i - 1))
+            para_start = i + 1
+    return out
 
 
 def select_zone(
@@ -73,114 +236,130 @@ def select_zone(
     fim: bool,
     hint: tuple[int, int] | None = None,
     estimate: Callable[[str], int] | None = None,
+    reserve: int = 0,
 ) -> Zone:
     """Return the editing zone around ``(line, col)`` within ``max_lines`` and ``budget``.
 
     ``hint`` is the previous zone of the same file; it is kept when the tree has
     syntax errors (a half-typed line) so the zone does not jump while typing.
     ``estimate`` (default ``count``) sizes candidate blocks cheaply; the chosen zone is
-    then counted exactly with ``count`` and shrunk if it does not fit.
+    then counted exactly with ``count``, sized again with the estimate scaled to the
+    exact count when it left room, and shrunk if it does not fit. ``reserve`` tokens
+    of ``budget`` are left free where there is room, so the cursor line can grow while
+    the zone stays the same.
     """
-    guess = estimate or count
     n = len(lines)
     line = max(0, min(line, n - 1)) if n else 0
     col = max(0, min(col, len(lines[line]) if n else 0))
     max_lines = max(1, max_lines)
 
-    def line_cost(a: int, b: int) -> int:
-        hi = b if fim else min(b, line)
-        return sum(guess(lines[i] + "\n") for i in range(a, hi + 1))
+    def exact(zone: Zone) -> int:
+        return count(zone.before) + count(zone.typed) + count(zone.after)
 
-    def fits(a: int, b: int) -> bool:
-        span = (b if fim else line) - a + 1
-        return span <= max_lines and line_cost(a, b) <= budget
-
-    start, end = line, line
-    children: list[tuple[int, int]] = []
     if (
         hint is not None
         and tree is not None
         and tree.root_node.has_error
         and hint[0] <= line <= hint[1]
         and hint[1] < n
-        and fits(hint[0], hint[1])
+        and (hint[1] if fim else line) - hint[0] + 1 <= max_lines
     ):
-        start, end = hint
-        before, typed, after = _parts(lines, start, end if fim else line, line, col, fim)
-        if count(before) + count(typed) + count(after) <= budget:
-            return Zone(
-                start_line=start,
-                end_line=end if fim else line,
-                before=before,
-                typed=typed,
-                after=after,
-            )
+        kept = zone_from_span(lines, hint[0], hint[1], line, col, fim=fim)
+        if exact(kept) <= budget:
+            return kept
+
+    chain: list[Any] = []
+    point = (line, 0)
     if tree is not None and n:
-        byte_col = len(lines[line][:col].encode("utf-8"))
-        node = tree.root_node.descendant_for_point_range((line, byte_col), (line, byte_col))
-        chain: list[Any] = []
+        point = (line, len(lines[line][:col].encode("utf-8")))
+        node = tree.root_node.descendant_for_point_range(point, point)
         while node is not None:
             chain.append(node)
             node = node.parent
-        container: Any | None = None
+    blocks = _paragraphs(lines) if tree is None else []
+
+    def attempt(cost: Callable[[str], float], limit: float) -> tuple[int, int]:
+        grower = _Grower(lines, line, max_lines=max_lines, limit=limit, cost=cost, fim=fim)
         core: tuple[int, int] | None = None
-        for idx, anc in enumerate(chain):
+        for anc in chain:
             a, b = node_lines(anc)
-            if fits(a, b):
-                core = (a, b)
-                container = chain[idx + 1] if idx + 1 < len(chain) else None
-            else:
-                if core is None:
-                    container = anc
+            if not grower.fits(a, b):
                 break
+            core = (a, b)
         if core is not None:
-            start, end = min(core[0], line), max(core[1], line)
-        if container is not None:
-            children = sorted({node_lines(c) for c in container.children if c.is_named})
-    elif n:
-        # no grammar: blank-line separated paragraphs stand in for blocks
-        para_start = 0
-        for i in range(n + 1):
-            if i == n or not lines[i].strip():
-                if i > para_start:
-                    children.append((para_start, i - 1))
-                para_start = i + 1
-    if not fim:
-        end = line
-    # grow by whole neighbours: before first (it matters more), then after (FIM)
-    prev = [c for c in children if c[1] < start]
-    nxt = [c for c in children if c[0] > end]
-    grow_prev, grow_next = True, fim
-    while grow_prev or grow_next:
-        if grow_prev:
-            if prev and fits(prev[-1][0], end):
-                start = prev.pop()[0]
-            else:
-                grow_prev = False
-        if grow_next:
-            if nxt and fits(start, nxt[0][1]):
-                end = nxt.pop(0)[1]
-            else:
-                grow_next = False
-    # a zone that does not fit even as its core: whole lines upward from the cursor
-    if not fits(start, end):
-        start, end = line, line
-        while start > 0 and fits(start - 1, end):
-            start -= 1
-    before, typed, after = _parts(lines, start, end, line, col, fim)
-    total = count(before) + count(typed) + count(after)
-    while total > budget and start < line:
-        start += 1
-        before, typed, after = _parts(lines, start, end, line, col, fim)
-        total = count(before) + count(typed) + count(after)
-    while total > budget and end > line:
-        end -= 1
-        before, typed, after = _parts(lines, start, end, line, col, fim)
-        total = count(before) + count(typed) + count(after)
-    while total > budget and typed:
-        typed = typed[max(1, len(typed) // 8) :]
-        total = count(before) + count(typed) + count(after)
-    while total > budget and after:
-        after = after[: len(after) // 2]
-        total = count(before) + count(typed) + count(after)
-    return Zone(start_line=start, end_line=end, before=before, typed=typed, after=after)
+            grower.start, grower.end = min(core[0], line), max(core[1], line)
+        if not fim:
+            grower.end = line
+        if chain:
+            grower.grow(_neighbours(chain, point, False), _neighbours(chain, point, True))
+        else:
+            grower.grow(
+                reversed([b for b in blocks if b.last < line]),
+                iter([b for b in blocks if b.first > line]),
+            )
+        if not grower.fits(grower.start, grower.end):
+            # not even the core fits: whole lines upward from the cursor
+            grower.start = grower.end = line
+            while grower.start > 0 and grower.fits(grower.start - 1, line):
+                grower.start -= 1
+        # blank lines at the far ends carry nothing
+        while grower.start < line and not lines[grower.start].strip():
+            grower.start += 1
+        while grower.end > line and not lines[grower.end].strip():
+            grower.end -= 1
+        return grower.start, grower.end
+
+    guess = estimate or count
+    limit = budget - reserve if budget > reserve else budget
+    start, end = attempt(guess, limit)
+    zone = zone_from_span(lines, start, end, line, col, fim=fim)
+    total = exact(zone)
+    if estimate is not None and 0 < total < limit * 0.95 and zone.line_count < max_lines:
+        # the estimate is usually high: size again with it scaled to the exact count
+        guessed = sum(guess(lines[i] + "\n") for i in range(start, (end if fim else line) + 1))
+        scale = total / max(1, guessed)
+        for _ in range(3):
+
+            def scaled(text: str, s: float = scale) -> float:
+                return guess(text) * s
+
+            s2, e2 = attempt(scaled, limit)
+            if (s2, e2) == (zone.start_line, zone.end_line):
+                break
+            candidate = zone_from_span(lines, s2, e2, line, col, fim=fim)
+            got = exact(candidate)
+            if got <= limit:
+                if got > total:
+                    zone, total = candidate, got
+                break
+            scale *= got / limit
+    return _shrink(zone, lines, line, col, (limit, budget), fim, count)
+
+
+def _shrink(
+    zone: Zone,
+    lines: list[str],
+    line: int,
+    col: int,
+    limits: tuple[float, int],
+    fim: bool,
+    count: Callable[[str], int],
+) -> Zone:
+    """Return ``zone`` cut to its limits: whole lines from the far ends, then the line itself.
+
+    ``limits`` is (the size to cut to with whole lines, the budget never exceeded).
+    """
+    soft, budget = limits
+
+    def total(z: Zone) -> int:
+        return count(z.before) + count(z.typed) + count(z.after)
+
+    while total(zone) > soft and zone.start_line < line:
+        zone = zone_from_span(lines, zone.start_line + 1, zone.end_line, line, col, fim=fim)
+    while total(zone) > soft and zone.end_line > line:
+        zone = zone_from_span(lines, zone.start_line, zone.end_line - 1, line, col, fim=fim)
+    while total(zone) > budget and zone.typed:
+        zone = replace(zone, typed=zone.typed[max(1, len(zone.typed) // 8) :])
+    while total(zone) > budget and zone.after:
+        zone = replace(zone, after=zone.after[: len(zone.after) // 2])
+    return zone

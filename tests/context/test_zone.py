@@ -1,0 +1,121 @@
+"""The editing zone fills its grant with the code nearest the cursor (issue 10, part 1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lsp_assist.context.syntax import get_parser
+from lsp_assist.context.tokens import ApproxTokenizer, CachedCounter
+from lsp_assist.context.zone import node_lines, select_zone
+
+COUNTER = CachedCounter(ApproxTokenizer())
+
+
+def endpoint_source() -> tuple[str, int]:
+    """Return a method shaped like asyncio's create_datagram_endpoint and the cursor line.
+
+    A long ``if``/``else`` statement (over 100 lines, more than the zone can hold)
+    ends right above ``protocol = factory()``; the cursor is on the blanked line after
+    it, at its indentation.
+    """
+    out = [
+        "class Loop:",
+        "    async def create_endpoint(self, factory, local=None, remote=None, *, sock=None):",
+        '        """Create a datagram connection."""',
+        "        if sock is not None:",
+        "            if sock.type != 2:",
+        "                raise ValueError(f'a UDP socket was expected, got {sock!r}')",
+        "            sock.setblocking(False)",
+        "            r_addr = None",
+        "        else:",
+    ]
+    for i in range(30):
+        out += [
+            f"            if option_{i} is not None and not isinstance(option_{i}, str):",
+            f"                raise TypeError('option {i} must be a str, not ' + repr(option_{i}))",
+            f"            infos_{i} = await self._ensure_resolved(",
+            f"                option_{i}, family=family, proto={i}, flags=flags, loop=self)",
+        ]
+    out += [
+        "            r_addr = infos_29[0]",
+        "",
+        "        protocol = factory()",
+        "        ",
+        "        transport = self._make_datagram_transport(sock, protocol, r_addr, waiter)",
+        "        return transport, protocol",
+        "",
+    ]
+    return "\n".join(out), len(out) - 4
+
+
+def statement_starts(tree: object, lines: list[str]) -> set[int]:
+    """Return the lines on which a statement (or clause) begins."""
+    starts: set[int] = set()
+    stack = [tree.root_node]  # type: ignore[attr-defined]
+    while stack:
+        node = stack.pop()
+        if node.type.endswith(("statement", "clause", "definition", "block")):
+            starts.add(node_lines(node)[0])
+        stack.extend(node.named_children)
+    return starts
+
+
+@pytest.mark.parametrize("fim", [False, True])
+def test_zone_descends_into_a_block_too_large_to_take_whole(fim: bool) -> None:
+    text, line = endpoint_source()
+    lines = text.split("\n")
+    tree = get_parser("python").parse(text.encode())
+    budget = 497
+    zone = select_zone(
+        tree,
+        lines,
+        line,
+        8,
+        max_lines=60,
+        budget=budget,
+        count=COUNTER.count,
+        fim=fim,
+        estimate=lambda s: len(s) // 3 + 1,
+    )
+    used = COUNTER.count(zone.before) + COUNTER.count(zone.typed) + COUNTER.count(zone.after)
+    assert used <= budget
+    # the nearest code up to the grant, not the two lines of the old whole-sibling rule
+    assert zone.line_count >= 20
+    assert used >= budget * 0.8, used
+    assert zone.before.endswith("\n\n        protocol = factory()\n")
+    assert "infos_29 = await self._ensure_resolved(" in zone.before
+    # whole lines from a statement boundary: never the continuation of a statement
+    assert zone.start_line in statement_starts(tree, lines)
+    assert zone.before.startswith(lines[zone.start_line] + "\n")
+    if fim:
+        assert "return transport, protocol" in zone.after
+
+
+def test_zone_prefers_whole_blocks_when_they_fit() -> None:
+    text, line = endpoint_source()
+    lines = text.split("\n")
+    tree = get_parser("python").parse(text.encode())
+    zone = select_zone(
+        tree, lines, line, 8, max_lines=200, budget=100_000, count=COUNTER.count, fim=True
+    )
+    # the whole class fits: no partial block
+    assert zone.start_line == 0
+    assert lines[zone.end_line] == "        return transport, protocol"
+
+
+def test_zone_takes_whole_lines_of_an_unsplittable_neighbour() -> None:
+    # a long literal right above the cursor: no statements to descend into
+    body = ["DATA = ["] + [f"    {i}, {i + 1}, {i + 2}," for i in range(200)] + ["]", "x = 1", ""]
+    lines = body
+    text = "\n".join(lines)
+    tree = get_parser("python").parse(text.encode())
+    line = len(lines) - 1
+    zone = select_zone(tree, lines, line, 0, max_lines=30, budget=10_000, count=len, fim=False)
+    assert zone.line_count == 30
+    assert zone.before.endswith("    199, 200, 201,\n]\nx = 1\n")
+
+
+def test_zone_without_grammar_fills_with_lines() -> None:
+    lines = [f"line {i} of a paragraph" for i in range(100)] + [""]
+    zone = select_zone(None, lines, 100, 0, max_lines=25, budget=10_000, count=len, fim=False)
+    assert zone.line_count == 25
