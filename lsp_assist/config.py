@@ -103,6 +103,8 @@ class CompletionSettings:
     skip_in_comments: bool = True
     max_chars_right_of_cursor: int = 4
     cache_entries: int = 256
+    max_line_chars: int = 10_000
+    """A document with a longer line (minified code) gets no completions and no parsing."""
 
 
 @dataclass(kw_only=True)

@@ -17,11 +17,11 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
 
 from lsp_assist import __version__
 from lsp_assist.config import Settings, parse_settings
 from lsp_assist.documents.document import uri_to_path
+from lsp_assist.lsp.document_sync import OwnDocumentSync
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.scheduler import Scheduler
 
@@ -31,7 +31,7 @@ _HANDLED = object()
 """Returned by structure_message for a request already answered with an error."""
 
 
-class AssistProtocol(LanguageServerProtocol):
+class AssistProtocol(OwnDocumentSync):
     """LanguageServerProtocol that answers every request, even malformed ones."""
 
     def structure_message(self, data: dict[str, Any]) -> Any:

@@ -134,6 +134,8 @@ class CompletionEngine:
         self._backend_lock = threading.Lock()
         self._context: ContextEngine | None = None
         self._recent: list[Path] = []
+        self._oversized: set[str] = set()
+        """URIs of open documents too big for model work (see ``oversized``)."""
         self.index: WorkspaceIndex | None = None
         self._build_index()
         from lsp_assist.serving.typethrough import TypeThroughCache
@@ -254,14 +256,33 @@ class CompletionEngine:
 
     # -- documents ----------------------------------------------------------------
 
+    def oversized(self, doc: Document) -> str:
+        """Return why a document is too big for model work and parsing ('' = it is not)."""
+        limit = self.settings.index.max_file_bytes
+        if len(doc.text) > limit:
+            return f"document larger than maxFileBytes ({limit})"
+        if doc.longest_line > self.settings.completion.max_line_chars:
+            return f"a line longer than maxLineChars ({self.settings.completion.max_line_chars})"
+        return ""
+
+    def _note_oversized(self, doc: Document, reason: str) -> None:
+        if reason and doc.uri not in self._oversized:
+            logger.warning("%s: no completions and no parsing: %s", doc.uri, reason)
+        if reason:
+            self._oversized.add(doc.uri)
+        else:
+            self._oversized.discard(doc.uri)
+
     def open_document(
         self, uri: str, text: str, *, version: int = 0, language_id: str = ""
     ) -> Document:
         """Open a buffer; the index then knows its text instead of the disk's."""
         doc = self.documents.open(uri, text, version=version, language_id=language_id)
         self._note_recent(doc.path)
-        if self.index is not None and doc.language_id:
-            self.index.open_buffer(doc.path, text)
+        reason = self.oversized(doc)
+        self._note_oversized(doc, reason)
+        if self.index is not None and doc.language_id and not reason:
+            self.index.open_buffer(doc.path, doc.text)
         return doc
 
     def change_document(self, uri: str, version: int, changes: list[Change]) -> Document | None:
@@ -270,11 +291,20 @@ class CompletionEngine:
         if doc is None:
             logger.warning("didChange for a document that is not open: %s", uri)
             return None
+        was_oversized = uri in self._oversized
         for start, end, new_text in changes:
             edit: ByteEdit = doc.apply_change(start, end, new_text)
-            if self.index is not None and doc.language_id:
+            if self.index is not None and doc.language_id and not was_oversized:
                 self.index.edit_buffer(doc.path, doc.text, edit)
         doc.version = version
+        reason = self.oversized(doc)
+        self._note_oversized(doc, reason)
+        if self.index is not None and doc.language_id and bool(reason) != was_oversized:
+            # Crossed the size limit: the index drops the buffer or parses it afresh.
+            if reason:
+                self.index.close_buffer(doc.path)
+            else:
+                self.index.open_buffer(doc.path, doc.text)
         if self._context is not None:
             self._context.note_edited(doc.path)
         return doc
@@ -282,7 +312,9 @@ class CompletionEngine:
     def close_document(self, uri: str) -> None:
         """Close a buffer; the index goes back to the file on disk."""
         doc = self.documents.close(uri)
-        if doc is not None and self.index is not None and doc.language_id:
+        oversized = uri in self._oversized
+        self._oversized.discard(uri)
+        if doc is not None and self.index is not None and doc.language_id and not oversized:
             self.index.close_buffer(doc.path)
 
     def _note_recent(self, path: Path) -> None:
@@ -392,6 +424,10 @@ class CompletionEngine:
         if query.version is not None and doc.version != query.version:
             outcome.skipped = "stale version"
             return outcome
+        too_big = self.oversized(doc)
+        if too_big:
+            outcome.skipped = too_big
+            return outcome
         reason = self.skip_reason(doc, pos, query.trigger)
         if reason:
             outcome.skipped = reason
@@ -499,8 +535,10 @@ class CompletionEngine:
         ``cancel`` lets a completion that arrives meanwhile stop the prefill at once.
         """
         doc = self.documents.get(uri)
+        if doc is None or self.oversized(doc):
+            return 0
         backend = self.load_backend()
-        if doc is None or backend is None:
+        if backend is None:
             return 0
         try:
             prompt = self.build_prompt(doc, doc.clamp(line, column))

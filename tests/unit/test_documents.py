@@ -59,3 +59,47 @@ def test_reversed_range_is_an_error() -> None:
 def test_language_from_extension() -> None:
     assert Document("file:///a/b.tsx", "").language_id == "tsx"
     assert Document("file:///a/b.unknown", "", language_id="x").language_id == "x"
+
+
+def test_crlf_line_end_excludes_the_break() -> None:
+    doc = Document("file:///t.py", "ab\r\ncd\r\n")
+    assert doc.line(0) == "ab" and doc.line_count == 3
+    # Past the end of line 0 is before "\r\n", never between "\r" and "\n".
+    end = doc.from_lsp(0, 10)
+    doc.apply_change(end, end, "X")
+    assert doc.text == "abX\r\ncd\r\n"
+
+
+def test_cr_only_breaks_are_lines_and_tree_sitter_rows_are_not() -> None:
+    doc = Document("file:///t.py", "a\rbc\rd")
+    assert [doc.line(i) for i in range(doc.line_count)] == ["a", "bc", "d"]
+    edit = doc.apply_change(Position(1, 1), Position(2, 0), "Z\n")
+    assert doc.text == "a\rbZ\nd"
+    # tree-sitter counts rows at "\n" only: "a\rb" is one row.
+    assert edit.start_point == (0, 3)
+    assert edit.new_end_point == (1, 0)
+
+
+def test_joining_cr_and_lf_makes_one_break() -> None:
+    doc = Document("file:///t.py", "a\rb")
+    doc.apply_change(Position(1, 0), Position(1, 0), "\n")
+    assert doc.text == "a\r\nb"
+    assert doc.line_count == 2
+
+
+def test_snapshot_does_not_change_with_the_document() -> None:
+    doc = Document("file:///t.py", "x = 1\n", version=3)
+    snap = doc.snapshot()
+    doc.apply_change(Position(0, 4), Position(0, 5), "2")
+    doc.version = 4
+    assert (snap.text, snap.version, snap.line(0)) == ("x = 1\n", 3, "x = 1")
+    assert doc.text == "x = 2\n"
+    assert snap.offset_at(Position(0, 4)) == 4
+
+
+def test_lone_surrogates_are_replaced_keeping_utf16_positions() -> None:
+    doc = Document("file:///t.py", "a\ud800b")
+    assert doc.text == "a\ufffdb"
+    doc.apply_change(Position(0, 3), Position(0, 3), "\udc00")
+    assert doc.text == "a\ufffdb\ufffd"
+    assert doc.from_lsp(0, 2) == Position(0, 2)

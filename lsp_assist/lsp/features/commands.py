@@ -34,6 +34,16 @@ def register(server: LspAssistServer) -> None:
         result["text"] = explain_text(prompt)
         return result
 
+    @server.command("lspAssist.documentState")
+    def document_state(ls: LspAssistServer, *args: Any) -> dict[str, Any]:
+        # What the server believes the buffer is: editors and tests compare it with theirs.
+        if ls.engine is None or not args:
+            return {"error": "usage: lspAssist.documentState(uri)"}
+        doc = ls.engine.documents.get(str(args[0]))
+        if doc is None:
+            return {"error": f"not open: {args[0]}"}
+        return {"uri": doc.uri, "version": doc.version, "text": doc.text}
+
     @server.command("lspAssist.status")
     def status(ls: LspAssistServer, *args: Any) -> dict[str, Any]:
         if ls.engine is None:
