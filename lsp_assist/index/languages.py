@@ -4,14 +4,21 @@ Owns the mapping language id -> grammar wheel (``tree_sitter_python`` ...), the 
 cache (one parser per language per thread: parsers are not thread-safe), and the
 query files in ``grammars/<language>/tags.scm``. A query file may start with
 ``; inherits: other`` to include another language's file first.
+
+The query files live in the repository's top-level ``grammars/``; an installed wheel
+carries them as the package data ``lsp_assist/grammars/`` (pyproject.toml maps the
+folder in), read through ``importlib.resources``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import logging
 import threading
 from functools import cache
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import tree_sitter
@@ -20,7 +27,18 @@ from lsp_assist.errors import IndexError_
 
 logger = logging.getLogger(__name__)
 
-GRAMMARS_DIR = Path(__file__).resolve().parents[2] / "grammars"
+
+def _grammars_dir() -> Traversable:
+    """Return the folder of query files: the installed package data, else the checkout's."""
+    packaged = files("lsp_assist") / "grammars"
+    if packaged.is_dir():
+        return packaged
+    # A source checkout (editable install, or the repository on sys.path): the package
+    # folder has no grammars/ of its own; the top-level one sits next to it.
+    return Path(__file__).resolve().parents[2] / "grammars"
+
+
+GRAMMARS_DIR: Traversable = _grammars_dir()
 """The project's query files, one folder per language."""
 
 _MODULES: dict[str, tuple[str, str]] = {
@@ -70,8 +88,8 @@ def get_parser(lang: str) -> tree_sitter.Parser:
     return parser
 
 
-def query_path(lang: str) -> Path:
-    """Return the path of ``grammars/<lang>/tags.scm``."""
+def query_path(lang: str) -> Traversable:
+    """Return the resource ``grammars/<lang>/tags.scm``."""
     return GRAMMARS_DIR / lang / "tags.scm"
 
 
@@ -100,8 +118,6 @@ def get_query(lang: str) -> tree_sitter.Query:
 
 def queries_fingerprint() -> str:
     """Return a hash of every query file (part of the persistent cache key)."""
-    import hashlib
-
     digest = hashlib.blake2b(digest_size=8)
     for lang in sorted(_MODULES):
         path = query_path(lang)
