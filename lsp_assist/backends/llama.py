@@ -48,53 +48,14 @@ from lsp_assist.backends.base import (
     ModelInfo,
 )
 from lsp_assist.backends.drafting import AcceptanceTracker, Drafter, PromptLookupDrafter
-from lsp_assist.backends.gguf_meta import read_gguf_header
 from lsp_assist.backends.kv_states import KVState, KVStateCache, common_prefix_len
 from lsp_assist.backends.streaming import TextStream
+from lsp_assist.backends.vocab import Vocabulary
+from lsp_assist.backends.vocab import read_model_info as read_model_info  # for older callers
 from lsp_assist.config import ModelSettings
 from lsp_assist.errors import BackendError, DraftModelError, ModelLoadError
 
 logger = logging.getLogger(__name__)
-_native_logger = logging.getLogger(__name__ + ".native")
-
-SPECIAL_TOKEN_NAMES = (
-    "<|repo_name|>",
-    "<|file_sep|>",
-    "<|fim_prefix|>",
-    "<|fim_suffix|>",
-    "<|fim_middle|>",
-    "<|fim_pad|>",
-    "<|endoftext|>",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<repo_name>",
-    "<reponame>",
-    "<file_sep>",
-    "<filename>",
-    "<gh_stars>",
-    "<fim_prefix>",
-    "<fim_suffix>",
-    "<fim_middle>",
-    "<fim_pad>",
-    "<|fim_begin|>",
-    "<|fim_hole|>",
-    "<|fim_end|>",
-    "<PRE>",
-    "<SUF>",
-    "<MID>",
-    "<EOT>",
-    "<start_of_turn>",
-    "<end_of_turn>",
-    "<bos>",
-    "<eos>",
-    "<s>",
-    "</s>",
-    "<|begin_of_text|>",
-    "<|end_of_text|>",
-    "<|endofprompt|>",
-)
-"""Repository-level, FIM and turn tokens reported in ModelInfo.special_tokens when present."""
-
 # llama.cpp checks vocabularies of a main and a draft model the same way (speculative.cpp)
 VOCAB_MAX_SIZE_DIFFERENCE = 128
 VOCAB_CHECK_START_TOKEN_ID = 5
@@ -110,45 +71,6 @@ other rows, which is what makes a token verified inside a draft batch bit-identi
 to the same token decoded alone (checked with ggml's eval callback, docs/backends.md).
 """
 
-_ABORT_NOISE = ("failed to compute graph", "compute_async failed", "failed to decode, ret = 2")
-
-_backend_lock = threading.Lock()
-_backend_ready = False
-_log_callback: Any = None
-
-
-def _llama() -> Any:
-    """Import llama_cpp lazily and initialise its backend and logging once."""
-    global _backend_ready, _log_callback
-    try:
-        import llama_cpp
-    except ImportError as exc:  # pragma: no cover - a dependency
-        raise ModelLoadError(f"llama-cpp-python is not installed: {exc}") from exc
-    with _backend_lock:
-        if not _backend_ready:
-            # ggml_log_level: 1 debug, 2 info, 3 warn, 4 error, 5 continuation
-            levels = {3: logging.INFO, 4: logging.ERROR}
-            last = [logging.DEBUG]
-
-            @llama_cpp.llama_log_callback  # type: ignore[untyped-decorator]
-            def _on_log(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
-                try:
-                    py_level = last[0] if level == 5 else levels.get(level, logging.DEBUG)
-                    last[0] = py_level
-                    msg = text.decode("utf-8", errors="replace").rstrip()
-                    if py_level == logging.ERROR and any(m in msg for m in _ABORT_NOISE):
-                        py_level = logging.DEBUG  # an abort we asked for, not an error
-                    if msg:
-                        _native_logger.log(py_level, "%s", msg)
-                except Exception:  # pragma: no cover - never raise into C
-                    return
-
-            _log_callback = _on_log
-            llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
-            llama_cpp.llama_backend_init()
-            _backend_ready = True
-    return llama_cpp
-
 
 class _Aborted(Exception):
     """llama_decode was aborted by the abort callback (cancel or time cap)."""
@@ -161,10 +83,12 @@ def _default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class LlamaEngine:
+class LlamaEngine(Vocabulary):
     """One llama.cpp model and context with a single tracked sequence (seq 0).
 
-    ``tokens`` is exactly what the KV cache holds at positions 0..len-1.
+    The model and its vocabulary are loaded by :class:`Vocabulary`; ``vocab_only``
+    stops there (no context). ``tokens`` is exactly what the KV cache holds at
+    positions 0..len-1.
     """
 
     def __init__(
@@ -180,29 +104,10 @@ class LlamaEngine:
         max_outputs: int = 16,
         min_rows: int = 1,
     ) -> None:
-        self.path = path
-        self.header = read_gguf_header(path)
-        ll = _llama()
-        self._ll = ll
-        self.model: Any = None
         self.ctx: Any = None
         self._batch: Any = None
-        mparams = ll.llama_model_default_params()
-        mparams.n_gpu_layers = 0x7FFFFFFF if gpu_layers < 0 else gpu_layers
-        mparams.vocab_only = vocab_only
-        if hasattr(mparams, "use_extra_bufts"):
-            mparams.use_extra_bufts = False
-        try:
-            self.model = ll.llama_model_load_from_file(str(path).encode("utf-8"), mparams)
-        except (OSError, ValueError) as exc:
-            raise ModelLoadError(f"llama.cpp could not load {path}: {exc}") from exc
-        if not self.model:
-            raise ModelLoadError(
-                f"llama.cpp could not load {path} (architecture "
-                f"{self.header.architecture or 'unknown'}): see the log for its reason"
-            )
-        self.vocab = ll.llama_model_get_vocab(self.model)
-        self.n_vocab = int(ll.llama_vocab_n_tokens(self.vocab))
+        super().__init__(path, vocab_only=vocab_only, gpu_layers=gpu_layers)
+        ll = self._ll
         self.tokens: list[int] = []
         self.max_outputs = max(1, max_outputs)
         self.n_ctx = 0
@@ -261,64 +166,6 @@ class LlamaEngine:
 
         self._abort_cb = ll.ggml_abort_callback(_abort)
         ll.llama_set_abort_callback(self.ctx, self._abort_cb, None)
-
-    # --- vocabulary -------------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        if not self.model:
-            raise BackendError(f"the model {self.path.name} is closed")
-
-    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
-        """Tokenize without BOS."""
-        self._check_open()
-        ll = self._ll
-        raw = text.encode("utf-8")
-        cap = len(raw) + 8
-        buf = (ll.llama_token * cap)()
-        n = ll.llama_tokenize(self.vocab, raw, len(raw), buf, cap, False, special)
-        if n < 0:
-            cap = -n
-            buf = (ll.llama_token * cap)()
-            n = ll.llama_tokenize(self.vocab, raw, len(raw), buf, cap, False, special)
-            if n < 0:
-                raise BackendError(f"tokenization failed ({n})")
-        return list(buf[:n])
-
-    def piece(self, token: int, *, special: bool = True) -> bytes:
-        """Return the bytes of one token."""
-        ll = self._ll
-        buf = ctypes.create_string_buffer(64)
-        n = ll.llama_token_to_piece(self.vocab, token, buf, 64, 0, special)
-        if n < 0:
-            buf = ctypes.create_string_buffer(-n)
-            n = ll.llama_token_to_piece(self.vocab, token, buf, -n, 0, special)
-        return buf.raw[: max(n, 0)]
-
-    def detokenize(self, tokens: Sequence[int], *, special: bool = False) -> str:
-        """Return the text of ``tokens``."""
-        self._check_open()
-        return b"".join(self.piece(t, special=special) for t in tokens).decode(
-            "utf-8", errors="replace"
-        )
-
-    def token_text(self, token: int) -> str:
-        """Return the vocabulary text of ``token``."""
-        raw = self._ll.llama_vocab_get_text(self.vocab, token)
-        return raw.decode("utf-8", errors="replace") if raw else ""
-
-    def is_eog(self, token: int) -> bool:
-        """True for end-of-generation tokens."""
-        return bool(self._ll.llama_vocab_is_eog(self.vocab, token))
-
-    def is_control(self, token: int) -> bool:
-        """True for control tokens."""
-        return bool(self._ll.llama_vocab_is_control(self.vocab, token))
-
-    def meta(self, key: str) -> str:
-        """Return a metadata value as a string ('' when absent)."""
-        buf = ctypes.create_string_buffer(512)
-        n = self._ll.llama_model_meta_val_str(self.model, key.encode(), buf, 512)
-        return buf.value.decode("utf-8", errors="replace") if n >= 0 else ""
 
     # --- KV cache ---------------------------------------------------------------------
 
@@ -515,9 +362,7 @@ class LlamaEngine:
         if self.ctx:
             ll.llama_free(self.ctx)
             self.ctx = None
-        if self.model:
-            ll.llama_model_free(self.model)
-            self.model = None
+        super().close()
 
 
 class DraftModelDrafter:
@@ -576,50 +421,6 @@ def check_draft_vocab(main: LlamaEngine, draft: LlamaEngine) -> None:
             )
 
 
-def read_model_info(eng: LlamaEngine) -> ModelInfo:
-    """Return what ``eng``'s model says about itself (works on vocabulary-only loads)."""
-    ll = eng._ll
-
-    def tok(value: int) -> int | None:
-        return int(value) if value is not None and int(value) >= 0 else None
-
-    # a vocabulary-only load (doctor, token counting) reports F32 and a training
-    # context of 0, so the file's own header comes first
-    header = eng.header
-    ftype = header.get_int("general.file_type")
-    ftype_name = ""
-    try:
-        raw = ll.llama_ftype_name(ftype if ftype is not None else ll.llama_model_ftype(eng.model))
-        ftype_name = raw.decode() if raw else ""
-    except (AttributeError, OSError):  # older builds lack llama_ftype_name
-        ftype_name = ""
-    n_ctx_train = header.get_int(f"{header.architecture}.context_length")
-    if n_ctx_train is None:
-        n_ctx_train = int(ll.llama_model_n_ctx_train(eng.model))
-    # scan the vocabulary rather than tokenizing the names: some SPM vocabularies
-    # without byte tokens make llama.cpp's tokenizer abort on unknown characters
-    wanted = set(SPECIAL_TOKEN_NAMES)
-    specials: dict[str, int] = {}
-    for token in range(eng.n_vocab):
-        text = eng.token_text(token)
-        if text in wanted and text not in specials:
-            specials[text] = token
-    return ModelInfo(
-        path=str(eng.path),
-        name=eng.meta("general.name"),
-        architecture=eng.meta("general.architecture"),
-        quantization=ftype_name,
-        vocab_size=eng.n_vocab,
-        context_length_train=n_ctx_train,
-        bos_id=tok(ll.llama_vocab_bos(eng.vocab)),
-        eos_id=tok(ll.llama_vocab_eos(eng.vocab)),
-        fim_prefix_id=tok(ll.llama_vocab_fim_pre(eng.vocab)),
-        fim_suffix_id=tok(ll.llama_vocab_fim_suf(eng.vocab)),
-        fim_middle_id=tok(ll.llama_vocab_fim_mid(eng.vocab)),
-        special_tokens=specials,
-    )
-
-
 class LocalBackend(Backend):
     """A GGUF model in-process via llama.cpp: KV reuse, per-file states, drafting, cancel."""
 
@@ -650,7 +451,7 @@ class LocalBackend(Backend):
         )
         self._draft_engine: LlamaEngine | None = None
         try:
-            self._info = read_model_info(self._engine)
+            self._info = self._engine.info()
             if settings.draft == "model" and settings.draft_model_path:
                 self._draft_engine = LlamaEngine(
                     Path(settings.draft_model_path).expanduser(),

@@ -1,7 +1,9 @@
 """``lsp-assist context FILE:LINE:COL``: show the prompt the context engine builds, layer by layer.
 
-No model weights are loaded: the tokenizer comes from a vocabulary-only load of the
-GGUF (``--model``, default the embedded model), the workspace index is scanned once.
+No model weights are loaded: the tokenizer and the model info come from a
+vocabulary-only load of the GGUF (``--model``, default the embedded model) through
+:class:`lsp_assist.backends.vocab.Vocabulary`, the reader ``lsp-assist serve`` uses, so
+both detect the same prompt format; the workspace index is scanned once.
 """
 
 from __future__ import annotations
@@ -63,9 +65,9 @@ def _language(path: Path, index: Any) -> str:
 def run(args: argparse.Namespace) -> int:
     """Build the prompt once and print it (or its JSON form)."""
     from lsp_assist.backends.models import embedded_model_path
+    from lsp_assist.backends.vocab import Vocabulary
     from lsp_assist.context.engine import ContextEngine, explain
     from lsp_assist.context.model import Cursor
-    from lsp_assist.context.tokens import VocabTokenizer
     from lsp_assist.errors import LspAssistError
 
     found = location_setup(args)
@@ -74,11 +76,11 @@ def run(args: argparse.Namespace) -> int:
     settings, path, line, column, workspace = found
     try:
         model_path = args.model or settings.model.model_path or str(embedded_model_path())
-        tokenizer = VocabTokenizer(model_path)
+        vocab = Vocabulary(model_path)
         index = _open_index(workspace, settings)
         text = path.read_text(encoding="utf-8", errors="replace")
         engine = ContextEngine(
-            index, tokenizer, tokenizer.info(), settings.context, relative=index.relative
+            index, vocab, vocab.info(), settings.context, relative=index.relative
         )
         open_files = tuple(Path(p).resolve() for p in args.open)
         for other in reversed(open_files):
@@ -102,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
             "total_tokens": prompt.total_tokens,
             "layers": [layer.to_json() for layer in prompt.layers],
             "prompt": prompt.to_json(),
+            "tokens": prompt.tokens,
         }
         print(json.dumps(data, indent=2))
     else:

@@ -62,13 +62,13 @@ def llama_build() -> dict[str, Any]:
 
 def model_report(path: Path) -> dict[str, Any]:
     """Return a model's metadata from a vocabulary-only load."""
-    from lsp_assist.backends.llama import LlamaEngine, read_model_info
+    from lsp_assist.backends.vocab import Vocabulary
 
-    engine = LlamaEngine(path, vocab_only=True)
+    vocab = Vocabulary(path)
     try:
-        info = read_model_info(engine)
+        info = vocab.info()
     finally:
-        engine.close()
+        vocab.close()
     return {
         "path": str(path),
         "size_mb": round(path.stat().st_size / 1e6, 1),

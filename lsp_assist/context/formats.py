@@ -1,7 +1,8 @@
 """Prompt formats: fill-in-the-middle, repository-level prefix-only, and comment headers.
 
-The format is read from the model's metadata (:class:`ModelInfo`): its FIM token ids
-and the special tokens its vocabulary has. Families recognised:
+The format is read from the model's metadata (:class:`ModelInfo`, from
+``lsp_assist.backends.vocab.read_model_info`` for every caller): its FIM token ids and
+the special tokens its vocabulary has. Families recognised:
 
 - ``qwen``: Qwen2.5-Coder (``<|fim_prefix|>`` ... plus ``<|repo_name|>``/``<|file_sep|>``)
 - ``starcoder``: StarCoder/StarCoder2 (``<fim_prefix>`` ..., ``<repo_name>``/``<file_sep>``)
@@ -50,7 +51,24 @@ _FAMILIES: tuple[tuple[str, tuple[str, str, str]], ...] = (
     ("codestral", ("[PREFIX]", "[SUFFIX]", "[MIDDLE]")),
 )
 
+_REPO_NAME_TOKENS = ("<|repo_name|>", "<repo_name>", "<reponame>")
+_FILE_SEP_TOKENS = ("<|file_sep|>", "<file_sep>")
+_FILENAME_TOKEN = "<filename>"
+_CODEGEMMA_FILE_SEP = "<|file_separator|>"
 _NO_BOS_TEXTS = frozenset({"<|endoftext|>", "<|im_start|>", "<|im_end|>"})
+
+FORMAT_TOKEN_TEXTS: frozenset[str] = frozenset(
+    {
+        *(text for _, texts in _FAMILIES for text in texts),
+        *_REPO_NAME_TOKENS,
+        *_FILE_SEP_TOKENS,
+        _FILENAME_TOKEN,
+        _CODEGEMMA_FILE_SEP,
+        *_NO_BOS_TEXTS,
+    }
+)
+"""Every special token text detection looks for: the vocabulary reader must report them
+(``lsp_assist.backends.vocab.SPECIAL_TOKEN_NAMES``, checked by a test)."""
 
 
 def comment_prefix(language: str) -> str:
@@ -146,11 +164,11 @@ def detect_format(info: ModelInfo) -> PromptFormat:
                 info.fim_middle_id if info.fim_middle_id is not None else specials.get(mid_text),
             )
             break
-    if family == "qwen" and "<|repo_name|>" not in specials and "<|file_separator|>" in specials:
+    if family == "qwen" and "<|repo_name|>" not in specials and _CODEGEMMA_FILE_SEP in specials:
         family = "codegemma"
-    repo_tok = _lookup(info, "<|repo_name|>", "<repo_name>", "<reponame>")
-    sep_tok = _lookup(info, "<|file_sep|>", "<file_sep>")
-    fname_tok = _lookup(info, "<filename>")
+    repo_tok = _lookup(info, *_REPO_NAME_TOKENS)
+    sep_tok = _lookup(info, *_FILE_SEP_TOKENS)
+    fname_tok = _lookup(info, _FILENAME_TOKEN)
     token_text = {tid: text for text, tid in sorted(specials.items())}
     pre, suf, mid = ids
     fim_ok = pre is not None and suf is not None and (mid is not None or family == "codestral")

@@ -1,93 +1,23 @@
-"""Token counting for the context engine: a per-chunk cache and a vocabulary-only tokenizer.
+"""Token counting for the context engine: a per-chunk cache and a model-free tokenizer.
 
 Prompts are assembled from chunks (a definition, a summary line, the editing zone
 before the cursor line, the typed part of the cursor line ...). Each chunk is
 tokenized on its own with the model's vocabulary and the prompt's token list is the
 concatenation of its chunks' tokens, so the budget is counted exactly and the tokens
 of unchanged chunks are byte-identical from one keystroke to the next.
+
+The model's own tokenizer is a backend or a vocabulary-only load
+(:class:`lsp_assist.backends.vocab.Vocabulary`): this package never imports llama_cpp.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import os
 import re
-import sys
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
-from lsp_assist.backends.base import ModelInfo
 from lsp_assist.context.model import TokenCounter
-from lsp_assist.errors import ModelLoadError
-
-log = logging.getLogger(__name__)
-
-# Special token texts worth knowing about (FIM, repository-level, chat markers).
-KNOWN_SPECIAL_TOKENS: tuple[str, ...] = (
-    "<|fim_prefix|>",
-    "<|fim_suffix|>",
-    "<|fim_middle|>",
-    "<|fim_pad|>",
-    "<|repo_name|>",
-    "<|file_sep|>",
-    "<|file_separator|>",
-    "<|endoftext|>",
-    "<fim_prefix>",
-    "<fim_suffix>",
-    "<fim_middle>",
-    "<fim_pad>",
-    "<repo_name>",
-    "<reponame>",
-    "<file_sep>",
-    "<filename>",
-    "<gh_stars>",
-    "▁<PRE>",
-    "▁<SUF>",
-    "▁<MID>",
-    "▁<EOT>",
-    "<PRE>",
-    "<SUF>",
-    "<MID>",
-    "<EOT>",
-    "<｜fim▁begin｜>",
-    "<｜fim▁hole｜>",
-    "<｜fim▁end｜>",
-    "[PREFIX]",
-    "[SUFFIX]",
-    "[MIDDLE]",
-    "<|im_start|>",
-    "<|im_end|>",
-    "<bos>",
-    "<eos>",
-    "<s>",
-    "</s>",
-    "<start_of_turn>",
-    "<end_of_turn>",
-)
-
-
-@contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
-    """Silence llama.cpp's C-level stderr chatter (a context warning) during a load."""
-    try:
-        fd = sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):
-        yield
-        return
-    sys.stderr.flush()
-    saved = os.dup(fd)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), fd)
-            yield
-    finally:
-        os.dup2(saved, fd)
-        os.close(saved)
 
 
 class CachedCounter:
@@ -172,101 +102,3 @@ class ApproxTokenizer:
             elif part:
                 out.extend(self._plain(part))
         return out
-
-
-class VocabTokenizer:
-    """The model's own tokenizer from a vocabulary-only load of a GGUF (no weights)."""
-
-    def __init__(self, path: str | Path) -> None:
-        try:
-            import llama_cpp
-        except ImportError as exc:  # pragma: no cover - depends on the build
-            raise ModelLoadError("llama-cpp-python is not installed") from exc
-        self.path = str(path)
-        if not Path(self.path).is_file():
-            raise ModelLoadError(f"{self.path}: no such model file")
-        try:
-            with _quiet_stderr():
-                self.llm: Any = llama_cpp.Llama(
-                    model_path=self.path, vocab_only=True, verbose=False
-                )
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ModelLoadError(f"{self.path}: cannot load the vocabulary: {exc}") from exc
-        self._llama_cpp = llama_cpp
-        self._info: ModelInfo | None = None
-        self._vocab: Any = llama_cpp.llama_model_get_vocab(self.llm.model)
-
-    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
-        """Return token ids (no BOS).
-
-        Calls ``llama_tokenize`` with an output buffer sized to the text (a token covers
-        at least one byte): ``Llama.tokenize`` allocates and zeroes one the size of the
-        model's training context (32k tokens for Gemma 3) at every call.
-        """
-        if not text:
-            return []
-        data = text.encode("utf-8")
-        lc = self._llama_cpp
-        size = len(data) + 8
-        buf = (lc.llama_token * size)()
-        n = int(lc.llama_tokenize(self._vocab, data, len(data), buf, size, False, special))
-        if n < 0:  # more tokens than bytes: not expected, but llama.cpp says how many
-            size = -n
-            buf = (lc.llama_token * size)()
-            n = int(lc.llama_tokenize(self._vocab, data, len(data), buf, size, False, special))
-            if n < 0:
-                raise ModelLoadError(f"{self.path}: tokenization failed ({n})")
-        return list(buf[:n])
-
-    def detokenize(self, tokens: list[int]) -> str:
-        """Return the text of ``tokens``."""
-        data: bytes = self.llm.detokenize(tokens, special=True)
-        return data.decode("utf-8", errors="replace")
-
-    def token_text(self, token: int) -> str:
-        """Return the vocabulary text of one token id."""
-        lc = self._llama_cpp
-        vocab = lc.llama_model_get_vocab(self.llm.model)
-        raw = lc.llama_vocab_get_text(vocab, token)
-        return raw.decode("utf-8", errors="replace") if raw else ""
-
-    def info(self) -> ModelInfo:
-        """Return the model metadata the engine needs (FIM ids, special tokens, BOS)."""
-        if self._info is not None:
-            return self._info
-        lc = self._llama_cpp
-        llm = self.llm
-        vocab = lc.llama_model_get_vocab(llm.model)
-
-        def opt(value: int) -> int | None:
-            return int(value) if value is not None and int(value) >= 0 else None
-
-        specials: dict[str, int] = {}
-        for text in KNOWN_SPECIAL_TOKENS:
-            ids = self.tokenize(text, special=True)
-            if len(ids) == 1 and self.token_text(ids[0]) == text:
-                plain = self.tokenize(text, special=False)
-                if plain != ids:
-                    specials[text] = ids[0]
-        meta: dict[str, str] = dict(getattr(llm, "metadata", {}) or {})
-        arch = meta.get("general.architecture", "")
-        ctx_train = 0
-        try:
-            ctx_train = int(meta.get(f"{arch}.context_length", "0") or 0)
-        except ValueError:
-            ctx_train = 0
-        bos = opt(lc.llama_vocab_bos(vocab))
-        self._info = ModelInfo(
-            path=self.path,
-            name=meta.get("general.name", Path(self.path).stem),
-            architecture=arch,
-            vocab_size=int(lc.llama_vocab_n_tokens(vocab)),
-            context_length_train=ctx_train,
-            bos_id=bos,
-            eos_id=opt(lc.llama_vocab_eos(vocab)),
-            fim_prefix_id=opt(lc.llama_vocab_fim_pre(vocab)),
-            fim_suffix_id=opt(lc.llama_vocab_fim_suf(vocab)),
-            fim_middle_id=opt(lc.llama_vocab_fim_mid(vocab)),
-            special_tokens=specials,
-        )
-        return self._info

@@ -18,9 +18,9 @@ import pytest
 from lsp_assist.backends.base import GenerationRequest
 from lsp_assist.backends.llama import INVARIANT_MAX_ROWS, LocalBackend
 from lsp_assist.config import ModelSettings
+from tests.support.tiny_gguf import write_tiny_gguf
 
 from .identity import check_rows_bit_identical, plain_and_drafted
-from .tiny_gguf import write_tiny_gguf
 
 
 def _gpu_build() -> bool:

@@ -14,10 +14,10 @@ from lsp_assist.backends.base import CancelToken, GenerationRequest
 from lsp_assist.backends.llama import LocalBackend
 from lsp_assist.config import ModelSettings
 from lsp_assist.errors import DraftModelError, ModelLoadError
+from tests.support.tiny_gguf import default_words, write_tiny_gguf
 
 from .conftest import code_text
 from .identity import check_rows_bit_identical, plain_and_drafted
-from .tiny_gguf import default_words, write_tiny_gguf
 
 pytestmark = pytest.mark.slow
 

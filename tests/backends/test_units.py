@@ -11,8 +11,7 @@ from lsp_assist.backends.drafting import AcceptanceTracker, PromptLookupDrafter
 from lsp_assist.backends.gguf_meta import read_gguf_header
 from lsp_assist.backends.kv_states import KVState, KVStateCache, common_prefix_len
 from lsp_assist.errors import ModelLoadError
-
-from .tiny_gguf import write_tiny_gguf
+from tests.support.tiny_gguf import write_tiny_gguf
 
 
 def test_missing_file(tmp_path: Path) -> None:

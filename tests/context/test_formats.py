@@ -2,56 +2,54 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
 from lsp_assist.backends.base import ModelInfo
+from lsp_assist.backends.vocab import SPECIAL_TOKEN_NAMES, Vocabulary
 from lsp_assist.context.engine import ContextEngine
-from lsp_assist.context.formats import detect_format
+from lsp_assist.context.formats import FORMAT_TOKEN_TEXTS, detect_format
 from lsp_assist.context.model import Cursor
+from tests.support.tiny_gguf import FAMILIES
 
 from .conftest import CART, cart_position
 from .fakes import FakeIndex
-from .tinygguf import write_tiny_gguf
 
 pytest.importorskip("llama_cpp")
 
-from lsp_assist.context.tokens import VocabTokenizer
-
-FAMILIES: dict[str, tuple[list[str], tuple[str | None, str | None, str | None] | None]] = {
-    "qwen": (
-        ["<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|repo_name|>", "<|file_sep|>"],
-        ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"),
-    ),
-    "starcoder": (
-        ["<fim_prefix>", "<fim_suffix>", "<fim_middle>", "<repo_name>", "<file_sep>"],
-        ("<fim_prefix>", "<fim_suffix>", "<fim_middle>"),
-    ),
-    "codellama": (["▁<PRE>", "▁<SUF>", "▁<MID>", "▁<EOT>"], ("▁<PRE>", "▁<SUF>", "▁<MID>")),
-    "deepseek": (
-        ["<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>"],
-        ("<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>"),
-    ),
-    "codestral": (["[PREFIX]", "[SUFFIX]", "[MIDDLE]"], ("[PREFIX]", "[SUFFIX]", None)),
-    "codegemma": (
-        ["<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|file_separator|>"],
-        ("<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"),
-    ),
-    "fim": (["<pfx>", "<sfx>", "<mdl>"], ("<pfx>", "<sfx>", "<mdl>")),
-    "repo": (["<repo_name>", "<reponame>", "<file_sep>", "<filename>", "<|im_start|>"], None),
-    "comment": ([], None),
-}
 WANTS_BOS = {"codellama", "deepseek", "codestral", "codegemma", "fim", "comment"}
 
 
 @pytest.fixture(scope="module")
-def tokenizers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, VocabTokenizer]:
+def tokenizers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Vocabulary]:
     root = tmp_path_factory.mktemp("gguf")
     return {
-        name: VocabTokenizer(write_tiny_gguf(root / f"{name}.gguf", specials, fim))
-        for name, (specials, fim) in FAMILIES.items()
+        name: Vocabulary(family.write(root / f"{name}.gguf")) for name, family in FAMILIES.items()
     }
+
+
+def test_the_vocabulary_reader_reports_every_token_detection_uses() -> None:
+    # one table: a text detect_format looks for but the reader never reports would make
+    # every model of that family fall back to another format
+    assert FORMAT_TOKEN_TEXTS - set(SPECIAL_TOKEN_NAMES) == set()
+    assert {"[PREFIX]", "<｜fim▁begin｜>", "▁<PRE>", "<|file_separator|>"} <= FORMAT_TOKEN_TEXTS
+
+
+def test_context_never_imports_llama_cpp() -> None:
+    # the model is read in backends/vocab.py only; context gets a tokenizer and ModelInfo
+    package = Path(__file__).resolve().parents[2] / "lsp_assist" / "context"
+    for source in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(source.read_text(), str(source))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            assert not [n for n in names if n.split(".")[0] == "llama_cpp"], source.name
 
 
 def _cursor(text: str = CART) -> Cursor:
@@ -68,7 +66,7 @@ def _find(seq: list[int], token: int) -> int:
 
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_format_token_sequence(
-    family: str, tokenizers: dict[str, VocabTokenizer], shop: FakeIndex
+    family: str, tokenizers: dict[str, Vocabulary], shop: FakeIndex
 ) -> None:
     tok = tokenizers[family]
     info: ModelInfo = tok.info()
@@ -118,8 +116,8 @@ def test_real_vocabularies_detect_formats() -> None:
         gemma, smol = embedded_model_path(), small_model_path()
     except ModelLoadError as exc:
         pytest.skip(str(exc))
-    assert detect_format(VocabTokenizer(gemma).info()).name == "comment"
-    fmt = detect_format(VocabTokenizer(smol).info())
+    assert detect_format(Vocabulary(gemma).info()).name == "comment"
+    fmt = detect_format(Vocabulary(smol).info())
     assert (fmt.name, fmt.file_sep_token, fmt.repo_name_token) == (
         "repo",
         "<file_sep>",
@@ -128,14 +126,17 @@ def test_real_vocabularies_detect_formats() -> None:
     assert fmt.bos_id is None
 
 
-def test_tokenize_matches_llama_tokenize(tokenizers: dict[str, VocabTokenizer]) -> None:
-    # VocabTokenizer calls llama_tokenize with a buffer sized to the text; the ids must be
+def test_tokenize_matches_llama_tokenize(tokenizers: dict[str, Vocabulary]) -> None:
+    # Vocabulary calls llama_tokenize with a buffer sized to the text; the ids must be
     # those of Llama.tokenize (which sizes it to the training context)
+    import llama_cpp
+
     texts = [CART, "x", "é😀\t\t  \n\n", "<|fim_prefix|>def f(): <pfx> [PREFIX]", CART * 5]
     for name in ("qwen", "comment", "codellama"):
         tok = tokenizers[name]
+        llm = llama_cpp.Llama(model_path=str(tok.path), vocab_only=True, verbose=False)
         for text in texts:
             for special in (False, True):
-                expected = tok.llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)
+                expected = llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)
                 assert tok.tokenize(text, special=special) == expected, (name, text[:20])
     assert tokenizers["qwen"].tokenize("") == []
