@@ -87,6 +87,19 @@ def _named(node: Any) -> list[_Block]:
     return [_Block(*node_lines(c), c) for c in node.children if c.is_named]
 
 
+STARVED = 0.6
+"""Below this share of its limit the zone takes whole lines of a block it cannot split."""
+
+_BODY_SUFFIXES = ("block", "body", "clause", "compound_statement", "declaration_list")
+
+
+def _has_statements(node: Any, depth: int = 2) -> bool:
+    """True when ``node`` is, or within ``depth`` levels holds, a block of statements."""
+    if str(node.type).endswith(_BODY_SUFFIXES):
+        return True
+    return depth > 0 and any(_has_statements(c, depth - 1) for c in node.named_children)
+
+
 class _Grower:
     """Grows the span ``start``..``end`` around the cursor line under one cost function."""
 
@@ -126,37 +139,6 @@ class _Grower:
         span = (b if self.fim else self.line) - a + 1
         return span <= self.max_lines and self.span_cost(a, b) <= self.limit
 
-    def take_before(self, block: _Block) -> bool:
-        """Extend upward over ``block``: whole, else its trailing parts; False once cut."""
-        if block.first >= self.start:
-            return True
-        if self.fits(block.first, self.end):
-            self.start = block.first
-            return True
-        if block.node is not None:
-            for child in reversed(_named(block.node)):
-                if child.first < self.start and not self.take_before(child):
-                    return False
-        # what is left of the block has no smaller parts: whole lines, nearest first
-        while self.start > block.first and self.fits(self.start - 1, self.end):
-            self.start -= 1
-        return False
-
-    def take_after(self, block: _Block) -> bool:
-        """Extend downward over ``block``: whole, else its leading parts; False once cut."""
-        if block.last <= self.end:
-            return True
-        if self.fits(self.start, block.last):
-            self.end = block.last
-            return True
-        if block.node is not None:
-            for child in _named(block.node):
-                if child.last > self.end and not self.take_after(child):
-                    return False
-        while self.end < block.last and self.fits(self.start, self.end + 1):
-            self.end += 1
-        return False
-
     def covered(self, block: _Block, side: int) -> bool:
         """True when the zone already reaches past ``block`` on ``side`` (0 before, 1 after)."""
         return block.first >= self.start if side == 0 else block.last <= self.end
@@ -168,6 +150,31 @@ class _Grower:
             return False
         self.start, self.end = a, b
         return True
+
+    def take(self, block: _Block, side: int) -> bool:
+        """Extend over ``block`` on ``side``: whole, else its nearest parts; False once cut.
+
+        A block that holds statements is descended into (its nearest whole statements,
+        recursively); what has no statements to offer (a long expression, a literal)
+        is taken as whole lines, nearest first, only while the zone has less than
+        ``STARVED`` of its limit: a last resort, not a way to start mid-statement.
+        """
+        if self.covered(block, side) or self.take_whole(block, side):
+            return True
+        if block.node is not None and _has_statements(block.node):
+            children = _named(block.node)
+            for child in reversed(children) if side == 0 else children:
+                if not self.covered(child, side) and not self.take(child, side):
+                    return False
+            return False
+        if self.span_cost(self.start, self.end) < STARVED * self.limit:
+            if side == 0:
+                while self.start > block.first and self.fits(self.start - 1, self.end):
+                    self.start -= 1
+            else:
+                while self.end < block.last and self.fits(self.start, self.end + 1):
+                    self.end += 1
+        return False
 
     def grow(self, before: Iterator[_Block], after: Iterator[_Block]) -> None:
         """Grow by whole neighbours on both sides, then fill with the parts of the next ones."""
@@ -185,10 +192,10 @@ class _Grower:
                     pending[side] = block
                     active[side] = False
         # the nearest code first: the parts of the blocks that did not fit whole
-        if pending[0] is not None:
-            self.take_before(pending[0])
-        if pending[1] is not None:
-            self.take_after(pending[1])
+        for side in (0, 1):
+            block = pending[side]
+            if block is not None:
+                self.take(block, side)
 
 
 def _neighbours(chain: list[Any], point: tuple[int, int], forward: bool) -> Iterator[_Block]:
@@ -314,25 +321,26 @@ def select_zone(
     start, end = attempt(guess, limit)
     zone = zone_from_span(lines, start, end, line, col, fim=fim)
     total = exact(zone)
-    if estimate is not None and 0 < total < limit * 0.95 and zone.line_count < max_lines:
-        # the estimate is usually high: size again with it scaled to the exact count
-        guessed = sum(guess(lines[i] + "\n") for i in range(start, (end if fim else line) + 1))
-        scale = total / max(1, guessed)
-        for _ in range(3):
+    best, best_total = (zone, total) if total <= limit else (None, 0)
+    # The estimate is cheap but off by a factor: size again with it scaled to the
+    # exact count of the last attempt, so whole blocks (not trimmed lines) fit the limit.
+    for _ in range(3):
+        if best is not None and (best_total >= 0.95 * limit or best.line_count >= max_lines):
+            break
+        guessed = sum(guess(lines[i] + "\n") for i in range(zone.start_line, zone.end_line + 1))
+        scale = total / max(1, guessed) * max(1.0, total / limit)
 
-            def scaled(text: str, s: float = scale) -> float:
-                return guess(text) * s
+        def scaled(text: str, s: float = scale) -> float:
+            return guess(text) * s
 
-            s2, e2 = attempt(scaled, limit)
-            if (s2, e2) == (zone.start_line, zone.end_line):
-                break
-            candidate = zone_from_span(lines, s2, e2, line, col, fim=fim)
-            got = exact(candidate)
-            if got <= limit:
-                if got > total:
-                    zone, total = candidate, got
-                break
-            scale *= got / limit
+        start, end = attempt(scaled, limit)
+        if (start, end) == (zone.start_line, zone.end_line):
+            break
+        zone = zone_from_span(lines, start, end, line, col, fim=fim)
+        total = exact(zone)
+        if total <= limit and (best is None or total > best_total):
+            best, best_total = zone, total
+    zone = best if best is not None else zone
     return _shrink(zone, lines, line, col, (limit, budget), fim, count)
 
 

@@ -119,3 +119,25 @@ def test_zone_without_grammar_fills_with_lines() -> None:
     lines = [f"line {i} of a paragraph" for i in range(100)] + [""]
     zone = select_zone(None, lines, 100, 0, max_lines=25, budget=10_000, count=len, fim=False)
     assert zone.line_count == 25
+
+
+@pytest.mark.parametrize("budget", range(150, 500, 23))
+def test_zone_starts_on_a_statement_whatever_the_grant(budget: int) -> None:
+    text, line = endpoint_source()
+    lines = text.split("\n")
+    tree = get_parser("python").parse(text.encode())
+    zone = select_zone(
+        tree,
+        lines,
+        line,
+        8,
+        max_lines=60,
+        budget=budget,
+        count=COUNTER.count,
+        fim=False,
+        estimate=lambda s: len(s) // 3 + 1,
+    )
+    assert COUNTER.count(zone.before) + COUNTER.count(zone.typed) <= budget
+    assert COUNTER.count(zone.before) >= budget * 0.6
+    # never the second line of a multi-line call: whole statements when there are any
+    assert zone.start_line in statement_starts(tree, lines)
