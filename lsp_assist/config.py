@@ -3,8 +3,11 @@
 Every setting has one flat camelCase key (``modelPath``, ``contextBudget`` ...) used in
 LSP initializationOptions and workspace/didChangeConfiguration, and an environment
 variable ``LSP_ASSIST_<UPPER_SNAKE>`` for the CLI. An invalid value never raises: it is
-reported as a warning naming the key and the default is kept. docs/configuration.md
-lists every setting; ``tests/test_config.py`` checks the two stay in step.
+reported as a warning naming the key and the default is kept. An integer above what the
+machine or the native code behind it can hold (threads past the CPUs, caches past the
+memory, token counts, timeouts) is clamped to that bound, with a warning naming the key.
+docs/configuration.md lists every setting and its bound; ``tests/unit/test_config.py``
+checks the two stay in step.
 """
 
 from __future__ import annotations
@@ -211,6 +214,78 @@ def _coerce(value: Any, hint: Any) -> Any:
     raise ValueError(f"unsupported type {hint}")
 
 
+C_INT_MAX = 2**31 - 1
+"""Bound of every integer setting without a tighter one: llama.cpp takes C ints, and
+Python turns milliseconds and ratios into floats (10**400 / 1000 raises)."""
+GGML_MAX_THREADS = 512
+"""ggml sizes its thread tables for this many (``GGML_MAX_N_THREADS`` in ggml.h)."""
+MAX_TOKENS = 1 << 20
+"""Bound of token counts (1,048,576: the longest trained context of current GGUFs). The
+model's own trained context and the KV memory it needs are the backend's checks."""
+MAX_TIMEOUT_MS = 3_600_000
+"""One hour: a cap on one request or one connection that is longer is no cap."""
+MAX_DEBOUNCE_MS = 10_000
+MAX_DRAFT_TOKENS = 32
+"""llama.cpp reserves logits for 2 x draftTokens + 2 rows of every decode step."""
+MAX_REMOTE_RETRIES = 10
+
+_TOKEN_COUNTS = {"context_length", "batch_size", "context_budget", "max_tokens"}
+_TIMEOUTS = {
+    "prompt_timeout_ms",
+    "generation_timeout_ms",
+    "remote_connect_timeout_ms",
+    "remote_read_timeout_ms",
+}
+_MEMORY_MB = {"kv_cache_mb", "file_cache_mb"}
+_FIXED_BOUNDS = {
+    "debounce_ms": MAX_DEBOUNCE_MS,
+    "draft_tokens": MAX_DRAFT_TOKENS,
+    "remote_retries": MAX_REMOTE_RETRIES,
+    **dict.fromkeys(_TOKEN_COUNTS, MAX_TOKENS),
+    **dict.fromkeys(_TIMEOUTS, MAX_TIMEOUT_MS),
+}
+
+
+def machine_cpus() -> int:
+    """Return the number of CPUs this process may run on (its affinity set)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def machine_memory_mb() -> int:
+    """Return the machine's physical memory in MiB (C_INT_MAX where it cannot be read)."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        return C_INT_MAX
+    return max(1, total // (1024 * 1024)) if total > 0 else C_INT_MAX
+
+
+def upper_bound(name: str) -> tuple[int, str]:
+    """Return the largest value of the integer setting ``name`` and what sets it."""
+    if name == "threads":
+        cpus = min(machine_cpus(), GGML_MAX_THREADS)
+        return cpus, f"the {cpus} CPUs this process may use"
+    if name in _MEMORY_MB:
+        mb = machine_memory_mb()
+        return mb, f"this machine's {mb} MB of memory"
+    if name == "max_file_bytes":
+        limit = min(machine_memory_mb() * 1024 * 1024, C_INT_MAX)
+        return limit, f"{limit} bytes (memory, and tree-sitter's offsets)"
+    if name in _FIXED_BOUNDS:
+        return _FIXED_BOUNDS[name], f"the bound {_FIXED_BOUNDS[name]}"
+    return C_INT_MAX, f"{C_INT_MAX} (a C int)"
+
+
+def _shown(raw: Any) -> str:
+    """Return ``repr(raw)``, or a description of an integer too long to print."""
+    if isinstance(raw, int) and raw.bit_length() > 64:
+        return f"a {raw.bit_length()}-bit integer"
+    return repr(raw)
+
+
 def _check_range(section: str, name: str, value: Any) -> None:
     """Raise ValueError for values of the right type that make no sense."""
     non_negative = {"threads", "gpu_layers", "remote_retries", "debounce_ms"}
@@ -256,8 +331,13 @@ def parse_settings(
             _check_range(section, name, value)
         except ValueError as exc:
             default = getattr(getattr(settings, section), name)
-            warnings.append(f"invalid setting '{key}' = {raw!r}: {exc}; using {default!r}")
+            warnings.append(f"invalid setting '{key}' = {_shown(raw)}: {exc}; using {default!r}")
             continue
+        if isinstance(value, int) and not isinstance(value, bool):
+            bound, what = upper_bound(name)
+            if value > bound:
+                warnings.append(f"setting '{key}' = {_shown(raw)} is above {what}; using {bound}")
+                value = bound
         if name == "log_level":
             value = str(value).upper()
         setattr(getattr(settings, section), name, value)
