@@ -42,7 +42,7 @@ bench: setup
 
 # Regenerate the pins from the current environment (after a deliberate upgrade).
 lock:
-	$(BIN)/pip freeze --exclude-editable | grep -v '^lsp-assist' \
+	$(BIN)/pip freeze --all --exclude-editable | grep -v -e '^lsp-assist' -e '^pip==' \
 	  | sed -E 's/^llama_cpp_python @ .*llama_cpp_python-([0-9.]+)-.*/llama-cpp-python==\1/' > constraints.txt
 
 clean:
