@@ -7,6 +7,7 @@ import ipaddress
 import logging
 
 from lsp_assist.cli.common import add_model_flags, settings_from_args, setup_logging
+from lsp_assist.lsp import transport
 
 logger = logging.getLogger(__name__)
 
@@ -18,6 +19,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--tcp", metavar="HOST:PORT", help="listen on TCP (host defaults to 127.0.0.1)"
     )
+    parser.add_argument(
+        "--max-sessions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="TCP: sessions served at once, each with its own model "
+        f"(default {transport.MAX_TCP_SESSIONS})",
+    )
     parser.add_argument("--log-file", help="write logs here instead of stderr")
     parser.add_argument("--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR")
     add_model_flags(parser)
@@ -25,15 +34,34 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def parse_tcp(value: str) -> tuple[str, int]:
-    """Return (host, port) from HOST:PORT or :PORT or PORT."""
+    """Return (host, port) from HOST:PORT, [IPV6]:PORT, :PORT or PORT."""
     host, sep, port = value.rpartition(":")
     if not sep:
         host, port = "", value
-    return host or "127.0.0.1", int(port)
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"write an IPv6 address in brackets: [{host}]:{port}")
+    number = int(port)
+    if not 0 <= number <= 65535:
+        raise ValueError(f"port {number} is out of range")
+    return host or "127.0.0.1", number
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and localhost."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the server until the client exits."""
+    """Run the server until the client exits; return the process exit code.
+
+    stdio: 0 after shutdown and exit, 1 for exit without shutdown or when the client
+    goes away first. TCP: serve connection after connection until stopped.
+    """
     settings, warnings = settings_from_args(args)
     setup_logging(
         args.log_level or settings.telemetry.log_level, args.log_file or settings.telemetry.log_file
@@ -42,21 +70,25 @@ def run(args: argparse.Namespace) -> int:
         logger.warning(warning)
     from lsp_assist.lsp.server import create_server
 
-    server = create_server(settings)
-    if args.tcp:
+    if not args.tcp:
+        return transport.serve_stdio(create_server(settings))
+    try:
         host, port = parse_tcp(args.tcp)
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = host == "localhost"
-        if not loopback:
-            logger.warning(
-                "listening on non-loopback address %s: anyone who can reach it can read "
-                "your code through completions",
-                host,
-            )
-        logger.info("lsp-assist listening on %s:%d", host, port)
-        server.start_tcp(host, port)
-    else:
-        server.start_io()
-    return 0
+    except ValueError as exc:
+        logger.error("--tcp %s: %s", args.tcp, exc)
+        return 2
+    if not is_loopback(host):
+        logger.warning(
+            "listening on non-loopback address %s: anyone who can reach it can read "
+            "your code through completions",
+            host,
+        )
+
+    def listening(addresses: list[object]) -> None:
+        logger.info("lsp-assist listening on %s", ", ".join(map(str, addresses)))
+
+    sessions = transport.MAX_TCP_SESSIONS if args.max_sessions is None else args.max_sessions
+    if sessions < 1:
+        logger.error("--max-sessions must be at least 1")
+        return 2
+    return transport.serve_tcp(lambda: create_server(settings), host, port, listening, sessions)

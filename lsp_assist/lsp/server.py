@@ -1,27 +1,41 @@
 """The pygls server object: protocol fixes, settings, lifecycle. Features live beside it.
 
-Two pygls 2.1 behaviours are corrected here: a request whose params fail to
-deserialize got no response at all (the editor waited forever) and now gets
-InvalidParams; a request after shutdown got no response and now gets InvalidRequest.
+pygls 2.1 behaviours corrected here: a request whose params fail to deserialize got
+no response at all (the editor waited forever) and now gets InvalidParams; a request
+after shutdown got no response and now gets InvalidRequest; malformed JSON is answered
+with ParseError where its id can be read; requests before ``initialize`` get
+ServerNotInitialized and a second ``initialize`` gets InvalidRequest (pygls built a
+second engine, model and all); ``exit`` hands its code (0 after ``shutdown``, else 1)
+to the transport (pygls's ``sys.exit`` inside the handler was swallowed: the process
+always ended with 0). Framing and the stdio/TCP loops are in ``lsp/transport.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import logging
 import threading
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidRequest,
+    JsonRpcParseError,
+    JsonRpcServerNotInitialized,
+)
 from pygls.lsp.server import LanguageServer
+from pygls.protocol.language_server import lsp_method
 
 from lsp_assist import __version__
 from lsp_assist.config import Settings, parse_settings
 from lsp_assist.documents.document import uri_to_path
 from lsp_assist.lsp.document_sync import OwnDocumentSync
+from lsp_assist.lsp.transport import peek_request_id
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.scheduler import Scheduler
 
@@ -34,6 +48,14 @@ _HANDLED = object()
 class AssistProtocol(OwnDocumentSync):
     """LanguageServerProtocol that answers every request, even malformed ones."""
 
+    def __init__(self, server: Any, converter: Any) -> None:
+        super().__init__(server, converter)
+        self.initialize_seen = False
+        self.on_exit: Callable[[int], None] | None = None
+        """Set by the transport: ``exit`` ends the session with this code."""
+        self.refusal = ""
+        """Set by the transport when this connection must not start a session: the error."""
+
     def structure_message(self, data: dict[str, Any]) -> Any:
         """Deserialize a message; answer a request with an error if its params are invalid."""
         try:
@@ -45,16 +67,97 @@ class AssistProtocol(OwnDocumentSync):
                 return _HANDLED
             raise
 
+    def receive_body(self, body: bytes) -> None:
+        """Parse one framed body and handle it; malformed JSON is logged, answered if it can be."""
+        try:
+            message = json.loads(body, object_hook=self.structure_message)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
+            self._answer_unreadable(body, JsonRpcParseError(f"malformed JSON: {exc}"))
+            return
+        except Exception:
+            logger.exception("unable to deserialize a %d-byte message", len(body))
+            return
+        try:
+            self.handle_message(message)
+        except BrokenPipeError:
+            raise
+        except Exception:
+            logger.exception("unable to handle a %d-byte message", len(body))
+
+    def reject_frame(self, head: bytes, reason: str) -> None:
+        """Answer a frame the transport skipped unread (its first bytes and why)."""
+        self._answer_unreadable(head, JsonRpcInvalidRequest(f"message rejected: {reason}"))
+
+    def _answer_unreadable(self, data: bytes, error: JsonRpcException) -> None:
+        msg_id = peek_request_id(data)
+        answer = "no request id to answer" if msg_id is None else f"answered id {msg_id!r}"
+        logger.error("%s (%s)", error.message, answer)
+        # The bytes may hold code: only at DEBUG, like every message pygls logs.
+        logger.debug("unreadable message starts %r", data[:200])
+        if msg_id is not None:
+            self._send_response(msg_id, error=error.to_response_error())
+
     def handle_message(self, message: Any) -> None:
-        """Dispatch a message, skipping ones already answered."""
+        """Dispatch a message: answer requests out of order in the lifecycle with an error."""
         if message is _HANDLED:
             return
-        method = getattr(message, "method", "")
-        if self._shutdown and method != types.EXIT and hasattr(message, "id") and method:
-            error = JsonRpcInvalidRequest("server is shutting down").to_response_error()
-            self._send_response(message.id, error=error)
+        if getattr(message, "jsonrpc", None) != "2.0":
+            self._not_jsonrpc(message)
             return
+        method = getattr(message, "method", "")
+        if method and not hasattr(message, "id"):  # a notification
+            early = not self.initialize_seen or method == types.INITIALIZE
+            if early and method != types.EXIT:
+                logger.warning("notification %s before initialize: dropped", method)
+                return
+        elif method:
+            error = self._lifecycle_error(method)
+            if error is not None:
+                logger.warning("request %s (id %s) refused: %s", method, message.id, error.message)
+                self._send_response(message.id, error=error.to_response_error())
+                return
         super().handle_message(message)
+
+    def _lifecycle_error(self, method: str) -> JsonRpcException | None:
+        """The error for a request out of order in the lifecycle, else None; notes initialize."""
+        if self._shutdown:
+            return JsonRpcInvalidRequest("server is shutting down")
+        if method == types.INITIALIZE:
+            if self.refusal:
+                return JsonRpcInvalidRequest(self.refusal)
+            if self.initialize_seen:
+                return JsonRpcInvalidRequest("initialize was already received on this connection")
+            self.initialize_seen = True
+            return None
+        if not self.initialize_seen:
+            return JsonRpcServerNotInitialized(f"{method} before initialize")
+        return None
+
+    def _not_jsonrpc(self, message: Any) -> None:
+        # A dict when "jsonrpc" is missing, a structured message when it is not "2.0".
+        data = message if isinstance(message, dict) else {}
+        for name in ("id", "method"):
+            if hasattr(message, name):
+                data[name] = getattr(message, name)
+        if "id" in data and "method" in data:
+            logger.warning("request %r (id %r) is not JSON-RPC 2.0", data["method"], data["id"])
+            error = JsonRpcInvalidRequest('not a JSON-RPC 2.0 request (needs "jsonrpc": "2.0")')
+            self._send_response(data["id"], error=error.to_response_error())
+        else:
+            logger.error("not a JSON-RPC 2.0 message: a %s", type(message).__name__)
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args: Any) -> Generator[Any, Any, None]:
+        """End the session: code 0 after shutdown, 1 without (LSP 3.17)."""
+        if (user_handler := self.fm.features.get(types.EXIT)) is not None:
+            yield user_handler, args, None
+        code = 0 if self._shutdown else 1
+        if code:
+            logger.warning("exit without shutdown: exit code 1")
+        if self.on_exit is not None:
+            self.on_exit(code)
+        else:  # run by pygls's own loop
+            raise SystemExit(code)
 
 
 class LspAssistServer(LanguageServer):
@@ -73,6 +176,8 @@ class LspAssistServer(LanguageServer):
         self.scheduler: Scheduler | None = None
         self.pending_warnings: list[str] = []
         self.ready = threading.Event()
+        self.closed = False
+        """Set once shutdown_engine ran: the session's resources are being released."""
         self._tasks: set[asyncio.Future[Any]] = set()
 
     def background(self, awaitable: Any) -> None:
@@ -187,18 +292,33 @@ class LspAssistServer(LanguageServer):
         thread = engine.start_indexing(report)
         if thread is not None:
             await loop.run_in_executor(None, thread.join)
-            # The index's objects live as long as the server: keep them out of the
+            # The index's objects live as long as the session: keep them out of the
             # collector's full passes (75-90 ms pauses that land on completion requests).
-            gc.freeze()
+            # Not once the session is closed: that would keep its garbage for good (the
+            # TCP transport unfreezes when a session ends).
+            if not self.closed:
+                gc.freeze()
         if progress_ok:
             self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="indexed"))
 
     def shutdown_engine(self) -> None:
-        """Stop background work and release the model."""
+        """Stop background work and release the model (blocking, idempotent).
+
+        The model is freed only once the model thread is idle: a running generation is
+        cancelled (it ends within milliseconds), but a model load runs to its end, and
+        freeing the model under either would be a use-after-free in llama.cpp.
+        """
+        self.closed = True
         if self.scheduler is not None:
             self.scheduler.shutdown()
+            self.scheduler.executor.shutdown(wait=True)
         if self.engine is not None:
             self.engine.close()
+
+    def close_session(self) -> None:
+        """Free everything the connection held: the engine, the model, pygls's thread pool."""
+        self.shutdown_engine()
+        self.shutdown()  # type: ignore[no-untyped-call]
 
 
 def workspace_root(params: types.InitializeParams) -> Path | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from lsprotocol import types
 
 from lsp_assist.lsp.server import LspAssistServer
@@ -28,5 +30,6 @@ def register(server: LspAssistServer) -> None:
         ls.apply_settings(params.settings)
 
     @server.feature(types.SHUTDOWN)
-    def shutdown(ls: LspAssistServer, params: None) -> None:
-        ls.shutdown_engine()
+    async def shutdown(ls: LspAssistServer, params: None) -> None:
+        # Off the event loop: it waits for the model thread to be idle.
+        await asyncio.get_running_loop().run_in_executor(None, ls.shutdown_engine)
