@@ -38,7 +38,7 @@ from lsp_assist.context.summaries import (
 )
 from lsp_assist.context.syntax import TreeCache
 from lsp_assist.context.tokens import CachedCounter
-from lsp_assist.context.zone import Zone, select_zone, zone_from_span
+from lsp_assist.context.zone import Zone, estimate_ratio, select_zone, zone_from_span
 from lsp_assist.errors import ContextError
 from lsp_assist.index.model import FileEntry, Import, IndexLookup
 
@@ -149,6 +149,8 @@ class ContextEngine:
         self._zone_memo: dict[Path, tuple[int, int, int, int, int]] = {}
         self._summary_memo: dict[Path, tuple[tuple[int, int], int, list[SummaryEntry]]] = {}
         self._line_states: dict[Path, _LineState] = {}
+        self._zone_scale: dict[Path, float] = {}
+        """Exact / estimated tokens of each file's last zone (the next selection's scale)."""
         self._lock = threading.RLock()
         log.debug("context engine: format %s (%s)", self.format.name, self.format.family)
 
@@ -374,8 +376,14 @@ class ContextEngine:
             count=self.counter.count,
             fim=fmt.is_fim,
             estimate=estimate_tokens,
+            scale=self._zone_scale.get(cursor.path, 1.0),
             hint=self._zone_hint(cursor.path, len(lines), zone_budget, settings),
             reserve=TYPED_STEP,
+        )
+        if len(self._zone_scale) > 256:
+            self._zone_scale.clear()
+        self._zone_scale[cursor.path] = estimate_ratio(
+            zone, lines, self.counter.count, estimate_tokens
         )
         self._zone_memo[cursor.path] = (
             len(lines),

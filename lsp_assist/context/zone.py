@@ -56,6 +56,15 @@ def _parts(
     return before, typed, after
 
 
+def estimate_ratio(
+    zone: Zone, lines: list[str], count: Callable[[str], int], estimate: Callable[[str], int]
+) -> float:
+    """Return exact / estimated tokens of ``zone`` (the ``scale`` of the next selection)."""
+    guessed = sum(estimate(lines[i] + "\n") for i in range(zone.start_line, zone.end_line + 1))
+    exact = count(zone.before) + count(zone.typed) + count(zone.after)
+    return max(0.2, min(2.0, exact / max(1, guessed)))
+
+
 def zone_from_span(
     lines: list[str], start: int, end: int, line: int, col: int, *, fim: bool
 ) -> Zone:
@@ -243,13 +252,15 @@ def select_zone(
     fim: bool,
     hint: tuple[int, int] | None = None,
     estimate: Callable[[str], int] | None = None,
+    scale: float = 1.0,
     reserve: int = 0,
 ) -> Zone:
     """Return the editing zone around ``(line, col)`` within ``max_lines`` and ``budget``.
 
     ``hint`` is the previous zone of the same file; it is kept when the tree has
     syntax errors (a half-typed line) so the zone does not jump while typing.
-    ``estimate`` (default ``count``) sizes candidate blocks cheaply; the chosen zone is
+    ``estimate`` (default ``count``) sizes candidate blocks cheaply, times ``scale``
+    (what the caller last measured as exact / estimate in this file); the chosen zone is
     then counted exactly with ``count``, sized again with the estimate scaled to the
     exact count when it left room, and shrunk if it does not fit. ``reserve`` tokens
     of ``budget`` are left free where there is room, so the cursor line can grow while
@@ -316,7 +327,11 @@ def select_zone(
             grower.end -= 1
         return grower.start, grower.end
 
-    guess = estimate or count
+    base = estimate or count
+
+    def guess(text: str) -> float:
+        return base(text) * scale
+
     limit = budget - reserve if budget > reserve else budget
     start, end = attempt(guess, limit)
     zone = zone_from_span(lines, start, end, line, col, fim=fim)
@@ -327,11 +342,11 @@ def select_zone(
     for _ in range(3):
         if best is not None and (best_total >= 0.95 * limit or best.line_count >= max_lines):
             break
-        guessed = sum(guess(lines[i] + "\n") for i in range(zone.start_line, zone.end_line + 1))
-        scale = total / max(1, guessed) * max(1.0, total / limit)
+        guessed = sum(base(lines[i] + "\n") for i in range(zone.start_line, zone.end_line + 1))
+        ratio = total / max(1, guessed) * max(1.0, total / max(1.0, limit))
 
-        def scaled(text: str, s: float = scale) -> float:
-            return guess(text) * s
+        def scaled(text: str, r: float = ratio) -> float:
+            return base(text) * r
 
         start, end = attempt(scaled, limit)
         if (start, end) == (zone.start_line, zone.end_line):
