@@ -66,6 +66,33 @@ async def command(client: Any, name: str, *arguments: Any) -> dict[str, Any]:
     return dict(result or {})
 
 
+async def inline_request(
+    client: Any, uri: str, line: int, character: int, *, automatic: bool
+) -> tuple[str, float, dict[str, Any]]:
+    """Ask for an inline completion; return the suggestion, the round trip (ms), the outcome.
+
+    The outcome is the server's ``lspAssist.status`` "last" entry, asked for after the
+    answer (outside the measured round trip).
+    """
+    kind = types.InlineCompletionTriggerKind
+    t0 = time.perf_counter()
+    result = await client.text_document_inline_completion_async(
+        types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=line, character=character),
+            context=types.InlineCompletionContext(
+                trigger_kind=kind.Automatic if automatic else kind.Invoked
+            ),
+        )
+    )
+    elapsed = (time.perf_counter() - t0) * 1000
+    items = result.items if isinstance(result, types.InlineCompletionList) else (result or [])
+    suggestion = str(items[0].insert_text) if items else ""
+    state = await command(client, "lspAssist.status")
+    last: dict[str, Any] = state.get("last", {})
+    return suggestion, elapsed, last
+
+
 async def drive(args: argparse.Namespace) -> dict[str, Any]:
     """Run one editor session against the server and return what it saw."""
     from pygls.lsp.client import LanguageClient
@@ -134,22 +161,7 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
     load_s = time.perf_counter() - started
 
     async def ask(line: int, column: int) -> tuple[str, float, dict[str, Any]]:
-        t0 = time.perf_counter()
-        result = await client.text_document_inline_completion_async(
-            types.InlineCompletionParams(
-                text_document=types.TextDocumentIdentifier(uri=uri),
-                position=types.Position(line=line, character=column),
-                context=types.InlineCompletionContext(
-                    trigger_kind=types.InlineCompletionTriggerKind.Invoked
-                ),
-            )
-        )
-        elapsed = (time.perf_counter() - t0) * 1000
-        items = result.items if isinstance(result, types.InlineCompletionList) else (result or [])
-        suggestion = str(items[0].insert_text) if items else ""
-        state = await command(client, "lspAssist.status")
-        last: dict[str, Any] = state.get("last", {})
-        return suggestion, elapsed, last
+        return await inline_request(client, uri, line, column, automatic=False)
 
     first, first_ms, first_details = await ask(line, column)
     # The user types the suggestion's first character: served from the type-through cache.

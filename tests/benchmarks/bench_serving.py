@@ -17,17 +17,14 @@ import argparse
 import asyncio
 import shutil
 import statistics
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from bench_common import pct
+from bench_common import pct, start_server
 from lsprotocol import types
-from pygls.lsp.client import LanguageClient
 
-from lsp_assist.cli.demo_cmd import line_edit
+from lsp_assist.cli.demo_cmd import inline_request, line_edit
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "docs" / "examples" / "shop"
@@ -38,30 +35,10 @@ async def run(model: str, keystrokes: int) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="lsp-assist-bench-"))
     workspace = tmp / "shop"
     shutil.copytree(DEMO, workspace)
-    client = LanguageClient("bench", "0.1")
-
-    def ignore(*args: Any) -> None:
-        return None
-
-    client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)(ignore)
-    client.feature(types.PROGRESS)(ignore)
-    command = [sys.executable, "-m", "lsp_assist.cli.main", "serve", "--log-level", "WARNING"]
-    await client.start_io(*command)
     options: dict[str, Any] = {"cacheDir": str(tmp / "cache"), "debounceMs": 0, "maxTokens": 16}
     if model:
         options["modelPath"] = model
-    await client.initialize_async(
-        types.InitializeParams(
-            capabilities=types.ClientCapabilities(
-                text_document=types.TextDocumentClientCapabilities(
-                    inline_completion=types.InlineCompletionClientCapabilities()
-                )
-            ),
-            root_uri=workspace.as_uri(),
-            initialization_options=options,
-        )
-    )
-    client.initialized(types.InitializedParams())
+    client = await start_server("bench", workspace, options)
     path = workspace / "shop" / "checkout.py"
     text = path.read_text().rstrip() + "\n"
     uri = path.as_uri()
@@ -94,24 +71,7 @@ async def run(model: str, keystrokes: int) -> dict[str, Any]:
     typed_target = "    return create_payment(order)\n    "
 
     async def ask(automatic: bool) -> tuple[str, float, dict[str, Any]]:
-        t0 = time.perf_counter()
-        result = await client.text_document_inline_completion_async(
-            types.InlineCompletionParams(
-                text_document=types.TextDocumentIdentifier(uri=uri),
-                position=types.Position(line=line, character=col),
-                context=types.InlineCompletionContext(
-                    trigger_kind=types.InlineCompletionTriggerKind.Automatic
-                    if automatic
-                    else types.InlineCompletionTriggerKind.Invoked
-                ),
-            )
-        )
-        elapsed = (time.perf_counter() - t0) * 1000
-        state = await client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="lspAssist.status")
-        )
-        items = result.items if isinstance(result, types.InlineCompletionList) else []
-        return (str(items[0].insert_text) if items else ""), elapsed, state.get("last", {})
+        return await inline_request(client, uri, line, col, automatic=automatic)
 
     def type_char(char: str) -> None:
         nonlocal line, col, version

@@ -1,0 +1,279 @@
+"""Typing replay through the real server over stdio (issue 10, part 2).
+
+``lsp-assist serve`` is started with the workspace set to the installed standard
+library, and a real LSP client (pygls) types into real files as an editor does: a
+real code line is blanked (its indentation kept), then retyped one character at a
+time, with one ``didChange`` and one automatic inline completion request per
+keystroke, waiting for each answer. Lines are picked in turn from each file
+(seeded), until ``--keystrokes`` requests have been sent.
+
+Reported for the keystrokes within a line (the first request at each new line is
+excluded): the share of model requests that evaluate <= 32 new tokens
+(``prompt_tokens - reused_tokens``; target >= 99%), the number of re-prefills (more
+than 32 new tokens), the client-side round trip P50/P90/P99 (targets P90 <= 150 ms,
+P99 <= 300 ms) and the server's TTFT P50/P90/P99. The first requests at each line are
+reported apart.
+
+Settings are the defaults but ``promptTimeoutMs`` (60 s here, so that the cold prompt
+of a new line completes on a loaded machine; --setting KEY=VALUE adds others).
+
+Run: .venv/bin/python tests/benchmarks/bench_typing.py [--keystrokes 520] [--model GGUF]
+     [--file asyncio/base_events.py]... [--seed 5] [--setting KEY=VALUE]... [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from bench_common import pct, start_server  # noqa: E402
+from lsprotocol import types  # noqa: E402
+
+from lsp_assist.cli.demo_cmd import inline_request, line_edit  # noqa: E402
+
+FILES = ["asyncio/base_events.py", "tarfile.py", "argparse.py"]
+EXCLUDE = ["test/**", "tests/**", "idlelib/**", "lib2to3/**", "turtledemo/**", "ensurepip/**"]
+NEW_TOKENS = 32
+PROMPT_TIMEOUT_MS = 60_000
+"""The cold prompt of a new line must complete, even on a loaded machine: with the
+default 5 s a timed-out prefill is thrown away and every keystroke starts again."""
+
+
+def pick_lines(text: str, rng: random.Random, count: int) -> list[int]:
+    """Return ``count`` random lines of ordinary code inside functions (20-79 characters)."""
+    lines = text.split("\n")
+    ok = []
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if (
+            line.startswith("        ")
+            and 20 <= len(stripped) <= 79
+            and not stripped.startswith(("#", '"', "'", "@"))
+            and not stripped.endswith(("\\", ","))
+        ):
+            ok.append(i)
+    return rng.sample(ok, min(count, len(ok)))
+
+
+async def run(
+    model: str, keystrokes: int, files: list[str], seed: int, extra: dict[str, Any]
+) -> dict[str, Any]:
+    """Replay the typing and return one record per request."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    tmp = Path(tempfile.mkdtemp(prefix="lsp-assist-typing-"))
+    options: dict[str, Any] = {
+        "cacheDir": str(tmp / "cache"),
+        "excludeGlobs": EXCLUDE,
+        "watch": False,
+        **extra,
+    }
+    if model:
+        options["modelPath"] = model
+    # the server imports lsp_assist from the checkout this script sits in
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    client = await start_server("bench-typing", stdlib, options, env)
+
+    async def status() -> dict[str, Any]:
+        return dict(
+            await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="lspAssist.status")
+            )
+            or {}
+        )
+
+    while True:
+        state = await status()
+        model_state = state["model"]
+        done, total = state["index"]["files_done"], state["index"]["files_total"]
+        if model_state["error"]:
+            raise SystemExit(model_state["error"])
+        if model_state["loaded"] and total and done >= total:
+            break
+        await asyncio.sleep(0.5)
+
+    rng = random.Random(seed)
+    texts = {name: (stdlib / name).read_text(encoding="utf-8") for name in files}
+    plan: list[tuple[str, int]] = []
+    picks = {name: pick_lines(texts[name], rng, 40) for name in files}
+    budget = 0
+    while budget < keystrokes:
+        progressed = False
+        for name in files:
+            if picks[name] and budget < keystrokes:
+                line = picks[name].pop(0)
+                plan.append((name, line))
+                budget += len(texts[name].split("\n")[line].strip()) + 1
+                progressed = True
+        if not progressed:
+            break
+    # as a user works: one file after the other, each file's lines top to bottom
+    plan.sort(key=lambda p: (files.index(p[0]), p[1]))
+
+    records: list[dict[str, Any]] = []
+    versions: dict[str, int] = {}
+    sent = 0
+    for name, line in plan:
+        if sent >= keystrokes:
+            break
+        path = stdlib / name
+        uri = path.as_uri()
+        if name not in versions:
+            versions[name] = 1
+            client.text_document_did_open(
+                types.DidOpenTextDocumentParams(
+                    text_document=types.TextDocumentItem(
+                        uri=uri, language_id="python", version=1, text=texts[name]
+                    )
+                )
+            )
+        original = texts[name].split("\n")[line]
+        indent = len(original) - len(original.lstrip())
+        versions[name] += 1
+        client.text_document_did_change(
+            line_edit(uri, versions[name], line, indent, len(original), "")
+        )
+        for k in range(indent, len(original) + 1):
+            if k > indent:
+                versions[name] += 1
+                client.text_document_did_change(
+                    line_edit(uri, versions[name], line, k - 1, k - 1, original[k - 1])
+                )
+            suggestion, elapsed, last = await inline_request(client, uri, line, k, automatic=True)
+            records.append(
+                {
+                    "file": name,
+                    "line": line + 1,
+                    "column": k + 1,
+                    "first_at_line": k == indent,
+                    "client_ms": elapsed,
+                    "suggestion": suggestion,
+                    "cache_hit": bool(last.get("cache_hit")),
+                    "skipped": str(last.get("skipped", "")),
+                    "prompt_tokens": int(last.get("prompt_tokens", 0)),
+                    "reused_tokens": int(last.get("reused_tokens", 0)),
+                    "ttft_ms": float(last.get("ttft_ms", 0.0)),
+                    "latency_ms": float(last.get("latency_ms", 0.0)),
+                    "layers": last.get("layers", {}),
+                    "error": str(last.get("error", "")),
+                }
+            )
+            sent += 1
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return {"records": records, "lines": len({(r["file"], r["line"]) for r in records})}
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return the figures over the records."""
+    within = [r for r in records if not r["first_at_line"]]
+    first = [r for r in records if r["first_at_line"]]
+    model = [r for r in within if r["prompt_tokens"] and not r["cache_hit"] and not r["skipped"]]
+    new = [r["prompt_tokens"] - r["reused_tokens"] for r in model]
+    small = sum(1 for n in new if n <= NEW_TOKENS)
+    client = [r["client_ms"] for r in within]
+    ttft = [r["ttft_ms"] for r in model]
+    first_model = [r for r in first if r["prompt_tokens"] and not r["cache_hit"]]
+    return {
+        "requests": len(records),
+        "within_line": len(within),
+        "first_at_line": len(first),
+        "model_requests_within": len(model),
+        "typethrough_hits_within": sum(1 for r in within if r["cache_hit"]),
+        "skipped_within": sum(1 for r in within if r["skipped"]),
+        "small_share": small / len(model) if model else 0.0,
+        "re_prefills": len(model) - small,
+        "new_tokens_p50": statistics.median(new) if new else 0,
+        "new_tokens_max": max(new) if new else 0,
+        "client_p50": pct(client, 50),
+        "client_p90": pct(client, 90),
+        "client_p99": pct(client, 99),
+        "ttft_p50": pct(ttft, 50),
+        "ttft_p90": pct(ttft, 90),
+        "ttft_p99": pct(ttft, 99),
+        "first_client_p50": pct([r["client_ms"] for r in first], 50),
+        "first_new_tokens_p50": statistics.median(
+            [r["prompt_tokens"] - r["reused_tokens"] for r in first_model]
+        )
+        if first_model
+        else 0,
+        "prompt_tokens_mean": statistics.mean(r["prompt_tokens"] for r in model) if model else 0,
+        "errors": sum(1 for r in records if r["error"]),
+    }
+
+
+def main() -> int:
+    """Parse flags, run, print the figures against the targets."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="", help="GGUF (default: the embedded model)")
+    parser.add_argument("--keystrokes", type=int, default=520)
+    parser.add_argument("--file", action="append", default=[], help="stdlib file (repeatable)")
+    parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[f"promptTimeoutMs={PROMPT_TIMEOUT_MS}"],
+        metavar="KEY=VALUE",
+        help="an initializationOptions entry (repeatable; values parsed as JSON when they can be)",
+    )
+    parser.add_argument("--json", default="")
+    args = parser.parse_args()
+    extra: dict[str, Any] = {}
+    for item in args.setting:
+        key, _, value = item.partition("=")
+        try:
+            extra[key] = json.loads(value)
+        except ValueError:
+            extra[key] = value
+    load = os.getloadavg()[0]
+    out = asyncio.run(run(args.model, args.keystrokes, args.file or FILES, args.seed, extra))
+    s = summarize(out["records"])
+    print(
+        f"lsp_assist from {ROOT}; {s['requests']} requests over {out['lines']} lines; "
+        f"load {load:.2f} -> {os.getloadavg()[0]:.2f}"
+    )
+    rows = [
+        ("keystrokes within a line", f"{s['within_line']}", ""),
+        (
+            "  to the model / type-through / skipped",
+            f"{s['model_requests_within']}/{s['typethrough_hits_within']}/{s['skipped_within']}",
+            "",
+        ),
+        (f"model requests <= {NEW_TOKENS} new tokens", f"{s['small_share']:.1%}", ">= 99%"),
+        ("re-prefills (> 32 new tokens)", f"{s['re_prefills']}", "0"),
+        ("new tokens P50 / max", f"{s['new_tokens_p50']:.0f} / {s['new_tokens_max']}", ""),
+        ("client round trip P50 (ms)", f"{s['client_p50']:.0f}", ""),
+        ("client round trip P90 (ms)", f"{s['client_p90']:.0f}", "<= 150"),
+        ("client round trip P99 (ms)", f"{s['client_p99']:.0f}", "<= 300"),
+        (
+            "TTFT P50 / P90 / P99 (ms)",
+            f"{s['ttft_p50']:.0f} / {s['ttft_p90']:.0f} / {s['ttft_p99']:.0f}",
+            "",
+        ),
+        ("first request at a line: client P50 (ms)", f"{s['first_client_p50']:.0f}", ""),
+        ("first request at a line: new tokens P50", f"{s['first_new_tokens_p50']:.0f}", ""),
+        ("prompt tokens, mean", f"{s['prompt_tokens_mean']:.0f}", ""),
+        ("requests with an error (all)", f"{s['errors']}", "0"),
+    ]
+    print(f"{'measure':<44}{'value':>16}{'target':>10}")
+    for name, value, target in rows:
+        print(f"{name:<44}{value:>16}{target:>10}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"summary": s, **out}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
