@@ -10,7 +10,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 
 class CancelToken:
@@ -129,20 +129,74 @@ class GenerationRequest:
 
 
 @dataclass(kw_only=True)
-class GenerationResult:
-    """What one generation produced and what it cost."""
+class Usage:
+    """Token counts and times of one request: the one definition of the metric fields.
 
-    text: str = ""
-    tokens: list[int] = field(default_factory=list)
+    :class:`GenerationResult`, serving's ``CompletionOutcome`` and telemetry's
+    ``MetricsRecord`` inherit these fields, and docs/telemetry.md defines each. A backend
+    fills the token counts, ``drafting``/``draft_*``, ``prefill_ms``, ``decode_ms``, and
+    ``ttft_ms``/``latency_ms`` counted from the start of its ``generate`` (see
+    :meth:`GenerationResult.finish`). The engine copies the backend's part
+    (:data:`BACKEND_FIELDS`, with :meth:`copy_usage`), adds ``layer_tokens``,
+    ``debounce_ms``, ``queue_ms``, ``context_ms`` and ``engine_ms``, and counts
+    ``ttft_ms`` and ``latency_ms`` from the request's arrival instead, so that
+    ``ttft_ms = debounce_ms + queue_ms + context_ms + prefill_ms`` (give or take the
+    sampling of the first token).
+    """
+
+    layer_tokens: dict[str, int] = field(default_factory=dict)
+    """Prompt tokens spent per context layer."""
     prompt_tokens: int = 0
     reused_tokens: int = 0
     """Prompt tokens served from the KV cache (not evaluated)."""
-    prefill_ms: float = 0.0
-    ttft_ms: float = 0.0
-    latency_ms: float = 0.0
+    output_tokens: int = 0
     drafting: bool = False
     draft_proposed: int = 0
     draft_accepted: int = 0
+    debounce_ms: float = 0.0
+    """Arrival to the hand-over to the model thread (the debounce wait and checks)."""
+    queue_ms: float = 0.0
+    """Hand-over to the model thread starting the request (waiting behind older work)."""
+    context_ms: float = 0.0
+    """Model thread start to the backend call: skip rules, building the prompt."""
+    prefill_ms: float = 0.0
+    """Backend call to the prompt evaluated (KV state restore and prompt evaluation)."""
+    decode_ms: float = 0.0
+    """First token to the last one."""
+    ttft_ms: float = 0.0
+    """Arrival to the first generated token (for a backend: from the start of generate)."""
+    engine_ms: float = 0.0
+    """Time on the model thread: context_ms + prefill_ms + decode_ms + post-processing."""
+    latency_ms: float = 0.0
+    """Arrival to the answer (for a backend: the whole generate call)."""
+
+    def copy_usage(self, other: Usage, names: Sequence[str] | None = None) -> None:
+        """Copy the :class:`Usage` fields (or only ``names``) of this object onto ``other``."""
+        for name in names if names is not None else USAGE_FIELDS:
+            value = getattr(self, name)
+            setattr(other, name, dict(value) if isinstance(value, dict) else value)
+
+
+BACKEND_FIELDS = (
+    "reused_tokens",
+    "drafting",
+    "draft_proposed",
+    "draft_accepted",
+    "prefill_ms",
+    "decode_ms",
+)
+"""The :class:`Usage` fields a backend measures and the engine takes over unchanged."""
+
+USAGE_FIELDS = tuple(f.name for f in fields(Usage))
+"""Every :class:`Usage` field, in order."""
+
+
+@dataclass(kw_only=True)
+class GenerationResult(Usage):
+    """What one generation produced and what it cost (times from the start of generate)."""
+
+    text: str = ""
+    tokens: list[int] = field(default_factory=list)
     stop_reason: str = ""
     """One of: stop, rule, length, eos, cancelled, timeout."""
 
@@ -150,6 +204,16 @@ class GenerationResult:
     def cancelled(self) -> bool:
         """True when generation ended because of a cancel flag or a time cap."""
         return self.stop_reason in ("cancelled", "timeout")
+
+    def finish(self, started: float) -> None:
+        """Close the timings at the end of generate; ``started`` is its perf_counter start.
+
+        Sets ``latency_ms``, ``decode_ms`` (first token to now; 0 without a first token)
+        and ``output_tokens``.
+        """
+        self.latency_ms = (time.perf_counter() - started) * 1000.0
+        self.decode_ms = max(0.0, self.latency_ms - self.ttft_ms) if self.tokens else 0.0
+        self.output_tokens = len(self.tokens)
 
 
 class Backend(ABC):

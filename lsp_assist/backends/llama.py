@@ -621,7 +621,7 @@ class LocalBackend(Backend):
             if not self._engine.ctx:
                 raise BackendError("the backend is closed")
             result = self._generate_locked(request, t0)
-        result.latency_ms = (time.perf_counter() - t0) * 1000.0
+        result.finish(t0)
         c = self._counters
         c["requests"] += 1
         c["prompt_tokens"] += result.prompt_tokens

@@ -532,7 +532,7 @@ class RemoteBackend(Backend):
                 if answered:  # a cancel before the server answered says nothing of it
                     self.breaker.success()
                 break
-        result.latency_ms = (time.perf_counter() - t0) * 1000.0
+        result.finish(t0)
         if result.stop_reason == "cancelled":
             self._counters["cancelled"] += 1
         elif result.stop_reason == "timeout":

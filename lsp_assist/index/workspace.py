@@ -358,6 +358,20 @@ class WorkspaceIndex:
         item = self._load(path, with_tree=True)
         return item.tree if item is not None else None
 
+    def tree_for(self, path: Path, text: str) -> tree_sitter.Tree | None:
+        """Return the syntax tree of ``path`` only if it was parsed from ``text``, else None.
+
+        For a reader on another thread holding a snapshot: the open buffer's text and
+        tree are read together, so an edit made meanwhile never pairs a newer tree with
+        older text.
+        """
+        norm = self._norm(path)
+        with self._lock:
+            buf = self._buffers.get(norm)
+            if buf is not None:
+                return buf.tree if buf.text is text or buf.text == text else None
+        return self.tree_of(norm) if self.text_of(norm) == text else None
+
     # ------------------------------------------------------------------ index mutation
     def _install(self, path: Path, entry: FileEntry | None) -> None:
         """Replace the entry of ``path`` (None removes it); caller holds the lock."""

@@ -3,6 +3,14 @@
 documents -> index -> context -> backend -> post-processing, with telemetry around it.
 The LSP handlers and the CLI both call this class; the scheduler runs its blocking
 ``complete`` on the model's own single-thread executor.
+
+The engine sees only snapshots. Edits change the live :class:`Document` on the event
+loop while the model thread works, so a request carries a :class:`DocumentSnapshot`
+taken when it arrived (``CompletionQuery.snapshot``), and everything done for it (skip
+rules, the syntax tree, the prompt, post-processing, the type-through cache entry)
+reads that snapshot. Of the live buffer the model thread reads only the version, to
+learn that a request is outdated. State that the other thread may replace (the
+context engine, the settings, the metrics log) is read once into a local.
 """
 
 from __future__ import annotations
@@ -16,11 +24,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lsp_assist.backends.base import Backend, CancelToken, GenerationRequest
+from lsp_assist.backends.base import (
+    BACKEND_FIELDS,
+    USAGE_FIELDS,
+    Backend,
+    CancelToken,
+    GenerationRequest,
+    Usage,
+)
 from lsp_assist.config import Settings, workspace_cache_dir
 from lsp_assist.context.model import AssembledPrompt, Cursor
 from lsp_assist.documents import ByteEdit, Document, DocumentStore, Position
-from lsp_assist.documents.document import language_for_path
+from lsp_assist.documents.document import (
+    DocumentSnapshot,
+    TextView,
+    language_for_path,
+    uri_to_path,
+)
 from lsp_assist.errors import BackendError, LspAssistError, ModelLoadError
 
 if TYPE_CHECKING:
@@ -50,16 +70,31 @@ class CompletionQuery:
     task_type: str = "completion"
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     received_at: float = field(default_factory=time.perf_counter)
+    """When the request arrived (``time.perf_counter``): where ttft_ms and latency_ms start."""
+    snapshot: DocumentSnapshot | None = None
+    """The buffer as it was when the request arrived, taken on the thread that applies
+    edits (the event loop); None lets the engine take it when it runs (the CLI)."""
+    queued_at: float | None = None
+    """When the scheduler handed the query to the model thread (after the debounce)."""
+
+    @property
+    def expected_version(self) -> int | None:
+        """The buffer version the request was made for (``version``, else the snapshot's)."""
+        if self.version is not None:
+            return self.version
+        return self.snapshot.version if self.snapshot is not None else None
 
 
 @dataclass(kw_only=True)
-class CompletionOutcome:
-    """A suggestion (possibly empty) and what producing it cost."""
+class CompletionOutcome(Usage):
+    """A suggestion (possibly empty) and what producing it cost (the :class:`Usage` fields)."""
 
     request_id: str
     text: str = ""
     line: int = 0
     column: int = 0
+    version: int | None = None
+    """The buffer version the suggestion was made for."""
     multiline: bool = False
     skipped: str = ""
     """Why no model call was made (automatic-trigger rules, stale version, no model)."""
@@ -67,23 +102,16 @@ class CompletionOutcome:
     cancelled: bool = False
     error: str = ""
     strategy: str = ""
-    layer_tokens: dict[str, int] = field(default_factory=dict)
-    prompt_tokens: int = 0
-    reused_tokens: int = 0
-    output_tokens: int = 0
-    ttft_ms: float = 0.0
-    engine_ms: float = 0.0
-    latency_ms: float = 0.0
-    context_ms: float = 0.0
-    drafting: bool = False
-    draft_proposed: int = 0
-    draft_accepted: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """Return the JSON form used by ``lsp-assist complete --json``."""
+        times = {
+            name: round(getattr(self, name), 2) for name in USAGE_FIELDS if name.endswith("_ms")
+        }
         return {
             "request_id": self.request_id,
             "text": self.text,
+            "version": self.version,
             "multiline": self.multiline,
             "skipped": self.skipped,
             "cache_hit": self.cache_hit,
@@ -93,10 +121,7 @@ class CompletionOutcome:
             "prompt_tokens": self.prompt_tokens,
             "reused_tokens": self.reused_tokens,
             "output_tokens": self.output_tokens,
-            "ttft_ms": round(self.ttft_ms, 2),
-            "latency_ms": round(self.latency_ms, 2),
-            "engine_ms": round(self.engine_ms, 2),
-            "context_ms": round(self.context_ms, 2),
+            **times,
             "layers": dict(self.layer_tokens),
             "draft": {
                 "enabled": self.drafting,
@@ -133,7 +158,8 @@ class CompletionEngine:
         self.model_error = ""
         self._backend_lock = threading.Lock()
         self._context: ContextEngine | None = None
-        self._recent: list[Path] = []
+        self._recent: tuple[Path, ...] = ()
+        """Recently opened files, newest first; replaced whole, never changed in place."""
         self._oversized: set[str] = set()
         """URIs of open documents too big for model work (see ``oversized``)."""
         self.index: WorkspaceIndex | None = None
@@ -143,8 +169,9 @@ class CompletionEngine:
         self.typethrough = TypeThroughCache(self.settings.completion.cache_entries)
         self.metrics: MetricsLog | None = None
         self._open_metrics()
-        self.last_outcomes: list[CompletionOutcome] = []
-        self._last_prompt: AssembledPrompt | None = None
+        self.last_outcomes: tuple[CompletionOutcome, ...] = ()
+        """The last 20 outcomes, oldest first; replaced whole under ``_outcomes_lock``."""
+        self._outcomes_lock = threading.Lock()
 
     # -- set-up -------------------------------------------------------------------
 
@@ -203,6 +230,7 @@ class CompletionEngine:
         """Apply new settings; reloads the model if model settings changed."""
         old = self.settings
         self.settings = settings
+        context = self._context
         if old.model != settings.model:
             with self._backend_lock:
                 if self.backend is not None:
@@ -210,8 +238,8 @@ class CompletionEngine:
                 self.backend = None
                 self.model_error = ""
             self._context = None
-        elif self._context is not None:
-            self._context.update_settings(settings.context)
+        elif context is not None:
+            context.update_settings(settings.context)
         if old.telemetry != settings.telemetry:
             self._open_metrics()
         if old.index != settings.index:
@@ -219,8 +247,9 @@ class CompletionEngine:
 
     def context_engine(self) -> ContextEngine | None:
         """Return the context engine (built lazily once the model's tokenizer is known)."""
-        if self._context is not None:
-            return self._context
+        context = self._context
+        if context is not None:
+            return context
         backend = self.backend
         if backend is None:
             return None
@@ -228,12 +257,13 @@ class CompletionEngine:
 
         index = self.index if self.index is not None else _EmptyIndex()
         relative = self.index.relative if self.index is not None else None
-        self._context = ContextEngine(
+        context = ContextEngine(
             index, backend, backend.info, self.settings.context, relative=relative
         )
         for path in reversed(self._recent):
-            self._context.note_opened(path)
-        return self._context
+            context.note_opened(path)
+        self._context = context
+        return context
 
     def start_indexing(
         self, progress: Callable[[int, int], None] | None = None
@@ -256,7 +286,7 @@ class CompletionEngine:
 
     # -- documents ----------------------------------------------------------------
 
-    def oversized(self, doc: Document) -> str:
+    def oversized(self, doc: TextView) -> str:
         """Return why a document is too big for model work and parsing ('' = it is not)."""
         limit = self.settings.index.max_file_bytes
         if len(doc.text) > limit:
@@ -305,8 +335,9 @@ class CompletionEngine:
                 self.index.close_buffer(doc.path)
             else:
                 self.index.open_buffer(doc.path, doc.text)
-        if self._context is not None:
-            self._context.note_edited(doc.path)
+        context = self._context
+        if context is not None:
+            context.note_edited(doc.path)
         return doc
 
     def close_document(self, uri: str) -> None:
@@ -318,19 +349,20 @@ class CompletionEngine:
             self.index.close_buffer(doc.path)
 
     def _note_recent(self, path: Path) -> None:
-        if path in self._recent:
-            self._recent.remove(path)
-        self._recent.insert(0, path)
-        del self._recent[self.settings.context.recent_files :]
-        if self._context is not None:
-            self._context.note_opened(path)
+        recent = (path, *(p for p in self._recent if p != path))
+        self._recent = recent[: self.settings.context.recent_files]
+        context = self._context
+        if context is not None:
+            context.note_opened(path)
 
-    def _document(self, uri: str) -> Document | None:
+    def snapshot(self, uri: str) -> DocumentSnapshot | None:
+        """Return the buffer of ``uri`` frozen as it is now (the file on disk if not open).
+
+        Call it on the thread that applies the edits (the event loop in the server).
+        """
         doc = self.documents.get(uri)
         if doc is not None:
-            return doc
-        from lsp_assist.documents.document import uri_to_path
-
+            return doc.snapshot()
         path = uri_to_path(uri)
         if self.index is not None and self.index.is_denied(path):
             return None
@@ -338,36 +370,60 @@ class CompletionEngine:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return None
-        return Document(uri, text)
+        return Document(uri, text).snapshot()
+
+    def stale(self, query: CompletionQuery) -> bool:
+        """True when the open buffer has moved past the version the query was made for."""
+        expected = query.expected_version
+        doc = self.documents.get(query.uri)
+        return expected is not None and doc is not None and doc.version != expected
+
+    def _tree(self, doc: DocumentSnapshot) -> Any:
+        """The index's syntax tree of the snapshot's text (None when it has moved on)."""
+        if self.index is None or not doc.language_id:
+            return None
+        return self.index.tree_for(doc.path, doc.text)
 
     # -- completions --------------------------------------------------------------
 
-    def skip_reason(self, doc: Document, pos: Position, trigger: str) -> str:
+    def _skip_reason(
+        self,
+        doc: DocumentSnapshot,
+        pos: Position,
+        trigger: str,
+        settings: Settings,
+        tree: Any,
+    ) -> str:
         """Return why an automatic trigger should not call the model here ('' = go)."""
         if trigger != "automatic":
             return ""
+        completion = settings.completion
         line = doc.line(pos.line)
         before, after = line[: pos.column], line[pos.column :]
         if before and (before[-1].isalnum() or before[-1] == "_") and after[:1].isalnum():
             return "mid-word"
-        if len(after.strip()) > self.settings.completion.max_chars_right_of_cursor:
+        if len(after.strip()) > completion.max_chars_right_of_cursor:
             return "text right of cursor"
-        settings = self.settings.completion
-        if (settings.skip_in_comments or settings.skip_in_strings) and self.index is not None:
-            tree = self.index.tree_of(doc.path)
-            if tree is not None:
-                row, col = doc.point_at(pos)
-                # A comment runs to the end of its line, so the character before the
-                # cursor decides; a string must enclose the cursor itself.
-                if settings.skip_in_comments and _inside(tree, (row, max(0, col - 1)), "comment"):
-                    return "inside a comment"
-                if settings.skip_in_strings and _inside(tree, (row, col), "string"):
-                    return "inside a string"
+        if (completion.skip_in_comments or completion.skip_in_strings) and tree is not None:
+            row, col = doc.point_at(pos)
+            # A comment runs to the end of its line, so the character before the
+            # cursor decides; a string must enclose the cursor itself.
+            if completion.skip_in_comments and _inside(tree, (row, max(0, col - 1)), "comment"):
+                return "inside a comment"
+            if completion.skip_in_strings and _inside(tree, (row, col), "string"):
+                return "inside a string"
         return ""
 
     def cached(self, query: CompletionQuery) -> CompletionOutcome | None:
-        """Serve a query from the type-through cache when the user typed into a suggestion."""
-        doc = self.documents.get(query.uri)
+        """Serve a query from the type-through cache when the user typed into a suggestion.
+
+        Runs on the event loop; reads the query's snapshot (or the open buffer as it is).
+        """
+        started = time.perf_counter()
+        doc = query.snapshot
+        if doc is None:
+            live = self.documents.get(query.uri)
+            doc = live.snapshot() if live is not None else None
         if doc is None:
             return None
         pos = doc.clamp(query.line, query.column)
@@ -380,18 +436,20 @@ class CompletionEngine:
             text=remainder,
             line=pos.line,
             column=pos.column,
+            version=doc.version,
             multiline="\n" in remainder,
             cache_hit=True,
             strategy="typethrough",
         )
-        outcome.latency_ms = outcome.engine_ms = (time.perf_counter() - query.received_at) * 1000
-        self._record(outcome, doc, "typethrough")
-        self.last_outcomes = [*self.last_outcomes[-19:], outcome]
+        done = time.perf_counter()
+        outcome.engine_ms = (done - started) * 1000
+        outcome.latency_ms = outcome.ttft_ms = (done - query.received_at) * 1000
+        self._finish(outcome, query, doc, "typethrough", None)
         return outcome
 
     def build_prompt(
         self,
-        doc: Document,
+        doc: DocumentSnapshot,
         pos: Position,
         *,
         strategy: str | None = None,
@@ -412,23 +470,28 @@ class CompletionEngine:
         return engine.build(cursor, strategy=strategy, budget=budget)
 
     def complete(self, query: CompletionQuery) -> CompletionOutcome:
-        """Produce a suggestion; blocking (run it on the model executor)."""
+        """Produce a suggestion for the query's snapshot; blocking (run on the model executor)."""
         started = time.perf_counter()
+        settings = self.settings
         outcome = CompletionOutcome(request_id=query.request_id, line=query.line)
-        doc = self._document(query.uri)
+        doc = query.snapshot or self.snapshot(query.uri)
         if doc is None:
             outcome.skipped = "document not open"
             return outcome
         pos = doc.clamp(query.line, query.column)
-        outcome.line, outcome.column = pos.line, pos.column
-        if query.version is not None and doc.version != query.version:
+        outcome.line, outcome.column, outcome.version = pos.line, pos.column, doc.version
+        queued = query.queued_at if query.queued_at is not None else started
+        outcome.debounce_ms = max(0.0, queued - query.received_at) * 1000
+        outcome.queue_ms = max(0.0, started - queued) * 1000
+        if self.stale(query):
             outcome.skipped = "stale version"
             return outcome
         too_big = self.oversized(doc)
         if too_big:
             outcome.skipped = too_big
             return outcome
-        reason = self.skip_reason(doc, pos, query.trigger)
+        tree = self._tree(doc)
+        reason = self._skip_reason(doc, pos, query.trigger, settings, tree)
         if reason:
             outcome.skipped = reason
             return outcome
@@ -441,61 +504,72 @@ class CompletionEngine:
             outcome.error = self.model_error or "no model loaded"
             outcome.skipped = "no model"
             return outcome
+        prompt: AssembledPrompt | None = None
         try:
-            outcome = self._generate(query, doc, pos, backend, outcome)
+            prompt = self.build_prompt(doc, pos, strategy=query.strategy)
+            self._generate(query, doc, pos, tree, prompt, backend, settings, outcome, started)
         except LspAssistError as exc:
             logger.error("completion failed: %s", exc)
             outcome.error = str(exc)
-        outcome.engine_ms = (time.perf_counter() - started) * 1000
-        outcome.latency_ms = (time.perf_counter() - query.received_at) * 1000
-        self._record(outcome, doc, query.trigger)
-        self.last_outcomes = [*self.last_outcomes[-19:], outcome]
+        done = time.perf_counter()
+        if prompt is None:
+            outcome.context_ms = (done - started) * 1000
+        outcome.engine_ms = (done - started) * 1000
+        outcome.latency_ms = (done - query.received_at) * 1000
+        self._finish(outcome, query, doc, query.trigger, prompt)
         return outcome
 
     def _generate(
         self,
         query: CompletionQuery,
-        doc: Document,
+        doc: DocumentSnapshot,
         pos: Position,
+        tree: Any,
+        prompt: AssembledPrompt,
         backend: Backend,
+        settings: Settings,
         outcome: CompletionOutcome,
-    ) -> CompletionOutcome:
+        started: float,
+    ) -> None:
         from lsp_assist.serving.postprocess import decide_multiline, postprocess
         from lsp_assist.serving.stoprules import make_stop_rule, stop_strings
 
-        settings = self.settings.completion
+        completion = settings.completion
         line_text = doc.line(pos.line)
         prefix, suffix = line_text[: pos.column], line_text[pos.column :]
-        tree = self.index.tree_of(doc.path) if self.index is not None else None
-        if settings.multiline == "auto":
+        if completion.multiline == "auto":
             multiline = decide_multiline(tree, doc.text, pos.line, pos.column, doc.language_id)
         else:
-            multiline = settings.multiline == "always"
-        context_started = time.perf_counter()
-        prompt = self.build_prompt(doc, pos, strategy=query.strategy)
-        outcome.context_ms = (time.perf_counter() - context_started) * 1000
+            multiline = completion.multiline == "always"
         outcome.strategy = prompt.strategy
         outcome.layer_tokens = prompt.layer_tokens()
         outcome.prompt_tokens = prompt.total_tokens
         indent = len(prefix) - len(prefix.lstrip()) if prefix.strip() else len(prefix)
         request = GenerationRequest(
             prompt_tokens=prompt.tokens,
-            max_tokens=settings.max_tokens,
+            max_tokens=completion.max_tokens,
             stop=stop_strings(doc.language_id),
             stop_rule=make_stop_rule(
                 multiline=multiline,
                 cursor_indent=indent,
                 line_prefix=prefix,
-                max_lines=settings.max_lines,
+                max_lines=completion.max_lines,
             ),
             cache_key=query.uri,
             stable_prefix_len=prompt.stable_prefix_len,
             task_type=query.task_type,
             cancel=query.cancel,
-            prompt_timeout_s=self.settings.model.prompt_timeout_ms / 1000,
-            generation_timeout_s=self.settings.model.generation_timeout_ms / 1000,
+            prompt_timeout_s=settings.model.prompt_timeout_ms / 1000,
+            generation_timeout_s=settings.model.generation_timeout_ms / 1000,
         )
+        called = time.perf_counter()
+        outcome.context_ms = (called - started) * 1000
         result = backend.generate(request)
+        result.copy_usage(outcome, BACKEND_FIELDS)
+        outcome.output_tokens = len(result.tokens)
+        if result.tokens:
+            # the backend counts from its own start; the user's clock started at arrival
+            outcome.ttft_ms = (called - query.received_at) * 1000 + result.ttft_ms
         offset = doc.offset_at(pos)
         raw = result.text
         if prefix[-1:] in (" ", "\t"):
@@ -507,7 +581,7 @@ class CompletionEngine:
             line_suffix=suffix,
             following_text=doc.text[offset:],
             multiline=multiline,
-            max_lines=settings.max_lines,
+            max_lines=completion.max_lines,
             language=doc.language_id,
         )
         outcome.multiline = multiline
@@ -516,25 +590,29 @@ class CompletionEngine:
         partial_ok = result.stop_reason == "timeout" and bool(result.tokens)
         outcome.cancelled = result.cancelled and not partial_ok
         outcome.text = "" if outcome.cancelled else text
-        outcome.reused_tokens = result.reused_tokens
-        outcome.output_tokens = len(result.tokens)
-        outcome.ttft_ms = result.ttft_ms
-        outcome.drafting = result.drafting
-        outcome.draft_proposed = result.draft_proposed
-        outcome.draft_accepted = result.draft_accepted
         if outcome.text:
-            self.typethrough.put(query.uri, doc.text[:offset], doc.text[offset:], outcome.text)
-        self._last_prompt = prompt
-        return outcome
+            # keyed by the text the suggestion was made for, not the buffer as it is now
+            self.typethrough.put(doc.uri, doc.text[:offset], doc.text[offset:], outcome.text)
 
     def prefill(
-        self, uri: str, line: int = 0, column: int = 0, *, cancel: CancelToken | None = None
+        self,
+        target: str | DocumentSnapshot,
+        line: int = 0,
+        column: int = 0,
+        *,
+        cancel: CancelToken | None = None,
     ) -> int:
         """Evaluate a document's stable prompt prefix ahead of time; return tokens evaluated.
 
-        ``cancel`` lets a completion that arrives meanwhile stop the prefill at once.
+        ``target`` is a snapshot (the scheduler takes it on the event loop) or an open
+        document's URI. ``cancel`` lets a completion that arrives meanwhile stop the
+        prefill at once.
         """
-        doc = self.documents.get(uri)
+        if isinstance(target, str):
+            live = self.documents.get(target)
+            doc = live.snapshot() if live is not None else None
+        else:
+            doc = target
         if doc is None or self.oversized(doc):
             return 0
         backend = self.load_backend()
@@ -548,80 +626,91 @@ class CompletionEngine:
         stable = prompt.tokens[: prompt.stable_prefix_len]
         if not stable or (cancel is not None and cancel.cancelled):
             return 0
-        return backend.prefill(stable, cache_key=uri, cancel=cancel)
+        return backend.prefill(stable, cache_key=doc.uri, cancel=cancel)
 
     def explain(
-        self, uri: str, line: int, column: int, *, strategy: str | None = None
+        self,
+        target: str | DocumentSnapshot,
+        line: int,
+        column: int,
+        *,
+        strategy: str | None = None,
     ) -> AssembledPrompt:
-        """Return the prompt the engine would build at a position (for explain commands)."""
-        doc = self._document(uri)
+        """Return the prompt the engine would build at a position (for explain commands).
+
+        ``target`` is a snapshot (what the LSP command takes on the event loop) or a URI.
+        """
+        doc = self.snapshot(target) if isinstance(target, str) else target
         if doc is None:
-            raise LspAssistError(f"cannot read {uri}")
+            raise LspAssistError(f"cannot read {target}")
         return self.build_prompt(doc, doc.clamp(line, column), strategy=strategy)
 
     def accept(self, request_id: str) -> bool:
         """Record that the user took the suggestion of ``request_id``."""
-        if self.metrics is None:
+        metrics = self.metrics
+        if metrics is None:
             return False
-        self.metrics.mark_accepted(request_id)
+        metrics.mark_accepted(request_id)
         return True
 
     def status(self) -> dict[str, Any]:
         """Return model, index and latency state for the status command."""
-        info = self.backend.info if self.backend is not None else None
+        backend = self.backend
+        info = backend.info if backend is not None else None
         index_done, index_total = self.index.progress if self.index is not None else (0, 0)
-        recent = [o for o in self.last_outcomes if not o.skipped][-5:]
+        outcomes = self.last_outcomes
+        recent = [o for o in outcomes if not o.skipped][-5:]
         return {
             "model": {
-                "loaded": self.backend is not None,
+                "loaded": backend is not None,
                 "path": info.path if info else self.settings.model.model_path,
                 "architecture": info.architecture if info else "",
                 "error": self.model_error,
                 "backend": self.settings.model.backend,
-                "stats": self.backend.stats() if self.backend is not None else {},
+                "stats": backend.stats() if backend is not None else {},
             },
             "index": {"files_done": index_done, "files_total": index_total},
             "documents": len(self.documents),
             "last_latencies_ms": [round(o.latency_ms, 1) for o in recent],
             "last_ttft_ms": [round(o.ttft_ms, 1) for o in recent],
             "typethrough": {"hits": self.typethrough.hits, "misses": self.typethrough.misses},
-            "last": self.last_outcomes[-1].to_json() if self.last_outcomes else {},
+            "last": outcomes[-1].to_json() if outcomes else {},
         }
 
-    def _record(self, outcome: CompletionOutcome, doc: Document, trigger: str) -> None:
-        if self.metrics is None:
+    def _finish(
+        self,
+        outcome: CompletionOutcome,
+        query: CompletionQuery,
+        doc: DocumentSnapshot,
+        trigger: str,
+        prompt: AssembledPrompt | None,
+    ) -> None:
+        """Remember the outcome for status and write its metrics record."""
+        with self._outcomes_lock:
+            self.last_outcomes = (*self.last_outcomes[-19:], outcome)
+        metrics = self.metrics
+        if metrics is None:
             return
         from lsp_assist.telemetry.metrics import MetricsRecord
 
         record = MetricsRecord(
             ts=time.time(),
             request_id=outcome.request_id,
-            task_type="completion",
+            task_type=query.task_type,
             language=doc.language_id,
             strategy=outcome.strategy,
             trigger=trigger,
-            layer_tokens=dict(outcome.layer_tokens),
-            prompt_tokens=outcome.prompt_tokens,
-            reused_tokens=outcome.reused_tokens,
-            draft_proposed=outcome.draft_proposed,
-            draft_accepted=outcome.draft_accepted,
-            drafting=outcome.drafting,
-            ttft_ms=outcome.ttft_ms,
-            latency_ms=outcome.latency_ms,
-            engine_ms=outcome.engine_ms,
-            output_tokens=outcome.output_tokens,
             cancelled=outcome.cancelled,
             cache_hit=outcome.cache_hit,
-            accepted=False,
             error=outcome.error,
         )
-        if self.settings.telemetry.log_prompts:
+        outcome.copy_usage(record)
+        if metrics.log_prompts:
             record.completion = outcome.text
-            prompt = self._last_prompt
-            if prompt is not None and not outcome.cache_hit:
+            if prompt is not None:
                 record.prompt = prompt.prompt
         try:
-            self.metrics.record(record)
+            metrics.record(record)
         except OSError as exc:
             logger.warning("could not write metrics: %s", exc)
 

@@ -4,6 +4,9 @@ The model runs on an executor of its own (one thread: one llama.cpp context, ser
 never on the event loop nor on pygls's thread pool. A new request for a document cancels
 the older one for that document, and a request that arrives while the model is busy
 with an older request cancels that one too: the user has moved on.
+
+Requests arrive on the event loop, which also applies the edits: the scheduler takes the
+document's snapshot there, at arrival, when the handler has not (see serving/engine.py).
 """
 
 from __future__ import annotations
@@ -40,12 +43,16 @@ class Scheduler:
 
     async def prefill(self, uri: str) -> int:
         """Evaluate a document's stable prefix on the model thread; a completion cancels it."""
+        doc = self.engine.documents.get(uri)
+        if doc is None:
+            return 0
+        snapshot = doc.snapshot()
         token = CancelToken()
         self._prefills.add(token)
         try:
             loop = asyncio.get_running_loop()
             done: int = await loop.run_in_executor(
-                self.executor, lambda: self.engine.prefill(uri, cancel=token)
+                self.executor, lambda: self.engine.prefill(snapshot, cancel=token)
             )
             return done
         finally:
@@ -63,6 +70,9 @@ class Scheduler:
 
     async def complete(self, query: CompletionQuery) -> CompletionOutcome:
         """Answer a query: type-through cache first, then debounce, then the model."""
+        if query.snapshot is None:
+            doc = self.engine.documents.get(query.uri)
+            query.snapshot = doc.snapshot() if doc is not None else None
         hit = self.engine.cached(query)
         if hit is not None:
             self._supersede(query)
@@ -74,9 +84,9 @@ class Scheduler:
                 await asyncio.sleep(delay)
             if query.cancel.cancelled:
                 return self._cancelled(query)
-            doc = self.engine.documents.get(query.uri)
-            if doc is not None and query.version is not None and doc.version != query.version:
+            if self.engine.stale(query):
                 return self._cancelled(query, "stale version")
+            query.queued_at = time.perf_counter()
             future = asyncio.get_running_loop().run_in_executor(
                 self.executor, self._run_on_model, query
             )

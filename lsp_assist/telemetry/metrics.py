@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lsp_assist.backends.base import USAGE_FIELDS, Usage
 from lsp_assist.config import Settings, cache_root, workspace_cache_dir
 
 log = logging.getLogger(__name__)
@@ -35,34 +36,23 @@ _TEXT_FIELDS = ("prompt", "completion")
 
 
 @dataclass(kw_only=True)
-class MetricsRecord:
-    """What one request cost and how it ended (one line of the metrics log)."""
+class MetricsRecord(Usage):
+    """What one request cost and how it ended (one line of the metrics log).
+
+    The token counts and times are the :class:`~lsp_assist.backends.base.Usage` fields,
+    copied whole from the engine's outcome.
+    """
 
     ts: float = field(default_factory=time.time)
-    """When the request arrived (unix seconds)."""
+    """When the request was recorded (unix seconds)."""
     request_id: str = ""
     task_type: str = "completion"
     """completion, explain, test ..."""
     language: str = ""
     strategy: str = ""
-    """Context strategy: layered or baseline."""
+    """Context strategy: layered or baseline (typethrough for a cache hit)."""
     trigger: str = "invoked"
     """invoked, automatic, typethrough or cli."""
-    layer_tokens: dict[str, int] = field(default_factory=dict)
-    """Prompt tokens spent per context layer."""
-    prompt_tokens: int = 0
-    reused_tokens: int = 0
-    """Prompt tokens served from the KV cache."""
-    draft_proposed: int = 0
-    draft_accepted: int = 0
-    drafting: bool = False
-    ttft_ms: float = 0.0
-    """Request arrival to first token (or to the answer, for a cache hit)."""
-    latency_ms: float = 0.0
-    """Request arrival to the response."""
-    engine_ms: float = 0.0
-    """Time spent in the model (prefill + decode)."""
-    output_tokens: int = 0
     cancelled: bool = False
     cache_hit: bool = False
     """Answered from the type-through cache without the model."""
@@ -76,13 +66,18 @@ class MetricsRecord:
 
     def to_json(self, *, log_prompts: bool = False) -> dict[str, Any]:
         """Return the JSON object written to the log (text fields only with ``log_prompts``)."""
-        data = dataclasses.asdict(self)
+        # the record's own fields first (ts, request_id ...), the usage ones, the texts last
+        own = [f.name for f in dataclasses.fields(self) if f.name not in USAGE_FIELDS]
+        names = [n for n in own if n not in _TEXT_FIELDS] + [*USAGE_FIELDS, *_TEXT_FIELDS]
+        data = {name: getattr(self, name) for name in names}
+        data["layer_tokens"] = dict(self.layer_tokens)
         for name in _TEXT_FIELDS:
             if not log_prompts or data.get(name) is None:
                 data.pop(name, None)
         data["ts"] = round(self.ts, 6)
-        for name in ("ttft_ms", "latency_ms", "engine_ms"):
-            data[name] = round(float(data[name]), 3)
+        for name in USAGE_FIELDS:
+            if name.endswith("_ms"):
+                data[name] = round(float(data[name]), 3)
         return data
 
     @classmethod

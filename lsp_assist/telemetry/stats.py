@@ -2,15 +2,19 @@
 
 Definitions (docs/telemetry.md):
 
-- ``requests``: every record.
-- ``completed``: records neither cancelled nor failed (``error`` empty); the latency
-  percentiles, ``accept_rate`` and ``output_tokens_mean`` are over these.
-- ``ttft_ms`` / ``latency_ms``: P50/P90/P99 by linear interpolation between closest
-  ranks (numpy's default), ``None`` when there are no completed requests.
-- ``prompt_tokens_mean``: over the requests that reached the model (not cache hits).
+- ``requests``: every record; ``completed``: records neither cancelled nor failed
+  (``error`` empty); ``accept_rate`` and ``output_tokens_mean`` are over these.
+- ``model_requests``: records that reached the model (not type-through hits);
+  ``typethrough_hits``: records answered from the type-through cache.
+- ``ttft_ms`` / ``latency_ms`` and the parts ``debounce_ms``, ``queue_ms``,
+  ``context_ms``, ``prefill_ms``, ``decode_ms``: P50/P90/P99 over completed model
+  requests, by linear interpolation between closest ranks (numpy's default), ``None``
+  when there are none. Hits are apart: they answer in about a millisecond and would
+  drag the model's percentiles down. ``typethrough_ms``: the hits' latency percentiles.
+- ``prompt_tokens_mean``: over the model requests.
 - ``kv_reuse_ratio``: sum of reused prompt tokens / sum of prompt tokens.
-- ``overhead_ms``: percentiles of ``latency_ms - engine_ms`` (time outside the engine)
-  over completed requests that have an engine time.
+- ``overhead_ms``: percentiles of ``latency_ms - engine_ms`` (time off the model
+  thread: debounce and queue) over completed model requests that have an engine time.
 - ``draft_acceptance_rate``: sum of accepted draft tokens / sum of proposed ones;
   ``drafting_rate``: share of model requests that ran with drafting on.
 - ``cache_hit_rate`` and ``cancel_rate``: over all requests.
@@ -68,9 +72,15 @@ def _completed(rec: MetricsRecord) -> bool:
     return not rec.cancelled and not rec.error
 
 
+PARTS = ("debounce_ms", "queue_ms", "context_ms", "prefill_ms", "decode_ms")
+"""The parts of a model request's time, each a metrics field (docs/telemetry.md)."""
+
+
 def _summary(records: Sequence[MetricsRecord]) -> dict[str, Any]:
     completed = [r for r in records if _completed(r)]
     model_requests = [r for r in records if not r.cache_hit]
+    answered = [r for r in completed if not r.cache_hit]
+    hits = [r for r in records if r.cache_hit]
     prompt_sum = sum(r.prompt_tokens for r in records)
     reused_sum = sum(r.reused_tokens for r in records)
     proposed = sum(r.draft_proposed for r in records)
@@ -79,10 +89,14 @@ def _summary(records: Sequence[MetricsRecord]) -> dict[str, Any]:
     return {
         "requests": n,
         "completed": len(completed),
-        "ttft_ms": _percentiles([r.ttft_ms for r in completed]),
-        "latency_ms": _percentiles([r.latency_ms for r in completed]),
+        "model_requests": len(model_requests),
+        "typethrough_hits": len(hits),
+        "ttft_ms": _percentiles([r.ttft_ms for r in answered]),
+        "latency_ms": _percentiles([r.latency_ms for r in answered]),
+        **{name: _percentiles([getattr(r, name) for r in answered]) for name in PARTS},
+        "typethrough_ms": _percentiles([r.latency_ms for r in hits]),
         "overhead_ms": _percentiles(
-            [max(0.0, r.latency_ms - r.engine_ms) for r in completed if r.engine_ms > 0]
+            [max(0.0, r.latency_ms - r.engine_ms) for r in answered if r.engine_ms > 0]
         ),
         "prompt_tokens_mean": (
             round(sum(r.prompt_tokens for r in model_requests) / len(model_requests), 2)
@@ -132,20 +146,29 @@ def _fmt(value: Any, kind: str) -> str:
 _ROWS: tuple[tuple[str, str, str | None, str], ...] = (
     ("requests", "requests", None, "int"),
     ("completed", "completed", None, "int"),
+    ("model requests", "model_requests", None, "int"),
+    ("type-through hits", "typethrough_hits", None, "int"),
     ("ttft p50 (ms)", "ttft_ms", "p50", "ms"),
     ("ttft p90 (ms)", "ttft_ms", "p90", "ms"),
     ("ttft p99 (ms)", "ttft_ms", "p99", "ms"),
     ("latency p50 (ms)", "latency_ms", "p50", "ms"),
     ("latency p90 (ms)", "latency_ms", "p90", "ms"),
     ("latency p99 (ms)", "latency_ms", "p99", "ms"),
+    ("debounce p50 (ms)", "debounce_ms", "p50", "ms"),
+    ("queue p50 (ms)", "queue_ms", "p50", "ms"),
+    ("context p50 (ms)", "context_ms", "p50", "ms"),
+    ("prefill p50 (ms)", "prefill_ms", "p50", "ms"),
+    ("decode p50 (ms)", "decode_ms", "p50", "ms"),
     ("overhead p50 (ms)", "overhead_ms", "p50", "float"),
+    ("type-through p50 (ms)", "typethrough_ms", "p50", "ms"),
+    ("type-through p90 (ms)", "typethrough_ms", "p90", "ms"),
     ("prompt tokens (mean)", "prompt_tokens_mean", None, "float"),
     ("output tokens (mean)", "output_tokens_mean", None, "float"),
     ("KV reuse", "kv_reuse_ratio", None, "pct"),
     ("drafting on", "drafting_rate", None, "pct"),
     ("draft acceptance", "draft_acceptance_rate", None, "pct"),
     ("user acceptance", "accept_rate", None, "pct"),
-    ("type-through hits", "cache_hit_rate", None, "pct"),
+    ("type-through rate", "cache_hit_rate", None, "pct"),
     ("cancelled", "cancel_rate", None, "pct"),
     ("errors", "error_rate", None, "pct"),
 )
@@ -207,7 +230,7 @@ def plot_stats(records: Sequence[MetricsRecord], path: Path) -> Path:
             ax.text(0.5, 0.5, "no requests recorded", ha="center", va="center", fontsize=14)
             ax.set_axis_off()
     else:
-        _plot_histogram(hist_ax, completed, stats)
+        _plot_histogram(hist_ax, completed, stats)  # model answers only; hits counted apart
         _plot_timeline(time_ax, records)
         locator = AutoDateLocator()  # type: ignore[no-untyped-call]
         time_ax.xaxis.set_major_locator(locator)
@@ -220,12 +243,13 @@ def plot_stats(records: Sequence[MetricsRecord], path: Path) -> Path:
 
 
 def _plot_histogram(ax: Any, completed: Sequence[MetricsRecord], stats: dict[str, Any]) -> None:
-    ttft = [r.ttft_ms for r in completed]
-    total = [r.latency_ms for r in completed]
-    n_hits = sum(r.cache_hit for r in completed)
-    ax.set_title(f"Latency of completed requests ({n_hits} cache hits near 0 ms)")
-    if not completed:
-        ax.text(0.5, 0.5, "no completed requests", ha="center", va="center", fontsize=12)
+    model = [r for r in completed if not r.cache_hit]
+    ttft = [r.ttft_ms for r in model]
+    total = [r.latency_ms for r in model]
+    n_hits = len(completed) - len(model)
+    ax.set_title(f"Latency of model answers ({n_hits} type-through hits apart)")
+    if not model:
+        ax.text(0.5, 0.5, "no completed model requests", ha="center", va="center", fontsize=12)
         return
     top = max(max(total), max(ttft), 1.0)
     bins = [top * i / 30 for i in range(31)]

@@ -11,19 +11,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from lsp_assist.backends.base import (
-    Backend,
-    CancelToken,
-    GenerationRequest,
-    GenerationResult,
-    ModelInfo,
-)
+from lsp_assist.backends.base import CancelToken, GenerationRequest, GenerationResult
 from lsp_assist.config import Settings, parse_settings
 from lsp_assist.serving.engine import CompletionEngine, CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
+from tests.serving.fakes import CharBackend
 
 
-class SlowBackend(Backend):
+class SlowBackend(CharBackend):
     """Generates 'x' tokens slowly, honouring the cancel flag after each one."""
 
     def __init__(self, step_s: float = 0.02, tokens: int = 20) -> None:
@@ -31,16 +26,6 @@ class SlowBackend(Backend):
         self.n = tokens
         self.prefill_cancelled = 0
         self.calls = 0
-
-    @property
-    def info(self) -> ModelInfo:
-        return ModelInfo(path="fake.gguf", architecture="fake", vocab_size=256, bos_id=None)
-
-    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
-        return [ord(c) % 256 for c in text]
-
-    def detokenize(self, tokens: Sequence[int]) -> str:
-        return "".join(chr(t) for t in tokens)
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
         self.calls += 1

@@ -70,14 +70,17 @@ def test_stats_match_hand_computed(tmp_path: Path) -> None:
     _write_log(tmp_path / METRICS_FILE)
     stats = compute_stats(read_records(tmp_path))
     assert stats["requests"] == 6
-    # completed = a, b, c, e, f (d cancelled); ttft sorted 1, 10, 20, 30, 50
+    # completed = a, b, c, e, f (d cancelled); e is a type-through hit, the rest the model's
     assert stats["completed"] == 5
-    assert stats["ttft_ms"]["p50"] == 20.0
-    assert stats["ttft_ms"]["p90"] == pytest.approx(30 + 0.6 * 20)  # pos 3.6
-    assert stats["ttft_ms"]["p99"] == pytest.approx(30 + 0.96 * 20)  # pos 3.96
-    # latency sorted 2, 100, 200, 300, 1000
-    assert stats["latency_ms"]["p50"] == 200.0
-    assert stats["latency_ms"]["p90"] == pytest.approx(300 + 0.6 * 700)
+    assert stats["model_requests"] == 5 and stats["typethrough_hits"] == 1
+    # model requests completed: a, b, c, f; ttft sorted 10, 20, 30, 50
+    assert stats["ttft_ms"]["p50"] == 25.0
+    assert stats["ttft_ms"]["p90"] == pytest.approx(30 + 0.7 * 20)  # pos 2.7
+    assert stats["ttft_ms"]["p99"] == pytest.approx(30 + 0.97 * 20)  # pos 2.97
+    # latency sorted 100, 200, 300, 1000
+    assert stats["latency_ms"]["p50"] == 250.0
+    assert stats["latency_ms"]["p90"] == pytest.approx(300 + 0.7 * 700)
+    assert stats["typethrough_ms"] == {"p50": 2.0, "p90": 2.0, "p99": 2.0}
     # prompt mean over model requests (not the cache hit e): (100+200+300+400+1000)/5
     assert stats["prompt_tokens_mean"] == 400.0
     # reuse: (80+150+270+0+0+500) / (100+200+300+400+0+1000) = 1000/2000
@@ -93,13 +96,64 @@ def test_stats_match_hand_computed(tmp_path: Path) -> None:
 
     comp = stats["by_task_type"]["completion"]
     assert comp["requests"] == 5
-    assert comp["ttft_ms"]["p50"] == 15.0  # 1, 10, 20, 30
+    assert comp["ttft_ms"]["p50"] == 20.0  # 10, 20, 30 (the hit e apart)
+    assert comp["typethrough_hits"] == 1 and comp["typethrough_ms"]["p50"] == 2.0
     assert comp["kv_reuse_ratio"] == 0.5  # 500 / 1000
     assert comp["accept_rate"] == 0.5  # a, e of a, b, c, e
     assert comp["cancel_rate"] == 0.2
     exp = stats["by_task_type"]["explain"]
     assert exp["requests"] == 1 and exp["ttft_ms"] == {"p50": 50.0, "p90": 50.0, "p99": 50.0}
     assert exp["draft_acceptance_rate"] is None
+
+
+def test_type_through_hits_do_not_drag_the_model_percentiles() -> None:
+    """Hits answer in ~1 ms: mixed into the model's TTFT they would make its P50 ~1 ms."""
+    records = [
+        MetricsRecord(
+            ts=T0 + i,
+            request_id=f"m{i}",
+            ttft_ms=100.0 + i,
+            latency_ms=150.0 + i,
+            engine_ms=140.0 + i,
+            debounce_ms=5.0,
+            queue_ms=2.0 + i,
+            context_ms=20.0,
+            prefill_ms=70.0 + i,
+            decode_ms=50.0,
+        )
+        for i in range(4)
+    ] + [
+        MetricsRecord(
+            ts=T0 + 10 + i,
+            request_id=f"h{i}",
+            strategy="typethrough",
+            trigger="typethrough",
+            cache_hit=True,
+            ttft_ms=0.5,
+            latency_ms=0.5,
+            engine_ms=0.1,
+        )
+        for i in range(6)
+    ]
+    stats = compute_stats(records)
+    assert stats["completed"] == 10
+    assert stats["model_requests"] == 4 and stats["typethrough_hits"] == 6
+    assert stats["ttft_ms"]["p50"] == 101.5  # 100..103, the six hits apart
+    assert stats["latency_ms"]["p50"] == 151.5
+    assert stats["typethrough_ms"]["p50"] == 0.5
+    assert stats["debounce_ms"]["p50"] == 5.0
+    assert stats["queue_ms"]["p50"] == 3.5
+    assert stats["context_ms"]["p50"] == 20.0
+    assert stats["prefill_ms"]["p50"] == 71.5
+    assert stats["decode_ms"]["p50"] == 50.0
+    assert stats["overhead_ms"]["p50"] == 10.0  # latency - engine over model requests
+    assert stats["cache_hit_rate"] == 0.6
+    table = format_stats(stats)
+    assert any(
+        line.split()[:3] == ["ttft", "p50", "(ms)"] and line.split()[-1] == "102"
+        for line in table.splitlines()
+    )
+    assert any(line.startswith("prefill p50") for line in table.splitlines())
 
 
 def test_empty_stats() -> None:
@@ -116,7 +170,11 @@ def test_format_stats_table(tmp_path: Path) -> None:
     lines = text.splitlines()
     assert lines[0].split() == ["all", "completion", "explain"]
     ttft = next(line for line in lines if line.startswith("ttft p50"))
-    assert ttft.split()[-3:] == ["20", "15", "50"]
+    assert ttft.split()[-3:] == ["25", "20", "50"]
+    hits = next(line for line in lines if line.startswith("type-through hits"))
+    assert hits.split()[-3:] == ["1", "1", "0"]
+    typethrough = next(line for line in lines if line.startswith("type-through p50"))
+    assert typethrough.split()[-3:] == ["2", "2", "-"]
     assert any(line.startswith("KV reuse") and "50.0%" in line for line in lines)
     assert any(line.startswith("user acceptance") and "60.0%" in line for line in lines)
 
@@ -160,11 +218,20 @@ def test_cli_json_matches_log(tmp_path: Path) -> None:
         "accept_rate",
         "cache_hit_rate",
         "cancel_rate",
+        "model_requests",
+        "typethrough_hits",
+        "typethrough_ms",
+        "debounce_ms",
+        "queue_ms",
+        "context_ms",
+        "prefill_ms",
+        "decode_ms",
     ):
         assert key in data
     assert data["requests"] == 6
     assert set(data["ttft_ms"]) == {"p50", "p90", "p99"}
-    assert data["latency_ms"]["p50"] == 200.0
+    assert data["latency_ms"]["p50"] == 250.0  # the model requests a, b, c, f
+    assert data["model_requests"] == 5 and data["typethrough_hits"] == 1
     assert data["kv_reuse_ratio"] == 0.5
     assert data["by_task_type"]["explain"]["requests"] == 1
 

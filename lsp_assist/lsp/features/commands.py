@@ -23,9 +23,11 @@ def register(server: LspAssistServer) -> None:
             return {"error": "usage: lspAssist.explainContext(uri, line, character)"}
         uri, line, character = str(args[0]), int(args[1]), int(args[2])
         doc = ls.engine.documents.get(uri)
-        column = doc.from_lsp(line, character, ls.encoding).column if doc else character
+        # the model thread builds the prompt from the buffer as it is now, not as edited later
+        snapshot = doc.snapshot() if doc is not None else None
+        column = snapshot.from_lsp(line, character, ls.encoding).column if snapshot else character
         try:
-            prompt = await ls.scheduler.run(ls.engine.explain, uri, line, column)
+            prompt = await ls.scheduler.run(ls.engine.explain, snapshot or uri, line, column)
         except LspAssistError as exc:
             return {"error": str(exc)}
         from lsp_assist.context.engine import explain as explain_text

@@ -45,20 +45,16 @@ def register(server: LspAssistServer) -> None:
         found = await suggest(ls, uri, params.position, automatic=False)
         if found is None:
             return types.CompletionList(is_incomplete=True, items=[])
-        text, here, accept = found
-        doc = ls.engine.documents.get(uri) if ls.engine else None
-        language = doc.language_id if doc else ""
+        text, here, accept, doc = found
         first_line = text.strip().splitlines()[0]
         # Clients filter items by the word before the cursor: match it, so the item stays.
-        words: list[str] = []
-        if doc is not None:
-            pos = doc.from_lsp(here.line, here.character, ls.encoding)
-            words = doc.line(pos.line)[: pos.column].split()
+        pos = doc.from_lsp(here.line, here.character, ls.encoding)
+        words = doc.line(pos.line)[: pos.column].split()
         item = types.CompletionItem(
             label=LABEL_PREFIX + first_line[:60],
             kind=types.CompletionItemKind.Text,
             detail="lsp-assist (AI suggestion)",
-            documentation=documentation(ls, language, text),
+            documentation=documentation(ls, doc.language_id, text),
             sort_text="0000",
             filter_text=words[-1] if words else first_line,
             preselect=True,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from lsp_assist.documents import Position
+from lsp_assist.documents.document import DocumentSnapshot
 from lsp_assist.lsp.server import LspAssistServer
 from lsp_assist.serving.engine import CompletionQuery
 
@@ -12,32 +14,35 @@ ACCEPT_COMMAND = "lspAssist.accept"
 
 async def suggest(
     ls: LspAssistServer, uri: str, position: types.Position, *, automatic: bool
-) -> tuple[str, types.Position, types.Command] | None:
+) -> tuple[str, types.Position, types.Command, DocumentSnapshot] | None:
     """Ask the engine for a suggestion at an LSP position.
 
-    Returns the text, the cursor in the client's encoding and the accept command, or
-    None when there is nothing to show.
+    Returns the text, the cursor in the client's encoding, the accept command and the
+    snapshot of the buffer the suggestion was made for, or None when there is nothing
+    to show. The snapshot is taken here, as the request arrives: the position is
+    converted against it, and the engine works on it while edits go on.
     """
     engine, scheduler = ls.engine, ls.scheduler
     doc = engine.documents.get(uri) if engine else None
     if scheduler is None or doc is None:
         return None
-    pos = doc.from_lsp(position.line, position.character, ls.encoding)
+    snapshot = doc.snapshot()
+    pos = snapshot.from_lsp(position.line, position.character, ls.encoding)
     query = CompletionQuery(
-        uri=doc.uri,
+        uri=snapshot.uri,
         line=pos.line,
         column=pos.column,
         trigger="automatic" if automatic else "invoked",
-        version=doc.version,
+        snapshot=snapshot,
     )
     outcome = await scheduler.complete(query)
     if not outcome.text:
         return None
-    line, character = doc.to_lsp(pos, ls.encoding)
+    line, character = snapshot.to_lsp(Position(outcome.line, outcome.column), ls.encoding)
     accept = types.Command(
         title="Accept suggestion", command=ACCEPT_COMMAND, arguments=[outcome.request_id]
     )
-    return outcome.text, types.Position(line=line, character=character), accept
+    return outcome.text, types.Position(line=line, character=character), accept, snapshot
 
 
 def register(server: LspAssistServer) -> None:
@@ -51,7 +56,7 @@ def register(server: LspAssistServer) -> None:
         found = await suggest(ls, params.text_document.uri, params.position, automatic=automatic)
         if found is None:
             return types.InlineCompletionList(items=[])
-        text, here, accept = found
+        text, here, accept, _snapshot = found
         item = types.InlineCompletionItem(
             insert_text=text, range=types.Range(start=here, end=here), command=accept
         )
