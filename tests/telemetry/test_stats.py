@@ -302,7 +302,12 @@ def synthetic_records(n: int = 300, seed: int = 7) -> list[MetricsRecord]:
         cancelled = not hit and rng.random() < 0.1
         task = "explain" if rng.random() < 0.05 else "completion"
         ttft = 2.0 if hit else rng.lognormvariate(4.6, 0.45)
-        latency = ttft + (0.5 if hit else rng.lognormvariate(5.0, 0.4))
+        decode = 0.0 if hit else rng.lognormvariate(5.0, 0.4)
+        latency = ttft + (0.5 if hit else decode)
+        # the parts of a model request's ttft: debounce, queue, context, prefill
+        debounce = 0.0 if hit else min(25.0, 0.3 * ttft)
+        queue = 0.0 if hit else min(rng.expovariate(1 / 3), 0.1 * ttft)
+        context = 0.0 if hit else min(rng.uniform(2.0, 12.0), 0.2 * ttft)
         out.append(
             MetricsRecord(
                 ts=ts,
@@ -312,7 +317,12 @@ def synthetic_records(n: int = 300, seed: int = 7) -> list[MetricsRecord]:
                 latency_ms=latency,
                 prompt_tokens=0 if hit else 900,
                 reused_tokens=0 if hit else rng.randint(600, 900),
-                engine_ms=0.0 if hit else latency - rng.uniform(0.5, 4.0),
+                engine_ms=0.0 if hit else latency - debounce - queue,
+                debounce_ms=debounce,
+                queue_ms=queue,
+                context_ms=context,
+                prefill_ms=0.0 if hit else ttft - debounce - queue - context,
+                decode_ms=decode,
                 output_tokens=0 if hit else rng.randint(3, 40),
                 drafting=not hit,
                 draft_proposed=0 if hit else 8,
