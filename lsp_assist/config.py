@@ -79,7 +79,13 @@ class ContextSettings:
 
     strategy: Strategy = "layered"
     context_budget: int = 1024
-    """Total prompt tokens (the embedded model on a CPU pays ~4 ms per uncached token)."""
+    """Total prompt tokens when given (``Settings.given_keys``); otherwise the serving
+    engine chooses the budget from the measured prompt speed (serving/adaptive_budget.py)
+    and this default is only the budget used before anything is measured."""
+    cold_prompt_ms: int = 500
+    """Adaptive budget: a whole prompt evaluated from nothing should take at most this."""
+    context_budget_floor: int = 512
+    """Adaptive budget: never fewer prompt tokens than this, however slow the machine."""
     editing_zone_ratio: float = 0.4
     related_ratio: float = 0.3
     summary_ratio: float = 0.2
@@ -131,6 +137,9 @@ class Settings:
     context: ContextSettings = field(default_factory=ContextSettings)
     completion: CompletionSettings = field(default_factory=CompletionSettings)
     telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)
+    given_keys: frozenset[str] = frozenset()
+    """The camelCase keys a user gave a valid value for (over every parse that led here):
+    how ``contextBudget`` set by the user is told from its default."""
 
     def replace(self, values: Mapping[str, Any]) -> tuple[Settings, list[str]]:
         """Return a copy with ``values`` (flat camelCase keys) applied, and the warnings."""
@@ -229,7 +238,13 @@ MAX_DRAFT_TOKENS = 32
 """llama.cpp reserves logits for 2 x draftTokens + 2 rows of every decode step."""
 MAX_REMOTE_RETRIES = 10
 
-_TOKEN_COUNTS = {"context_length", "batch_size", "context_budget", "max_tokens"}
+_TOKEN_COUNTS = {
+    "context_length",
+    "batch_size",
+    "context_budget",
+    "context_budget_floor",
+    "max_tokens",
+}
 _TIMEOUTS = {
     "prompt_timeout_ms",
     "generation_timeout_ms",
@@ -241,6 +256,7 @@ _FIXED_BOUNDS = {
     "debounce_ms": MAX_DEBOUNCE_MS,
     "draft_tokens": MAX_DRAFT_TOKENS,
     "remote_retries": MAX_REMOTE_RETRIES,
+    "cold_prompt_ms": MAX_TIMEOUT_MS,
     **dict.fromkeys(_TOKEN_COUNTS, MAX_TOKENS),
     **dict.fromkeys(_TIMEOUTS, MAX_TIMEOUT_MS),
 }
@@ -320,6 +336,7 @@ def parse_settings(
     if "lspAssist" in values and isinstance(values["lspAssist"], Mapping):
         values = values["lspAssist"]
     hints = {(sec, name): hint for sec, name, hint in _fields()}
+    given = set(settings.given_keys)
     for key, raw in values.items():
         target = SETTING_KEYS.get(key)
         if target is None:
@@ -341,6 +358,8 @@ def parse_settings(
         if name == "log_level":
             value = str(value).upper()
         setattr(getattr(settings, section), name, value)
+        given.add(key)
+    settings.given_keys = frozenset(given)
     ratios = settings.context
     total = (
         ratios.editing_zone_ratio

@@ -92,6 +92,8 @@ class AssembledPrompt:
     suffix: str = ""
     """Text after the cursor on the current line and below (the editor still shows it)."""
     build_ms: float = 0.0
+    budget_reason: str = ""
+    """Why ``budget`` is what it is (set by whoever chose it: serving's adaptive budget)."""
 
     @property
     def total_tokens(self) -> int:
@@ -107,6 +109,7 @@ class AssembledPrompt:
         return {
             "strategy": self.strategy,
             "budget": self.budget,
+            "budget_reason": self.budget_reason,
             "format": self.format,
             "total_tokens": self.total_tokens,
             "stable_prefix_tokens": self.stable_prefix_len,

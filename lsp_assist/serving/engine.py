@@ -42,6 +42,13 @@ from lsp_assist.documents.document import (
     uri_to_path,
 )
 from lsp_assist.errors import BackendError, LspAssistError, ModelLoadError
+from lsp_assist.serving.adaptive_budget import (
+    AdaptiveBudget,
+    budget_for,
+    calibrate,
+    choose,
+    is_explicit,
+)
 
 if TYPE_CHECKING:
     from lsp_assist.context.engine import ContextEngine
@@ -157,6 +164,8 @@ class CompletionEngine:
         self.backend: Backend | None = None
         self.model_error = ""
         self._backend_lock = threading.Lock()
+        self.adaptive = AdaptiveBudget()
+        """The measured prompt speed and the budget it implies (replaced at each load)."""
         self._context: ContextEngine | None = None
         self._recent: tuple[Path, ...] = ()
         """Recently opened files, newest first; replaced whole, never changed in place."""
@@ -224,6 +233,9 @@ class CompletionEngine:
                 logger.error("backend not available: %s", exc)
                 return None
             self._context = None
+            self.adaptive = AdaptiveBudget()
+            if not is_explicit(self.settings):
+                calibrate(self.backend, self.adaptive)
             return self.backend
 
     def update_settings(self, settings: Settings) -> None:
@@ -467,7 +479,12 @@ class CompletionEngine:
             column=pos.column,
             open_files=tuple(p for p in self._recent if p != doc.path),
         )
-        return engine.build(cursor, strategy=strategy, budget=budget)
+        decision = budget_for(self.settings, self.adaptive, strategy) if budget is None else None
+        if decision is not None:
+            budget = decision.tokens
+        prompt = engine.build(cursor, strategy=strategy, budget=budget)
+        prompt.budget_reason = decision.reason if decision is not None else ""
+        return prompt
 
     def complete(self, query: CompletionQuery) -> CompletionOutcome:
         """Produce a suggestion for the query's snapshot; blocking (run on the model executor)."""
@@ -565,6 +582,10 @@ class CompletionEngine:
         called = time.perf_counter()
         outcome.context_ms = (called - started) * 1000
         result = backend.generate(request)
+        if result.ttft_ms > 0:  # the prompt was evaluated whole (not cancelled within)
+            self.adaptive.observe(
+                result.prompt_tokens - result.reused_tokens, result.prefill_ms / 1000
+            )
         result.copy_usage(outcome, BACKEND_FIELDS)
         outcome.output_tokens = len(result.tokens)
         if result.tokens:
@@ -626,7 +647,10 @@ class CompletionEngine:
         stable = prompt.tokens[: prompt.stable_prefix_len]
         if not stable or (cancel is not None and cancel.cancelled):
             return 0
-        return backend.prefill(stable, cache_key=doc.uri, cancel=cancel)
+        began = time.perf_counter()
+        evaluated = backend.prefill(stable, cache_key=doc.uri, cancel=cancel)
+        self.adaptive.observe(evaluated, time.perf_counter() - began)
+        return evaluated
 
     def explain(
         self,
@@ -670,6 +694,7 @@ class CompletionEngine:
                 "stats": backend.stats() if backend is not None else {},
             },
             "index": {"files_done": index_done, "files_total": index_total},
+            "budget": choose(self.settings, self.adaptive).to_json(),
             "documents": len(self.documents),
             "last_latencies_ms": [round(o.latency_ms, 1) for o in recent],
             "last_ttft_ms": [round(o.ttft_ms, 1) for o in recent],
