@@ -222,7 +222,7 @@ class CompletionEngine:
             if self.backend is not None:
                 return self.backend
             try:
-                self.backend = self._backend_factory(self.settings)
+                backend = self._backend_factory(self.settings)
                 self.model_error = ""
             except ModelLoadError as exc:
                 self.model_error = str(exc)
@@ -235,7 +235,8 @@ class CompletionEngine:
             self._context = None
             self.adaptive = AdaptiveBudget()
             if not is_explicit(self.settings):
-                calibrate(self.backend, self.adaptive)
+                calibrate(backend, self.adaptive)  # before the model counts as loaded
+            self.backend = backend
             return self.backend
 
     def update_settings(self, settings: Settings) -> None:
