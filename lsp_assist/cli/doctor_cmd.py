@@ -1,4 +1,4 @@
-"""``lsp-assist doctor``: what this machine, build, model and workspace look like."""
+"""``lsp-assist doctor``: what this machine, build, model, prompt budget and workspace look like."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from lsp_assist.config import cache_root, workspace_cache_dir
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the doctor subcommand."""
-    parser = sub.add_parser("doctor", help="report Python, llama.cpp build (AMX?), model, grammars")
+    parser = sub.add_parser(
+        "doctor", help="report Python, llama.cpp build (AMX?), model, prompt budget, grammars"
+    )
     parser.add_argument("--workspace", type=Path, default=Path.cwd(), help="workspace folder")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_model_flags(parser)
@@ -86,6 +88,19 @@ def model_report(path: Path) -> dict[str, Any]:
     }
 
 
+def budget_report(settings: Any) -> dict[str, Any]:
+    """Return the prompt budget a server would start with (loads and times the model)."""
+    from lsp_assist.serving.adaptive_budget import measure
+
+    try:
+        decision, backend = measure(settings)
+    except Exception as exc:  # doctor reports every failure instead of stopping
+        return {"error": str(exc)}
+    if backend is not None:
+        backend.close()
+    return decision.to_json()
+
+
 def collect(args: argparse.Namespace) -> dict[str, Any]:
     """Gather the whole report."""
     settings, warnings = settings_from_args(args)
@@ -104,6 +119,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         report["model"] = model_report(path)
     except Exception as exc:  # doctor reports every failure instead of stopping
         report["model"] = {"error": str(exc)}
+    report["budget"] = budget_report(settings)
     try:
         from lsp_assist.index.languages import available_languages
 
@@ -157,6 +173,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  FIM tokens  {fim_text} {fim if fim_text == 'yes' else ''}".rstrip())
         if model["special_tokens"]:
             print(f"  special     {', '.join(sorted(model['special_tokens']))}")
+    budget = report["budget"]
+    print(f"budget        {budget.get('reason') or 'ERROR: ' + str(budget.get('error'))}")
     grammars = report["grammars"]
     print(f"grammars      {', '.join(grammars) if isinstance(grammars, list) else grammars}")
     print(f"cache         {report['cache_root']}")

@@ -27,6 +27,7 @@ from typing import Any
 
 from lsp_assist.backends.base import Backend
 from lsp_assist.config import Settings
+from lsp_assist.context.model import AssembledPrompt
 from lsp_assist.errors import LspAssistError
 
 logger = logging.getLogger(__name__)
@@ -39,11 +40,17 @@ WINDOW = 16
 HYSTERESIS = 0.15
 """The budget in force moves only when the estimate leaves it by more than this share:
 every change of budget changes the prompt, and a changed prompt is evaluated again."""
-CALIBRATION_WARMUP = 32
+CALIBRATION_WARMUP = 16
 """Tokens evaluated (untimed) before the timed calibration: the first decode after a
 load touches the mapped weights and allocates buffers."""
 CALIBRATION_TOKENS = 256
-"""Tokens in the timed calibration prefill (about 1 s for SmolLM2 on this 2-core CPU)."""
+"""At most this many tokens are timed at load (about 0.9 s for SmolLM2 here, 0.45 s
+for Gemma, when the machine is not shared)..."""
+CALIBRATION_CHUNK = 64
+"""...in prefills of this many tokens,..."""
+CALIBRATION_SECONDS = 1.0
+"""...stopping after the chunk that passes this time: a loaded machine (other processes
+on the two cores slow llama.cpp's threads tenfold) is not kept waiting for long."""
 EXPLICIT_KEY = "contextBudget"
 
 
@@ -285,32 +292,37 @@ def calibrate(
     estimator: AdaptiveBudget,
     *,
     tokens: int = CALIBRATION_TOKENS,
+    seconds: float = CALIBRATION_SECONDS,
     clock: Callable[[], float] = time.perf_counter,
 ) -> bool:
     """Time a short prefill of real-looking code and feed it to ``estimator``.
 
-    The prefill runs under the cache key '' (no saved state): a file's saved KV state is
-    neither overwritten nor kept from being restored. Returns whether it counted (a
-    backend without prefill, such as the remote one, evaluates nothing).
+    Evaluates ``tokens`` in chunks of :data:`CALIBRATION_CHUNK`, stopping early once
+    ``seconds`` have passed. The prefills run under the cache key '' (no saved state):
+    a file's saved KV state is neither overwritten nor kept from being restored. Returns
+    whether it counted (a backend without prefill, such as the remote one, evaluates
+    nothing).
     """
     ids = calibration_tokens(backend, CALIBRATION_WARMUP + tokens)
-    if len(ids) <= CALIBRATION_WARMUP:
-        return False
+    evaluated, spent = 0, 0.0
     try:
         backend.prefill(ids[:CALIBRATION_WARMUP], cache_key="")
-        start = clock()
-        evaluated = backend.prefill(ids, cache_key="")
-        seconds = clock() - start
+        for end in range(CALIBRATION_WARMUP + CALIBRATION_CHUNK, len(ids) + 1, CALIBRATION_CHUNK):
+            start = clock()
+            evaluated += backend.prefill(ids[:end], cache_key="")
+            spent += clock() - start
+            if spent >= seconds:
+                break
     except LspAssistError as exc:
         logger.warning("prompt speed not measured: %s", exc)
         return False
-    counted = estimator.calibrate(evaluated, seconds)
+    counted = estimator.calibrate(evaluated, spent)
     if counted:
         logger.info(
             "prompt evaluation: %d tokens in %.0f ms (%.0f tok/s)",
             evaluated,
-            seconds * 1000,
-            evaluated / seconds,
+            spent * 1000,
+            evaluated / spent,
         )
     return counted
 
@@ -332,3 +344,11 @@ def measure(
             backend = create_backend(settings.model)
         calibrate(backend, estimator)
     return choose(settings, estimator), backend
+
+
+def explain_with_budget(prompt: AssembledPrompt) -> str:
+    """Return the context engine's explain text headed by the budget's reason."""
+    from lsp_assist.context.engine import explain
+
+    head = f"budget: {prompt.budget_reason}\n" if prompt.budget_reason else ""
+    return head + explain(prompt)

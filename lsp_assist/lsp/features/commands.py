@@ -30,10 +30,10 @@ def register(server: LspAssistServer) -> None:
             prompt = await ls.scheduler.run(ls.engine.explain, snapshot or uri, line, column)
         except LspAssistError as exc:
             return {"error": str(exc)}
-        from lsp_assist.context.engine import explain as explain_text
+        from lsp_assist.serving.adaptive_budget import explain_with_budget
 
         result: dict[str, Any] = prompt.to_json()
-        result["text"] = explain_text(prompt)
+        result["text"] = explain_with_budget(prompt)
         return result
 
     @server.command("lspAssist.documentState")
