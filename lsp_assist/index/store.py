@@ -2,83 +2,27 @@
 
 Owns the database file ``<cache_dir>/index.sqlite3``: one row per file keyed by its
 path, with size, mtime (ns) and a BLAKE2 content hash, the language, the summary and
-the symbols and imports as one ``marshal`` blob. The schema version and a fingerprint
-of the query files are stored in ``meta``; when either differs the cache is dropped.
+the two blobs of a :class:`~lsp_assist.index.packed.PackedEntry` (symbols compressed,
+imports) with the symbol count: a row is a packed entry as the index holds it. The
+schema version and a fingerprint of the query files are stored in ``meta``; when
+either differs the cache is dropped.
 sqlite3 errors are mapped to :class:`~lsp_assist.errors.IndexError_`.
 """
 
 from __future__ import annotations
 
 import logging
-import marshal
 import sqlite3
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from lsp_assist.errors import IndexError_
-from lsp_assist.index.extract import SYMBOL_SETTERS
-from lsp_assist.index.model import FileEntry, Import, Symbol
+from lsp_assist.index.packed import PackedEntry
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 DB_NAME = "index.sqlite3"
-
-
-@dataclass(frozen=True, slots=True)
-class StoredFile:
-    """One persisted row: the key fields and the undecoded payload."""
-
-    path: str
-    size: int
-    mtime_ns: int
-    content_hash: str
-    language: str
-    summary: str
-    payload: bytes
-
-
-def encode_entry(entry: FileEntry) -> bytes:
-    """Return the marshal blob of an entry's symbols and imports."""
-    symbols = [
-        (s.name, s.kind, s.start_line, s.end_line, s.parent, s.signature, s.doc)
-        for s in entry.symbols
-    ]
-    imports = [(i.module, i.names, i.line, i.level) for i in entry.imports]
-    return marshal.dumps((symbols, imports))
-
-
-def decode_entry(row: StoredFile, path: Path) -> FileEntry:
-    """Return the FileEntry of a persisted row (symbols point at ``path``)."""
-    symbols_raw, imports_raw = marshal.loads(row.payload)
-    new = Symbol.__new__
-    set_name, set_kind, set_path, set_start, set_end, set_parent, set_sig, set_doc = SYMBOL_SETTERS
-    symbols: list[Symbol] = []
-    append = symbols.append
-    for name, kind, start, end, parent, signature, doc in symbols_raw:
-        sym = new(Symbol)
-        set_name(sym, name)
-        set_kind(sym, kind)
-        set_path(sym, path)
-        set_start(sym, start)
-        set_end(sym, end)
-        set_parent(sym, parent)
-        set_sig(sym, signature)
-        set_doc(sym, doc)
-        append(sym)
-    imports = [Import(module=m, names=tuple(n), line=ln, level=lv) for m, n, ln, lv in imports_raw]
-    return FileEntry(
-        path=path,
-        language=row.language,
-        symbols=symbols,
-        imports=imports,
-        summary=row.summary,
-        size=row.size,
-        mtime=row.mtime_ns / 1e9,
-        content_hash=row.content_hash,
-    )
 
 
 class IndexStore:
@@ -106,24 +50,26 @@ class IndexStore:
                 )
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER,"
-                " mtime_ns INTEGER, hash TEXT, language TEXT, summary TEXT, payload BLOB)"
+                " mtime_ns INTEGER, hash TEXT, language TEXT, summary TEXT, symbols BLOB,"
+                " imports BLOB, symbol_count INTEGER)"
             )
         except (sqlite3.Error, OSError) as exc:
             raise IndexError_(f"cannot open the index cache {self.path}: {exc}") from exc
 
-    def load(self) -> dict[str, StoredFile]:
-        """Return every persisted row by path."""
+    def load(self) -> dict[str, PackedEntry]:
+        """Return every persisted entry by path."""
         try:
             with self._lock:
-                rows = self._db.execute(
-                    "SELECT path, size, mtime_ns, hash, language, summary, payload FROM files"
-                ).fetchall()
-        except sqlite3.Error as exc:
+                cursor = self._db.execute(
+                    "SELECT path, language, summary, size, mtime_ns, hash, symbols, imports,"
+                    " symbol_count FROM files"
+                )
+                return {r[0]: PackedEntry(*r[1:]) for r in cursor}
+        except (sqlite3.Error, TypeError) as exc:
             raise IndexError_(f"cannot read the index cache {self.path}: {exc}") from exc
-        return {r[0]: StoredFile(*r) for r in rows}
 
-    def save(self, rows: list[tuple[Any, ...]], deleted: list[str]) -> None:
-        """Write rows (path, size, mtime_ns, hash, language, summary, payload) in one go."""
+    def save(self, rows: list[tuple[str, PackedEntry]], deleted: list[str]) -> None:
+        """Write (path, entry) rows and delete paths, in one transaction."""
         if not rows and not deleted:
             return
         try:
@@ -136,7 +82,21 @@ class IndexStore:
                         )
                     if rows:
                         self._db.executemany(
-                            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)", rows
+                            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            [
+                                (
+                                    path,
+                                    e.size,
+                                    e.mtime_ns,
+                                    e.content_hash,
+                                    e.language,
+                                    e.summary,
+                                    e.symbols_blob,
+                                    e.imports_blob,
+                                    e.symbol_count,
+                                )
+                                for path, e in rows
+                            ],
                         )
                     self._db.execute("COMMIT")
                 except BaseException:

@@ -16,7 +16,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,8 +33,18 @@ from lsp_assist.index.extract import Extraction, extract, python_doc, summarize
 from lsp_assist.index.files import SKIP_DIRS, FileRules, FoundFile, is_binary
 from lsp_assist.index.languages import get_parser, queries_fingerprint
 from lsp_assist.index.model import FileEntry, Import, Symbol
+from lsp_assist.index.packed import (
+    FileSets,
+    PackedEntry,
+    imports_of,
+    make_symbol,
+    names_of,
+    pack,
+    raw_symbols,
+    unpack,
+)
 from lsp_assist.index.resolve import Resolver
-from lsp_assist.index.store import DB_NAME, IndexStore, StoredFile, decode_entry, encode_entry
+from lsp_assist.index.store import DB_NAME, IndexStore
 from lsp_assist.index.watch import Debouncer, Poller, start_observer
 
 logger = logging.getLogger(__name__)
@@ -41,6 +53,19 @@ Progress = Callable[[int, int], None]
 
 FRESH_PARSE_ON_ERROR_BYTES = 32 * 1024
 """After an edit that leaves syntax errors, files up to this size are parsed afresh."""
+MAX_YIELD_S = 5.0
+"""The longest background work waits for one foreground request before going on anyway."""
+SAVE_BATCH = 500
+"""Rows written to the SQLite cache per transaction while a scan runs."""
+UNPACKED_ENTRIES = 1024
+"""Unpacked :class:`FileEntry` objects kept for ``file()`` (least recently used dropped)."""
+LOOKUP_CACHE_SYMBOLS = 20_000
+"""Symbols kept in the per-name ``lookup`` cache, in all."""
+GRAPH_CHUNK = 200
+"""Files whose imports the graph rebuild resolves between two looks at the foreground gate."""
+
+Stored = PackedEntry | FileEntry
+"""An entry as the index holds it: packed (disk files) or whole (open buffers)."""
 
 
 @dataclass(kw_only=True)
@@ -105,6 +130,12 @@ def _open_store(cache_dir: Path) -> IndexStore | None:
         return None
 
 
+class _Holds(threading.local):
+    """Per thread: how many foreground holds it is inside (it never waits on itself)."""
+
+    count = 0
+
+
 class WorkspaceIndex:
     """The symbol index of one or more workspace folders (satisfies ``IndexLookup``)."""
 
@@ -121,21 +152,45 @@ class WorkspaceIndex:
         self._lock = threading.RLock()
         self._scan_lock = threading.Lock()
         self._edit_lock = threading.Lock()
-        self._entries: dict[Path, FileEntry] = {}
+        self._entries: dict[Path, Stored] = {}
         self._stat: dict[Path, tuple[int, int]] = {}
+        """(size, mtime_ns) on disk of files an open buffer shadows (packed entries hold
+        their own)."""
         self._disk_files: set[Path] = set()
-        self._by_name: dict[str, dict[Path, list[Symbol]]] = {}
+        self._names: FileSets[str] = FileSets()
         self._sorted_names: list[str] = []
-        self._pending_names: set[str] = set()
-        self._names_rebuild = False
+        self._sorted_stale = False
+        self._unpacked: OrderedDict[Path, FileEntry] = OrderedDict()
+        self._lookups: OrderedDict[str, list[Symbol]] = OrderedDict()
+        self._lookup_symbols = 0
+        self._installs = 0
+        """Counts entry replacements: a lookup decoded outside the lock is cached only if
+        none happened meanwhile."""
         self._buffers: dict[Path, _Buffer] = {}
         self._cache = FileCache(self.settings.file_cache_mb * 1024 * 1024)
-        self._resolver: Resolver | None = None
-        self._importers: dict[Path, set[Path]] | None = None
-        self._outgoing: dict[Path, set[Path]] = {}
+        # The import graph: the resolver follows every file-set change at once; each
+        # file's own edges are re-resolved when it is installed; edges from other files
+        # that a new file would now satisfy wait for a rebuild (``_graph_exact`` False),
+        # which never runs on a request's thread once background work was started.
+        self._resolver = Resolver(self.roots, (), self._language_of)
+        self._importers: FileSets[Path] = FileSets()
+        self._outgoing: dict[Path, tuple[Path, ...]] = {}
+        self._graph_exact = True
+        self._files_generation = 0
+        self._graph_builds = 0
+        self._graph_touched: set[Path] | None = None
+        self._graph_thread: threading.Thread | None = None
+        self._graph_lock = threading.Lock()
+        self._background = False
+        self._scanning = False
+        self._foreground = 0
+        self._foreground_cond = threading.Condition()
+        self._held = _Holds()
+        self.paused_s = 0.0
+        """Seconds background work has waited for foreground requests, in all."""
         self._progress = (0, 0)
         self._store: IndexStore | None = None
-        self._persisted: dict[str, StoredFile] | None = None
+        self._persisted: dict[str, PackedEntry] | None = None
         if cache_dir is not None and self.settings.persist:
             self._store = _open_store(Path(cache_dir))
         self._observer: Any = None
@@ -189,47 +244,119 @@ class WorkspaceIndex:
             return False
         return real != path and self.rules.is_denied(real)
 
+    # ------------------------------------------------------------------ foreground gate
+    @contextlib.contextmanager
+    def foreground(self) -> Iterator[None]:
+        """Hold off the scan and the graph rebuild while a request is served (nests).
+
+        Background work looks at the gate between two files and waits while any holder
+        is inside, at most ``MAX_YIELD_S`` at a time (so it always makes progress)."""
+        with self._foreground_cond:
+            self._foreground += 1
+        self._held.count += 1
+        try:
+            yield
+        finally:
+            self._held.count -= 1
+            with self._foreground_cond:
+                self._foreground -= 1
+                if not self._foreground:
+                    self._foreground_cond.notify_all()
+
+    def _yield_to_foreground(self) -> None:
+        if not self._foreground or self._held.count:
+            return
+        started = time.monotonic()
+        deadline = started + MAX_YIELD_S
+        with self._foreground_cond:
+            while self._foreground and not self._stopped:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._foreground_cond.wait(left)
+        self.paused_s += time.monotonic() - started
+
     # ------------------------------------------------------------------ lookups
+    def _entry(self, path: Path) -> FileEntry | None:
+        """Return the whole entry of ``path`` (unpacked through a small LRU); holds the lock."""
+        stored = self._entries.get(path)
+        if stored is None or isinstance(stored, FileEntry):
+            return stored
+        entry = self._unpacked.get(path)
+        if entry is not None:
+            self._unpacked.move_to_end(path)
+            return entry
+        entry = unpack(stored, path)
+        self._unpacked[path] = entry
+        if len(self._unpacked) > UNPACKED_ENTRIES:
+            self._unpacked.popitem(last=False)
+        return entry
+
     def file(self, path: Path) -> FileEntry | None:
         """Return the entry of ``path`` (open buffer state if open) or None."""
+        path = self._norm(path)
         with self._lock:
-            return self._entries.get(self._norm(path))
+            return self._entry(path)
 
     def lookup(self, name: str) -> list[Symbol]:
         """Return every symbol named exactly ``name``."""
+        out: list[Symbol] = []
+        packed: list[tuple[Path, PackedEntry]] = []
         with self._lock:
-            per_file = self._by_name.get(name)
-            if not per_file:
-                return []
-            return [s for syms in per_file.values() for s in syms]
+            cached = self._lookups.get(name)
+            if cached is not None:
+                self._lookups.move_to_end(name)
+                return list(cached)
+            installs = self._installs
+            for path in self._names.files(name):
+                stored = self._entries.get(path)
+                if isinstance(stored, PackedEntry):
+                    entry = self._unpacked.get(path)
+                    if entry is None:
+                        packed.append((path, stored))
+                        continue
+                    stored = entry
+                if stored is not None:
+                    out.extend(s for s in stored.symbols if s.name == name)
+        for path, item in packed:  # decoded outside the lock
+            out.extend(make_symbol(raw, path) for raw in raw_symbols(item) if raw[0] == name)
+        with self._lock:
+            if installs == self._installs and len(out) <= LOOKUP_CACHE_SYMBOLS // 4:
+                self._lookups[name] = out
+                self._lookup_symbols += len(out)
+                while self._lookup_symbols > LOOKUP_CACHE_SYMBOLS:
+                    _, dropped = self._lookups.popitem(last=False)
+                    self._lookup_symbols -= len(dropped)
+        return list(out)
 
-    def _names(self) -> list[str]:
-        if self._names_rebuild or len(self._pending_names) > 2000:
-            self._sorted_names = sorted(self._by_name)
-        else:
-            for name in self._pending_names:
-                index = bisect.bisect_left(self._sorted_names, name)
-                if index >= len(self._sorted_names) or self._sorted_names[index] != name:
-                    self._sorted_names.insert(index, name)
-        self._pending_names.clear()
-        self._names_rebuild = False
-        return self._sorted_names
+    def _forget_lookup(self, name: str) -> None:
+        dropped = self._lookups.pop(name, None)
+        if dropped is not None:
+            self._lookup_symbols -= len(dropped)
+
+    def _sorted(self) -> list[str]:
+        """Return the sorted symbol names (sorted outside the lock when they changed)."""
+        with self._lock:
+            if not self._sorted_stale:
+                return self._sorted_names
+            names = self._names.keys()
+            self._sorted_stale = False
+        names.sort()
+        with self._lock:
+            self._sorted_names = names
+        return names
 
     def lookup_prefix(self, prefix: str, limit: int = 50) -> list[Symbol]:
         """Return symbols whose name starts with ``prefix`` (at most ``limit``)."""
         out: list[Symbol] = []
-        with self._lock:
-            names = self._names()
-            index = bisect.bisect_left(names, prefix)
-            while index < len(names) and len(out) < limit:
-                name = names[index]
-                if not name.startswith(prefix):
-                    break
-                per_file = self._by_name.get(name)
-                if per_file:
-                    for syms in per_file.values():
-                        out.extend(syms)
-                index += 1
+        names = self._sorted()
+        index = bisect.bisect_left(names, prefix)
+        while index < len(names) and len(out) < limit:
+            name = names[index]
+            if not name.startswith(prefix):
+                break
+            out.extend(self.lookup(name))
+            index += 1
         return out[:limit]
 
     def symbols_of(self, path: Path) -> list[Symbol]:
@@ -237,59 +364,119 @@ class WorkspaceIndex:
         entry = self.file(path)
         return list(entry.symbols) if entry is not None else []
 
-    def _get_resolver(self) -> Resolver:
-        with self._lock:
-            if self._resolver is None:
-                files = set(self._entries)
-                self._resolver = Resolver(self.roots, files, lambda p: self._language_of(p))
-            return self._resolver
-
     def _language_of(self, path: Path) -> str | None:
         entry = self._entries.get(path)
         return entry.language if entry is not None else language_for_path(path)
 
     def resolve_import(self, from_path: Path, imp: Import) -> Path | None:
         """Return the workspace file an import of ``from_path`` resolves to, or None."""
-        return self._get_resolver().resolve(self._norm(from_path), imp)
+        from_path = self._norm(from_path)
+        with self._lock:
+            return self._resolver.resolve(from_path, imp)
 
     def importers_of(self, path: Path) -> list[Path]:
-        """Return the files that import ``path``."""
+        """Return the files that import ``path``.
+
+        Without background work (the CLI, a plain ``scan()``) an out-of-date graph is
+        rebuilt here; once ``start_background_scan`` ran, the graph a background thread
+        last finished is answered at once, however stale."""
         path = self._norm(path)
+        if not self._background and not self._graph_exact:
+            with self._graph_lock:
+                for _ in range(3):
+                    if self._graph_exact or self._rebuild_graph():
+                        break
         with self._lock:
-            if self._importers is None:
-                resolver = self._get_resolver()
-                graph: dict[Path, set[Path]] = {}
-                outgoing: dict[Path, set[Path]] = {}
-                for src, entry in self._entries.items():
-                    targets = self._targets(resolver, src, entry)
-                    outgoing[src] = targets
-                    for target in targets:
-                        graph.setdefault(target, set()).add(src)
-                self._importers = graph
-                self._outgoing = outgoing
-            return sorted(self._importers.get(path, ()))
+            return sorted(self._importers.files(path))
 
-    @staticmethod
-    def _targets(resolver: Resolver, src: Path, entry: FileEntry) -> set[Path]:
+    def _targets(self, src: Path, imports: list[Import]) -> tuple[Path, ...]:
+        """Return the files ``src``'s imports resolve to; holds the lock."""
         found: set[Path] = set()
-        for imp in entry.imports:
-            found.update(resolver.resolve_all(src, imp))
+        for imp in imports:
+            found.update(self._resolver.resolve_all(src, imp))
         found.discard(src)
-        return found
+        return tuple(found)
 
-    def _update_edges(self, path: Path, entry: FileEntry) -> None:
-        """Re-resolve one file's imports in the import graph (file set unchanged)."""
+    def _update_edges(self, path: Path, stored: Stored | None) -> None:
+        """Re-resolve one file's imports in the import graph; holds the lock."""
         importers = self._importers
-        if importers is None:
+        for target in self._outgoing.pop(path, ()):
+            importers.discard(target, path)
+        targets = self._targets(path, imports_of(stored)) if stored is not None else ()
+        if targets:
+            self._outgoing[path] = targets
+            for target in targets:
+                importers.add(target, path)
+        if self._graph_touched is not None:
+            self._graph_touched.add(path)
+
+    def _rebuild_graph(self) -> bool:
+        """Resolve every file's imports afresh (the lock taken per file, the foreground gate
+        looked at between chunks) and publish the graph; True when it is exact."""
+        with self._lock:
+            items = list(self._entries.items())
+            generation = self._files_generation
+            self._graph_touched = set()
+            self._graph_builds += 1
+        importers: FileSets[Path] = FileSets()
+        outgoing: dict[Path, tuple[Path, ...]] = {}
+        for number, (src, stored) in enumerate(items):
+            if number % GRAPH_CHUNK == 0:
+                self._yield_to_foreground()
+                if self._stopped:
+                    with self._lock:
+                        self._graph_touched = None
+                    return False
+            imports = imports_of(stored)
+            if not imports:
+                continue
+            with self._lock:
+                targets = self._targets(src, imports)
+            if targets:
+                outgoing[src] = targets
+                for target in targets:
+                    importers.add(target, src)
+        with self._lock:
+            touched = self._graph_touched or set()
+            self._graph_touched = None
+            self._importers, self._outgoing = importers, outgoing
+            for src in touched:  # installed while the rebuild ran: their edges as they are now
+                self._update_edges(src, self._entries.get(src))
+            self._graph_exact = generation == self._files_generation
+            return self._graph_exact
+
+    def wait_graph(self, timeout: float) -> bool:
+        """Wait for a running graph rebuild to end; True when the graph is exact."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                thread = self._graph_thread
+                if thread is None or self._graph_exact:
+                    return self._graph_exact
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            thread.join(min(left, 0.05))
+
+    def _schedule_graph(self) -> None:
+        """Start the graph rebuild thread when background work owns the graph; holds the lock."""
+        if not self._background or self._graph_exact or self._scanning or self._stopped:
             return
-        for target in self._outgoing.pop(path, set()):
-            sources = importers.get(target)
-            if sources is not None:
-                sources.discard(path)
-        targets = self._targets(self._get_resolver(), path, entry)
-        self._outgoing[path] = targets
-        for target in targets:
-            importers.setdefault(target, set()).add(path)
+        if self._graph_thread is not None and self._graph_thread.is_alive():
+            return  # it checks exactness again before it ends
+
+        def run() -> None:
+            try:
+                for _ in range(5):
+                    if self._stopped or self._rebuild_graph():
+                        break
+            except Exception:
+                logger.exception("import graph rebuild failed")
+            with self._lock:
+                self._graph_thread = None
+
+        self._graph_thread = threading.Thread(target=run, name="index-graph", daemon=True)
+        self._graph_thread.start()
 
     # ------------------------------------------------------------------ text and trees
     def _read_allowed(self, path: Path) -> bool:
@@ -373,41 +560,45 @@ class WorkspaceIndex:
         return self.tree_of(norm) if self.text_of(norm) == text else None
 
     # ------------------------------------------------------------------ index mutation
-    def _install(self, path: Path, entry: FileEntry | None) -> None:
-        """Replace the entry of ``path`` (None removes it); caller holds the lock."""
+    def _install(self, path: Path, stored: Stored | None, names: set[str] | None = None) -> None:
+        """Replace the entry of ``path`` (None removes it); caller holds the lock.
+
+        ``names``: the distinct symbol names of ``stored`` when the caller has them."""
         old = self._entries.pop(path, None)
+        self._unpacked.pop(path, None)
+        self._installs += 1
+        if stored is not None:
+            self._entries[path] = stored
+            if names is None:
+                names = names_of(stored)
+        else:
+            names = set()
+        table = self._names
         if old is not None:
-            for name in {s.name for s in old.symbols}:
-                per_file = self._by_name.get(name)
-                if per_file is not None:
-                    per_file.pop(path, None)
-                    if not per_file:
-                        del self._by_name[name]
-                        self._names_rebuild = True
-        if entry is not None:
-            self._entries[path] = entry
-            groups: dict[str, list[Symbol]] = {}
-            for sym in entry.symbols:
-                group = groups.get(sym.name)
-                if group is None:
-                    groups[sym.name] = [sym]
-                else:
-                    group.append(sym)
-            by_name = self._by_name
-            track = not self._names_rebuild
-            for name, syms in groups.items():
-                per_file = by_name.get(name)
-                if per_file is None:
-                    by_name[name] = {path: syms}
-                    if track:
-                        self._pending_names.add(name)
-                else:
-                    per_file[path] = syms
-        if (old is None) != (entry is None):
-            self._resolver = None
-            self._importers = None
-        elif old is not None and entry is not None and old.imports != entry.imports:
-            self._update_edges(path, entry)
+            for name in names_of(old) - names:
+                if table.discard(name, path):
+                    self._sorted_stale = True
+                if self._lookups:
+                    self._forget_lookup(name)
+        for name in names:
+            if table.add(name, path):
+                self._sorted_stale = True
+            if self._lookups:
+                self._forget_lookup(name)
+        if (old is None) != (stored is None):
+            self._files_generation += 1
+            if stored is None:
+                self._resolver.discard(path)
+            else:
+                self._resolver.add(path)
+            if self._background or not self._scanning:
+                # a blocking scan's graph is rebuilt when first asked for
+                self._update_edges(path, stored)
+            # other files' imports may resolve differently now
+            self._graph_exact = False
+            self._schedule_graph()
+        elif old is not None and stored is not None and not _same_imports(old, stored):
+            self._update_edges(path, stored)
 
     def _entry_from(
         self, path: Path, lang: str, src: bytes, tree: tree_sitter.Tree, ext: Extraction
@@ -422,58 +613,38 @@ class WorkspaceIndex:
         )
 
     def _index_file(self, found: FoundFile, src: bytes, digest: str) -> FileEntry:
+        """Parse one disk file (its tree is not cached: a scan reads every file once)."""
         tree = _parse(found.language, src)
         ext = extract(found.language, tree, src, found.path)
         entry = self._entry_from(found.path, found.language, src, tree, ext)
         entry.mtime = found.mtime_ns / 1e9
         entry.content_hash = digest
-        self._cache.put(
-            found.path,
-            CachedFile(
-                src=src,
-                tree=tree,
-                text=None,
-                content_hash=digest,
-                stamp=(found.size, found.mtime_ns),
-            ),
-        )
         return entry
 
-    @staticmethod
-    def _row(entry: FileEntry, mtime_ns: int) -> tuple[Any, ...]:
-        return (
-            str(entry.path),
-            entry.size,
-            mtime_ns,
-            entry.content_hash,
-            entry.language,
-            entry.summary,
-            encode_entry(entry),
-        )
-
     def _refresh_found(
-        self, found: FoundFile, rows: list[tuple[Any, ...]], stats: IndexStats
+        self, found: FoundFile, rows: list[tuple[str, PackedEntry]], stats: IndexStats
     ) -> None:
         """Bring one disk file up to date (parse only when its content changed)."""
         path = found.path
         key = (found.size, found.mtime_ns)
         with self._lock:
             self._disk_files.add(path)
-            if self._stat.get(path) == key and (path in self._entries or path in self._buffers):
-                stats.skipped_unchanged += 1
-                return
             if path in self._buffers:
                 self._stat[path] = key
                 stats.skipped_unchanged += 1
                 return
             current = self._entries.get(path)
+            if isinstance(current, PackedEntry) and (current.size, current.mtime_ns) == key:
+                stats.skipped_unchanged += 1
+                return
         row = self._persisted.pop(str(path), None) if self._persisted is not None else None
-        if row is not None and row.size == found.size and row.mtime_ns == found.mtime_ns:
-            entry = decode_entry(row, path)
+        row_names = _row_names(row, path) if row is not None else None
+        if row is not None and row_names is None:
+            row = None
+        if row is not None and (row.size, row.mtime_ns) == key:
             with self._lock:
                 if path not in self._buffers:
-                    self._install(path, entry)
-                self._stat[path] = key
+                    self._install(path, row, row_names)
             stats.skipped_unchanged += 1
             return
         try:
@@ -486,27 +657,25 @@ class WorkspaceIndex:
             self._forget(path)
             return
         digest = content_hash(src)
-        reuse: FileEntry | None = None
+        reuse: PackedEntry | None = None
         if current is not None and current.content_hash == digest:
-            reuse = current
+            base = current if isinstance(current, PackedEntry) else pack(current, 0)
+            reuse = base.with_stamp(len(src), found.mtime_ns)
         elif row is not None and row.content_hash == digest:
-            reuse = decode_entry(row, path)
+            reuse = row.with_stamp(len(src), found.mtime_ns)
         if reuse is not None:
-            reuse.mtime = found.mtime_ns / 1e9
-            reuse.size = len(src)
             with self._lock:
                 if path not in self._buffers:
                     self._install(path, reuse)
-                self._stat[path] = key
-            rows.append(self._row(reuse, found.mtime_ns))
+            rows.append((str(path), reuse))
             stats.skipped_unchanged += 1
             return
         entry = self._index_file(found, src, digest)
+        packed = pack(entry, found.mtime_ns)
         with self._lock:
             if path not in self._buffers:
-                self._install(path, entry)
-            self._stat[path] = key
-        rows.append(self._row(entry, found.mtime_ns))
+                self._install(path, packed, {s.name for s in entry.symbols})
+        rows.append((str(path), packed))
         stats.parsed += 1
 
     def _forget(self, path: Path) -> bool:
@@ -520,25 +689,26 @@ class WorkspaceIndex:
                 if path in self._entries:
                     known = True
                 self._install(path, None)
-            else:
-                self._resolver = None
-                self._importers = None
         return known
 
     # ------------------------------------------------------------------ scanning
     def scan(self, progress: Progress | None = None) -> IndexStats:
         """Scan the roots: parse new or changed files, drop vanished ones (blocking)."""
         with self._scan_lock:
-            return self._scan(progress)
+            with self._lock:
+                self._scanning = True
+            try:
+                return self._scan(progress)
+            finally:
+                with self._lock:
+                    self._scanning = False
+                    self._schedule_graph()
 
     def _scan(self, progress: Progress | None) -> IndexStats:
         started = time.perf_counter()
         stats = IndexStats()
         found = self.rules.walk()
         total = len(found)
-        with self._lock:
-            if len(found) > 2 * len(self._entries) + 100:
-                self._names_rebuild = True  # bulk load: sort the names once, on demand
         self._progress = (0, total)
         if progress is not None:
             progress(0, total)
@@ -548,10 +718,11 @@ class WorkspaceIndex:
             except IndexError_ as exc:
                 logger.warning("ignoring the index cache: %s", exc)
                 self._persisted = {}
-        rows: list[tuple[Any, ...]] = []
+        rows: list[tuple[str, PackedEntry]] = []
         step = max(1, total // 100)
         seen: set[Path] = set()
         for done, item in enumerate(found, 1):
+            self._yield_to_foreground()
             if self._stopped:
                 break
             seen.add(item.path)
@@ -559,6 +730,9 @@ class WorkspaceIndex:
                 self._refresh_found(item, rows, stats)
             except IndexError_ as exc:
                 logger.warning("skipping %s: %s", item.path, exc)
+            if len(rows) >= SAVE_BATCH:
+                self._save(rows, [])
+                rows.clear()
             if done % step == 0 or done == total:
                 self._progress = (done, total)
                 if progress is not None:
@@ -582,7 +756,9 @@ class WorkspaceIndex:
                 if entry is None:
                     continue
                 stats.files += 1
-                stats.symbols += len(entry.symbols)
+                stats.symbols += (
+                    entry.symbol_count if isinstance(entry, PackedEntry) else len(entry.symbols)
+                )
                 stats.bytes += entry.size
                 stats.languages[entry.language] = stats.languages.get(entry.language, 0) + 1
         stats.seconds = time.perf_counter() - started
@@ -595,7 +771,7 @@ class WorkspaceIndex:
         )
         return stats
 
-    def _save(self, rows: list[tuple[Any, ...]], deleted: list[str]) -> None:
+    def _save(self, rows: list[tuple[str, PackedEntry]], deleted: list[str]) -> None:
         if self._store is None:
             return
         try:
@@ -604,7 +780,11 @@ class WorkspaceIndex:
             logger.warning("index cache not written: %s", exc)
 
     def start_background_scan(self, progress: Progress | None = None) -> threading.Thread:
-        """Run :meth:`scan` in a daemon thread and return it (lookups work meanwhile)."""
+        """Run :meth:`scan` in a daemon thread and return it (lookups work meanwhile).
+
+        From then on the import graph is rebuilt on a thread of its own after the scan and
+        after file-set changes, never on the thread of a lookup."""
+        self._background = True
 
         def run() -> None:
             try:
@@ -663,7 +843,7 @@ class WorkspaceIndex:
         if full:
             self.scan()
             return
-        rows: list[tuple[Any, ...]] = []
+        rows: list[tuple[str, PackedEntry]] = []
         deleted: list[str] = []
         stats = IndexStats()
         with self._scan_lock:
@@ -805,14 +985,31 @@ class WorkspaceIndex:
                 self._disk_files.discard(path)
             return
         # Replacing the entry in place (rather than removing it first) keeps the import
-        # graph: only this file's edges are re-resolved, not the whole workspace's.
-        rows: list[tuple[Any, ...]] = []
-        with self._scan_lock:
-            try:
-                self._refresh_found(found, rows, IndexStats())
-            except IndexError_ as exc:
-                logger.warning("skipping %s: %s", path, exc)
-            self._save(rows, [])
+        # graph: only this file's edges are re-resolved, not the whole workspace's. No
+        # scan lock: a didClose must not wait for a running scan.
+        rows: list[tuple[str, PackedEntry]] = []
+        try:
+            self._refresh_found(found, rows, IndexStats())
+        except IndexError_ as exc:
+            logger.warning("skipping %s: %s", path, exc)
+        self._save(rows, [])
+
+
+def _same_imports(old: Stored, new: Stored) -> bool:
+    if isinstance(old, PackedEntry) and isinstance(new, PackedEntry):
+        return old.imports_blob == new.imports_blob
+    return imports_of(old) == imports_of(new)
+
+
+def _row_names(row: PackedEntry, path: Path) -> set[str] | None:
+    """Return the symbol names of a cached row, None when its blob is damaged."""
+    try:
+        names = names_of(row)
+        imports_of(row)
+    except (zlib.error, ValueError, EOFError, TypeError) as exc:
+        logger.warning("index cache row of %s unusable (%s); parsing the file", path, exc)
+        return None
+    return names
 
 
 _CONTAINER_TYPES = frozenset(
