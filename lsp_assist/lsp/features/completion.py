@@ -1,11 +1,14 @@
 """textDocument/completion: the fallback for clients without inline completion.
 
-The AI suggestion is one clearly labelled item with a text edit at the cursor, and
-nothing else, so clients such as eglot or older Neovim can still show it.
+The AI suggestion is one item with a text edit at the cursor, and nothing else, so
+clients such as eglot or older Neovim can still show it. Its label, filterText and
+insertText start with the word before the cursor (see ``item_label``); the ✨ mark
+is in ``detail`` and ``labelDetails``.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from lsprotocol import types
@@ -13,7 +16,29 @@ from lsprotocol import types
 from lsp_assist.lsp.features.inline_completion import suggest
 from lsp_assist.lsp.server import LspAssistServer
 
-LABEL_PREFIX = "✨ "
+DECORATION = "✨ lsp-assist"
+LABEL_CHARS = 60
+_WORD_BEFORE = re.compile(r"\w*\Z")
+
+
+def item_label(before: str, text: str) -> str:
+    """The item's label: the word before the cursor, then the suggestion's first line.
+
+    eglot 1.9 replaces the word before the cursor with the label, keeps as many of its
+    first characters as that word is long, and inserts the textEdit there: a label
+    that does not start with the word garbles the line. Other clients filter items
+    by that word. The decoration goes to ``detail``/``labelDetails`` instead.
+    """
+    word = _WORD_BEFORE.search(before)
+    typed = word.group(0) if word else ""
+    lines = text.split("\n")
+    head = lines[0]
+    if not head.strip():
+        rest = next((line.strip() for line in lines[1:] if line.strip()), "")
+        head = f"⏎ {rest}" if rest else "⏎"
+    if not typed:
+        head = head.lstrip()
+    return typed + head[:LABEL_CHARS]
 
 
 def documentation(ls: LspAssistServer, language: str, text: str) -> types.MarkupContent | str:
@@ -46,17 +71,17 @@ def register(server: LspAssistServer) -> None:
         if found is None:
             return types.CompletionList(is_incomplete=True, items=[])
         text, here, accept, doc = found
-        first_line = text.strip().splitlines()[0]
-        # Clients filter items by the word before the cursor: match it, so the item stays.
         pos = doc.from_lsp(here.line, here.character, ls.encoding)
-        words = doc.line(pos.line)[: pos.column].split()
+        label = item_label(doc.line(pos.line)[: pos.column], text)
         item = types.CompletionItem(
-            label=LABEL_PREFIX + first_line[:60],
+            label=label,
+            label_details=types.CompletionItemLabelDetails(description=DECORATION),
             kind=types.CompletionItemKind.Text,
-            detail="lsp-assist (AI suggestion)",
+            detail=f"{DECORATION} (AI suggestion)",
             documentation=documentation(ls, doc.language_id, text),
             sort_text="0000",
-            filter_text=words[-1] if words else first_line,
+            filter_text=label,
+            insert_text=label,
             preselect=True,
             insert_text_format=types.InsertTextFormat.PlainText,
             text_edit=types.TextEdit(range=types.Range(start=here, end=here), new_text=text),
