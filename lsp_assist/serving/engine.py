@@ -15,6 +15,7 @@ context engine, the settings, the metrics log) is read once into a local.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -523,9 +524,12 @@ class CompletionEngine:
             outcome.skipped = "no model"
             return outcome
         prompt: AssembledPrompt | None = None
+        # A running index scan waits between files while the prompt is built and decoded.
+        gate = self.index.foreground() if self.index is not None else contextlib.nullcontext()
         try:
-            prompt = self.build_prompt(doc, pos, strategy=query.strategy)
-            self._generate(query, doc, pos, tree, prompt, backend, settings, outcome, started)
+            with gate:
+                prompt = self.build_prompt(doc, pos, strategy=query.strategy)
+                self._generate(query, doc, pos, tree, prompt, backend, settings, outcome, started)
         except LspAssistError as exc:
             logger.error("completion failed: %s", exc)
             outcome.error = str(exc)
