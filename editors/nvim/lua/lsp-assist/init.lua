@@ -2,20 +2,20 @@
 -- its suggestions as ghost text.
 --
 --   require('lsp-assist').setup({
---     cmd = { 'lsp-assist', 'serve' },
 --     settings = { modelPath = '/models/qwen2.5-coder-1.5b-q4_k_m.gguf', contextBudget = 1024 },
 --   })
 --
--- Neovim 0.12 has vim.lsp.inline_completion: the plugin turns it on and maps <Tab> to
--- vim.lsp.inline_completion.get(). On 0.10/0.11 the plugin does the same job itself:
--- it sends textDocument/inlineCompletion after a short pause in typing (InsertCharPre /
--- TextChangedI, debounced), draws the first item as virtual text (an extmark), and <Tab>
--- inserts it and reports the acceptance (workspace/executeCommand lspAssist.accept). When
--- the server does not offer inline completion it falls back to textDocument/completion
--- and shows the item's textEdit the same way.
+-- The plugin sends textDocument/inlineCompletion when insert mode starts, after a short
+-- pause in typing and when the cursor moves in insert mode (debounced), draws the first
+-- item as virtual text (an extmark), and its insert-mode keys accept all of it, a word
+-- or a line, dismiss it, ask now, or cycle through the items of the answer (the keys of
+-- copilot.vim). Accepting reports the acceptance (workspace/executeCommand
+-- lspAssist.accept). When the server does not offer inline completion it falls back to
+-- textDocument/completion and shows the item's textEdit the same way. Neovim 0.12's
+-- vim.lsp.inline_completion is used instead only with `use_builtin = true`.
 --
 -- require('lsp-assist').state holds what the plugin saw (clients, last request and
--- response, the ghost text, acceptances): the headless tests read it.
+-- response, the ghost text, acceptances, the status): the headless tests read it.
 
 local M = {}
 
@@ -25,12 +25,29 @@ local uv = vim.uv or vim.loop
 local NAME = 'lsp_assist'
 local INLINE = 'textDocument/inlineCompletion'
 local COMPLETION = 'textDocument/completion'
+local REQUEST_CANCELLED = -32800
 local ns = api.nvim_create_namespace('lsp-assist.ghost')
+
+--- The repository this plugin lives in (editors/nvim/lua/lsp-assist/init.lua).
+local function repo_root()
+  local source = debug.getinfo(1, 'S').source:gsub('^@', '')
+  return vim.fn.fnamemodify(source, ':p:h:h:h:h:h')
+end
+
+--- The server `make` installs in the repository's virtual environment.
+function M.venv_server()
+  local path = repo_root() .. '/.venv/bin/lsp-assist'
+  if vim.fn.executable(path) == 1 then
+    return path
+  end
+  return nil
+end
 
 ---@class lsp_assist.Config
 M.defaults = {
-  --- Command that starts the server on stdio.
-  cmd = { 'lsp-assist', 'serve' },
+  --- Command that starts the server on stdio. nil: `lsp-assist serve` from PATH, else
+  --- the one `make` installed in this repository's .venv.
+  cmd = nil,
   --- Server settings, flat camelCase keys (docs/configuration.md), sent as
   --- initializationOptions and as workspace/didChangeConfiguration.
   settings = {},
@@ -38,13 +55,34 @@ M.defaults = {
     'python', 'javascript', 'javascriptreact', 'typescript', 'typescriptreact',
     'go', 'rust', 'java', 'c', 'cpp',
   },
+  --- Filetypes attached but not suggested in (:LspAssistEnable {filetype} turns one on).
+  disabled_filetypes = {},
+  --- false: no suggestions anywhere until :LspAssistEnable.
+  enabled = true,
   root_markers = { '.git', 'pyproject.toml', 'setup.py', 'package.json', 'go.mod', 'Cargo.toml', 'pom.xml', 'Makefile' },
-  --- Pause after the last keystroke before asking (the server debounces too).
+  --- Pause after the last keystroke or cursor move before asking (the server debounces too).
   debounce_ms = 75,
-  --- Key that accepts the ghost text in insert mode (false: no mapping; call accept()).
-  accept_key = '<Tab>',
-  --- Use Neovim's own vim.lsp.inline_completion when it exists (0.12+).
-  use_builtin = true,
+  --- Insert-mode keys (false: no mapping). Without a suggestion on screen, the accept,
+  --- word, line and dismiss keys do what they do without the plugin.
+  keys = {
+    accept = '<Tab>',
+    accept_word = '<M-Right>',
+    accept_line = '<M-C-Right>',
+    dismiss = '<C-]>',
+    trigger = '<M-\\>',
+    next = '<M-]>',
+    prev = '<M-[>',
+  },
+  --- Old name of keys.accept (still honoured when set).
+  accept_key = nil,
+  --- Ask on InsertEnter and on CursorMovedI, not only after a text change.
+  trigger_on_insert_enter = true,
+  trigger_on_cursor_moved = true,
+  --- Milliseconds between lspAssist.status polls while the model loads (0: no polling).
+  status_poll_ms = 1000,
+  --- Use Neovim's own vim.lsp.inline_completion (0.12+) instead of the plugin's ghost
+  --- text: <Tab> accepts, but none of the other keys, the status or enable/disable apply.
+  use_builtin = false,
   --- 'auto': textDocument/inlineCompletion when the server offers it, else the
   --- textDocument/completion fallback; 'completion': always the fallback.
   method = 'auto',
@@ -54,7 +92,7 @@ M.defaults = {
 
 M.config = vim.deepcopy(M.defaults)
 
---- What the plugin saw; read by tests and :LspAssistState.
+--- What the plugin saw; read by tests and the statusline.
 M.state = {
   setup = false,
   builtin = false,
@@ -62,11 +100,16 @@ M.state = {
   attached = {}, -- bufnr -> client_id
   requests = 0,
   responses = 0,
-  last_request = nil, -- { method, params, bufnr }
-  last_response = nil, -- { method, err, result, items, stale }
-  ghost = nil, -- { bufnr, row, col, text, item, extmark }
+  last_request = nil, -- { method, params, bufnr, invoked }
+  last_response = nil, -- { method, err, result, items, stale, ms }
+  ghost = nil, -- { bufnr, row, col, text, item, index, count, extmark }
+  items = {}, -- normalized items of the last answer shown
   accepted = {}, -- { item, inserted, command, response = { err, result } }
+  partial = {}, -- { kind, inserted }
+  history = {}, -- the last 50 answers: { invoked, stale, items, err }
   errors = {},
+  --- 'starting' | 'loading' | 'ready' | 'error'; thinking and off are derived.
+  status = { state = 'starting', message = nil, latency_ms = nil, server = nil, progress = {} },
 }
 
 local function has(version)
@@ -108,6 +151,246 @@ local function get_client(bufnr)
   return vim.lsp.get_client_by_id(id)
 end
 
+local function any_client()
+  return vim.lsp.get_clients({ name = NAME })[1]
+end
+
+-- Status -------------------------------------------------------------------------------
+
+local pending = {} -- bufnr -> { client_id, request_id, sent }
+
+local function status_changed()
+  vim.schedule(function()
+    pcall(api.nvim_exec_autocmds, 'User', { pattern = 'LspAssistStatus', modeline = false })
+    pcall(vim.cmd, 'redrawstatus')
+  end)
+end
+
+local function set_status(state, message)
+  local status = M.state.status
+  if status.state ~= state or status.message ~= message then
+    status.state, status.message = state, message
+    status_changed()
+  end
+end
+
+--- Read an lspAssist.status result: ready, loading, or the model's error.
+local function apply_server_status(result)
+  if type(result) ~= 'table' then
+    return
+  end
+  M.state.status.server = result
+  local model = type(result.model) == 'table' and result.model or {}
+  local model_error = model.error
+  if model_error ~= nil and model_error ~= vim.NIL and model_error ~= '' then
+    set_status('error', tostring(model_error))
+  elseif result.ready == true or (result.ready == nil and result.initialized == true) then
+    set_status('ready', nil)
+  elseif result.initialized == false or result.ready == false then
+    set_status('loading', nil)
+  end
+end
+
+local poll_timer
+
+local function stop_polling()
+  if poll_timer then
+    poll_timer:stop()
+    poll_timer:close()
+    poll_timer = nil
+  end
+end
+
+--- Ask lspAssist.status now, then every status_poll_ms until ready or error.
+local function poll_status()
+  local client = any_client()
+  if not client or M.config.status_poll_ms <= 0 then
+    return
+  end
+  client_request(client, 'workspace/executeCommand', { command = 'lspAssist.status', arguments = {} },
+    function(err, result)
+      if err then
+        return
+      end
+      apply_server_status(result)
+      local state = M.state.status.state
+      if (state == 'loading' or state == 'starting') and not poll_timer then
+        poll_timer = uv.new_timer()
+        poll_timer:start(M.config.status_poll_ms, 0, vim.schedule_wrap(function()
+          stop_polling()
+          poll_status()
+        end))
+      end
+    end, nil)
+end
+
+--- $/progress from the server (LspProgress): model loading, indexing.
+local function on_progress(params)
+  if type(params) ~= 'table' or params.value == nil then
+    return
+  end
+  local value = params.value
+  local token = tostring(params.token)
+  local progress = M.state.status.progress
+  if value.kind == 'end' then
+    progress[token] = nil
+    poll_status() -- a load that ended: ready, or failed
+  else
+    local entry = progress[token] or {}
+    entry.title = value.title or entry.title
+    entry.message = value.message or entry.message
+    entry.percentage = value.percentage or entry.percentage
+    progress[token] = entry
+    local title = (entry.title or '') .. ' ' .. token
+    if value.kind == 'begin' and title:lower():find('model') then
+      set_status('loading', nil)
+    end
+  end
+  status_changed()
+end
+
+local function progress_text()
+  local parts = {}
+  for _, entry in pairs(M.state.status.progress) do
+    local title = (entry.title or ''):gsub('^lsp%-assist:%s*', '')
+    local text = title
+    if entry.message and entry.message ~= '' then
+      text = text .. ' ' .. entry.message
+    end
+    if entry.percentage then
+      text = text .. (' %d%%'):format(entry.percentage)
+    end
+    table.insert(parts, vim.trim(text))
+  end
+  table.sort(parts)
+  return table.concat(parts, ', ')
+end
+
+--- The plugin's state for the current buffer: off, starting, loading, ready, thinking, error.
+function M.status_info(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
+  local status = M.state.status
+  local state = status.state
+  if not M.state.setup then
+    state = 'off'
+  elseif not M.is_enabled(bufnr) then
+    state = 'off'
+  elseif pending[bufnr] and state == 'ready' then
+    state = 'thinking'
+  end
+  local ghost = M.state.ghost
+  return {
+    state = state,
+    message = status.message,
+    latency_ms = status.latency_ms,
+    progress = progress_text(),
+    attached = M.state.attached[bufnr] ~= nil,
+    item = ghost and ghost.bufnr == bufnr and ghost.count > 1 and { ghost.index, ghost.count } or nil,
+  }
+end
+
+--- Statusline component: "lsp-assist: ready 120 ms", "lsp-assist: loading", ...
+--- Empty in buffers the server is not attached to.
+function M.statusline()
+  local info = M.status_info(0)
+  if not info.attached and info.state ~= 'error' then
+    return ''
+  end
+  local text = 'lsp-assist: ' .. info.state
+  if info.state == 'ready' and info.latency_ms then
+    text = text .. (' %d ms'):format(info.latency_ms)
+  end
+  if info.item then
+    text = text .. (' %d/%d'):format(info.item[1], info.item[2])
+  end
+  if info.progress ~= '' then
+    text = text .. ' (' .. info.progress .. ')'
+  end
+  if info.state == 'error' and info.message then
+    text = text .. ': ' .. info.message:sub(1, 60)
+  end
+  return text
+end
+
+-- Enable / disable ---------------------------------------------------------------------
+
+--- Whether suggestions are on for `bufnr` (globally, for its filetype, for the buffer).
+function M.is_enabled(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
+  if not M.config.enabled then
+    return false
+  end
+  if not api.nvim_buf_is_valid(bufnr) then
+    return false
+  end
+  if vim.tbl_contains(M.config.disabled_filetypes, vim.bo[bufnr].filetype) then
+    return false
+  end
+  return vim.b[bufnr].lsp_assist_enabled ~= false
+end
+
+local function cancel_pending(bufnr)
+  local previous = pending[bufnr]
+  if previous then
+    local client = vim.lsp.get_client_by_id(previous.client_id)
+    if client then
+      cancel_request(client, previous.request_id)
+    end
+    pending[bufnr] = nil
+  end
+end
+
+local function builtin_enable(bufnr)
+  if M.state.builtin and vim.lsp.inline_completion then
+    vim.lsp.inline_completion.enable(M.is_enabled(bufnr), { bufnr = bufnr })
+  end
+end
+
+local function refresh_enabled()
+  for bufnr in pairs(M.state.attached) do
+    if api.nvim_buf_is_valid(bufnr) then
+      if not M.is_enabled(bufnr) then
+        M.clear(bufnr)
+        cancel_pending(bufnr)
+      end
+      builtin_enable(bufnr)
+    end
+  end
+  status_changed()
+end
+
+--- Turn suggestions on everywhere, or for one filetype.
+function M.enable(filetype)
+  if filetype and filetype ~= '' then
+    M.config.disabled_filetypes = vim.tbl_filter(function(ft)
+      return ft ~= filetype
+    end, M.config.disabled_filetypes)
+  else
+    M.config.enabled = true
+  end
+  refresh_enabled()
+end
+
+--- Turn suggestions off everywhere, or for one filetype.
+function M.disable(filetype)
+  if filetype and filetype ~= '' then
+    if not vim.tbl_contains(M.config.disabled_filetypes, filetype) then
+      table.insert(M.config.disabled_filetypes, filetype)
+    end
+  else
+    M.config.enabled = false
+  end
+  refresh_enabled()
+end
+
+--- Turn suggestions off or back on for one buffer.
+function M.toggle(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
+  vim.b[bufnr].lsp_assist_enabled = not (vim.b[bufnr].lsp_assist_enabled ~= false)
+  refresh_enabled()
+  return vim.b[bufnr].lsp_assist_enabled
+end
+
 -- Ghost text ---------------------------------------------------------------------------
 
 function M.clear(bufnr)
@@ -115,6 +398,7 @@ function M.clear(bufnr)
   if ghost and (bufnr == nil or ghost.bufnr == bufnr) then
     pcall(api.nvim_buf_del_extmark, ghost.bufnr, ns, ghost.extmark)
     M.state.ghost = nil
+    status_changed()
   end
 end
 
@@ -183,31 +467,38 @@ local function normalize(method, result)
   return items
 end
 
---- Draw `item` as ghost text at the cursor of the current window.
-local function show(bufnr, client, item)
+--- The part of `item` still to insert at the cursor (nil: it does not fit here).
+local function remaining_text(bufnr, client, item)
+  local cursor = api.nvim_win_get_cursor(0)
+  local row, col = cursor[1] - 1, cursor[2]
+  local text = item.text
+  if item.range then
+    local start_row = item.range.start.line
+    local start_col = byte_col(bufnr, item.range.start, client.offset_encoding)
+    if start_row ~= row or start_col > col then
+      return nil
+    end
+    if start_col < col then
+      -- The item replaces text typed since its range start: show only the rest.
+      local line = api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ''
+      local typed = line:sub(start_col + 1, col)
+      if text:sub(1, #typed) ~= typed then
+        return nil
+      end
+      text = text:sub(#typed + 1)
+    end
+  end
+  if text == '' then
+    return nil
+  end
+  return text
+end
+
+--- Draw `text` (of `item`, number `index` of `count`) as ghost text at the cursor.
+local function draw(bufnr, client_id, item, text, index, count)
   M.clear()
   local cursor = api.nvim_win_get_cursor(0)
   local row, col = cursor[1] - 1, cursor[2]
-  local start_row, start_col = row, col
-  if item.range then
-    start_row = item.range.start.line
-    start_col = byte_col(bufnr, item.range.start, client.offset_encoding)
-  end
-  local text = item.text
-  if start_row == row and start_col < col then
-    -- The item replaces text typed since its range start: show only the rest.
-    local line = api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ''
-    local typed = line:sub(start_col + 1, col)
-    if text:sub(1, #typed) ~= typed then
-      return false
-    end
-    text = text:sub(#typed + 1)
-  elseif start_row ~= row then
-    return false
-  end
-  if text == '' then
-    return false
-  end
   local lines = vim.split(text, '\n', { plain = true })
   local virt_lines = {}
   for i = 2, #lines do
@@ -232,23 +523,39 @@ local function show(bufnr, client, item)
     col = col,
     text = text,
     item = item,
-    client_id = client.id,
+    index = index,
+    count = count,
+    client_id = client_id,
     extmark = extmark,
     tick = api.nvim_buf_get_changedtick(bufnr),
   }
+  status_changed()
   return true
+end
+
+--- Show item `index` of `items` at the cursor; false when it does not fit there.
+local function show(bufnr, client, items, index)
+  local item = items[index]
+  local text = item and remaining_text(bufnr, client, item)
+  if not text then
+    return false
+  end
+  M.state.items = items
+  return draw(bufnr, client.id, item, text, index, #items)
 end
 
 -- Requests -----------------------------------------------------------------------------
 
-local pending = {} -- bufnr -> { client_id, request_id }
 local timers = {} -- bufnr -> uv timer
 
 --- Ask the server for a suggestion at the cursor. `invoked`: the user asked explicitly.
-function M.request(bufnr, invoked)
+--- `opts.step`: when the answer comes, show the item `step` places after the shown one
+--- (cycling), wrapping around.
+function M.request(bufnr, invoked, opts)
+  opts = opts or {}
   bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
   local client = get_client(bufnr)
-  if not client then
+  if not client or not M.is_enabled(bufnr) then
     return false
   end
   local inline = M.config.method ~= 'completion' and client_supports(client, INLINE)
@@ -259,51 +566,90 @@ function M.request(bufnr, invoked)
   else
     params.context = { triggerKind = 1 }
   end
-  local previous = pending[bufnr]
-  if previous then
-    local prev_client = vim.lsp.get_client_by_id(previous.client_id)
-    if prev_client then
-      cancel_request(prev_client, previous.request_id)
-    end
-    pending[bufnr] = nil
-  end
   local tick = api.nvim_buf_get_changedtick(bufnr)
   local cursor = api.nvim_win_get_cursor(0)
+  local here = { tick, cursor[1], cursor[2] }
+  if not invoked and not opts.step then
+    -- Nothing new to ask: a request for this text and place is out (an explicit one,
+    -- maybe), or its suggestion is on screen.
+    local out = pending[bufnr]
+    local ghost = M.state.ghost
+    if out and vim.deep_equal(out.here, here) then
+      return true
+    end
+    if ghost and ghost.bufnr == bufnr and ghost.tick == tick
+      and ghost.row == cursor[1] - 1 and ghost.col == cursor[2] then
+      return true
+    end
+  end
+  cancel_pending(bufnr)
+  local shown = M.state.ghost and M.state.ghost.bufnr == bufnr and M.state.ghost.index or 1
   M.state.requests = M.state.requests + 1
-  M.state.last_request = { method = method, params = params, bufnr = bufnr }
+  M.state.last_request = { method = method, params = params, bufnr = bufnr, invoked = invoked == true }
+  local sent = uv.hrtime()
   local ok, request_id
   ok, request_id = client_request(client, method, params, function(err, result)
     if pending[bufnr] and pending[bufnr].request_id == request_id then
       pending[bufnr] = nil
     end
+    local ms = (uv.hrtime() - sent) / 1e6
     local items = err and {} or normalize(method, result)
     local now = api.nvim_buf_is_valid(bufnr) and api.nvim_get_current_buf() == bufnr
     local stale = not now
       or api.nvim_buf_get_changedtick(bufnr) ~= tick
       or not vim.deep_equal(api.nvim_win_get_cursor(0), cursor)
     M.state.responses = M.state.responses + 1
-    M.state.last_response = { method = method, err = err, result = result, items = items, stale = stale }
+    M.state.last_response = {
+      method = method, err = err, result = result, items = items, stale = stale, ms = ms,
+    }
+    local history = M.state.history
+    table.insert(history, { invoked = invoked == true, stale = stale, items = #items, err = err ~= nil })
+    if #history > 50 then
+      table.remove(history, 1)
+    end
     if err then
-      record_error(method, err)
+      if err.code ~= REQUEST_CANCELLED then
+        record_error(method, err)
+      end
+      status_changed()
       return
     end
-    if stale or #items == 0 then
+    M.state.status.latency_ms = ms
+    if M.state.status.state == 'starting' or M.state.status.state == 'loading' then
+      poll_status()
+    end
+    status_changed()
+    if stale or not M.is_enabled(bufnr) then
       return
     end
     local mode = api.nvim_get_mode().mode
     if mode:sub(1, 1) ~= 'i' and not M._show_outside_insert then
       return
     end
-    show(bufnr, client, items[1])
+    if #items == 0 then
+      if opts.step then
+        M.clear(bufnr) -- asked for alternatives, got none: keep nothing stale
+      end
+      return
+    end
+    local index = 1
+    if opts.step then
+      index = (shown - 1 + opts.step) % #items + 1
+    end
+    show(bufnr, client, items, index)
   end, bufnr)
   if ok and request_id then
-    pending[bufnr] = { client_id = client.id, request_id = request_id }
+    pending[bufnr] = { client_id = client.id, request_id = request_id, sent = sent, here = here }
+    status_changed()
   end
   return ok
 end
 
---- Request after `debounce_ms` without typing.
+--- Request after `debounce_ms` without typing or moving.
 function M.schedule(bufnr)
+  if not M.is_enabled(bufnr) then
+    return
+  end
   local timer = timers[bufnr]
   if not timer then
     timer = uv.new_timer()
@@ -319,6 +665,47 @@ function M.schedule(bufnr)
     end
   end))
 end
+
+local invoke_on_insert = false
+
+--- Ask for a suggestion now (the trigger key, :LspAssistComplete). From normal mode it
+--- enters insert mode after the cursor (like `a`) and asks there; after <C-o> it asks
+--- once back in insert mode, where the cursor is again.
+function M.complete()
+  local bufnr = api.nvim_get_current_buf()
+  if not get_client(bufnr) then
+    vim.notify('lsp-assist: the server is not attached to this buffer', vim.log.levels.WARN)
+    return false
+  end
+  if not M.is_enabled(bufnr) then
+    vim.notify('lsp-assist: suggestions are off here (:LspAssistEnable)', vim.log.levels.WARN)
+    return false
+  end
+  local mode = api.nvim_get_mode().mode
+  if mode:sub(1, 1) == 'i' then
+    return M.request(bufnr, true)
+  end
+  if mode:sub(1, 2) == 'ni' then
+    -- <C-o>: this runs in normal mode with the cursor one column left at the end of a
+    -- line; an answer to a request sent now would be stale once insert mode resumes.
+    local tries = 0
+    local function again()
+      tries = tries + 1
+      if api.nvim_get_mode().mode:sub(1, 1) == 'i' then
+        M.request(bufnr, true)
+      elseif tries < 50 then
+        vim.defer_fn(again, 10)
+      end
+    end
+    vim.schedule(again)
+    return true
+  end
+  invoke_on_insert = true
+  api.nvim_feedkeys('a', 'n', false)
+  return true
+end
+
+-- Accepting ----------------------------------------------------------------------------
 
 --- Report an accepted suggestion to the server (the item's command, lspAssist.accept).
 local function report_acceptance(client, record)
@@ -337,29 +724,110 @@ local function report_acceptance(client, record)
   end, record.bufnr)
 end
 
---- Insert the ghost text. Returns true when there was one.
-function M.accept()
+--- The next word of `text`: what is before it on the line, then the word (as
+--- copilot.vim); at a line break, the break and the next line's indentation.
+function M.next_word(text)
+  local word = text:match('^[^%w_\n]*[%w_]*')
+  if word == '' then
+    word = text:match('^\n[ \t]*') or text:sub(1, 1)
+  end
+  return word
+end
+
+--- The rest of the ghost's current line; at a line break, the break and the next line.
+function M.next_line(text)
+  local line = text:match('^[^\n]+')
+  if not line then
+    line = text:match('^\n[^\n]*') or text
+  end
+  return line
+end
+
+local own_tick -- changedtick right after the plugin inserted text itself
+
+--- Insert the ghost text: all of it (`kind` nil or 'all'), its next 'word' or 'line'.
+--- The rest stays on screen; the server hears of the acceptance once all of it is in.
+--- Returns true when there was a suggestion.
+function M.accept(kind)
   local ghost = M.state.ghost
   if not ghost or ghost.bufnr ~= api.nvim_get_current_buf() then
     return false
   end
-  M.clear()
   local bufnr = ghost.bufnr
+  M.clear()
   if api.nvim_buf_get_changedtick(bufnr) ~= ghost.tick then
     return false
   end
-  local client = vim.lsp.get_client_by_id(ghost.client_id)
-  local lines = vim.split(ghost.text, '\n', { plain = true })
+  local part = ghost.text
+  if kind == 'word' then
+    part = M.next_word(ghost.text)
+  elseif kind == 'line' then
+    part = M.next_line(ghost.text)
+  end
+  local rest = ghost.text:sub(#part + 1)
+  local lines = vim.split(part, '\n', { plain = true })
   api.nvim_buf_set_text(bufnr, ghost.row, ghost.col, ghost.row, ghost.col, lines)
   local end_row = ghost.row + #lines - 1
   local end_col = (#lines == 1 and ghost.col or 0) + #lines[#lines]
   pcall(api.nvim_win_set_cursor, 0, { end_row + 1, end_col })
-  local record = { bufnr = bufnr, inserted = ghost.text, command = ghost.item.command }
+  own_tick = api.nvim_buf_get_changedtick(bufnr)
+  local item = ghost.item
+  item.accepted_text = (item.accepted_text or '') .. part
+  if rest ~= '' then
+    table.insert(M.state.partial, { kind = kind, inserted = part })
+    -- Cycling from here asks the server again: the other items started elsewhere.
+    M.state.items = {}
+    draw(bufnr, ghost.client_id, item, rest, 1, 1)
+    return true
+  end
+  M.state.items = {}
+  local record = { bufnr = bufnr, inserted = item.accepted_text, command = item.command, kind = kind or 'all' }
   table.insert(M.state.accepted, record)
+  local client = vim.lsp.get_client_by_id(ghost.client_id)
   if client then
     report_acceptance(client, record)
   end
   return true
+end
+
+--- Remove the suggestion (and cancel the request on its way). True when there was one.
+function M.dismiss()
+  local bufnr = api.nvim_get_current_buf()
+  local had = M.visible()
+  M.clear(bufnr)
+  cancel_pending(bufnr)
+  M.state.items = {}
+  status_changed()
+  return had
+end
+
+--- Show the next (`step` 1) or previous (-1) item of the answer. With one item shown,
+--- ask again explicitly (a server may offer more then); with none, ask now.
+function M.cycle(step)
+  local bufnr = api.nvim_get_current_buf()
+  local ghost = M.state.ghost
+  if not ghost or ghost.bufnr ~= bufnr then
+    return M.request(bufnr, true)
+  end
+  local items = M.state.items
+  if #items > 1 then
+    local client = vim.lsp.get_client_by_id(ghost.client_id)
+    local n = #items
+    for offset = 1, n - 1 do
+      local index = (ghost.index - 1 + step * offset) % n + 1
+      if client and show(bufnr, client, items, index) then
+        return true
+      end
+    end
+    return false
+  end
+  -- Ask once per position and text: the answer is the same until either changes.
+  local key = table.concat({ bufnr, api.nvim_buf_get_changedtick(bufnr), ghost.row, ghost.col }, ':')
+  if M.state.asked_alternatives == key then
+    return false
+  end
+  M.state.asked_alternatives = key
+  return M.request(bufnr, true, { step = step })
 end
 
 function M.visible()
@@ -369,20 +837,47 @@ end
 
 -- Attaching ----------------------------------------------------------------------------
 
-local function map_accept(bufnr, builtin)
-  local key = M.config.accept_key
+local function keys_config()
+  local keys = vim.tbl_extend('force', {}, M.config.keys or {})
+  if M.config.accept_key ~= nil then
+    keys.accept = M.config.accept_key
+  end
+  return keys
+end
+
+--- An insert-mode mapping that runs `action` when a suggestion shows (or `always`),
+--- and is the plain key otherwise.
+local function map(bufnr, key, action, desc, always)
   if not key then
     return
   end
   vim.keymap.set('i', key, function()
-    if builtin then
-      if vim.lsp.inline_completion.get({ bufnr = bufnr }) then
-        return ''
-      end
-      return key
+    if always or M.visible() then
+      return '<Cmd>lua require("lsp-assist").' .. action .. '<CR>'
     end
-    if M.visible() then
-      return '<Cmd>lua require("lsp-assist").accept()<CR>'
+    return key
+  end, { buffer = bufnr, expr = true, replace_keycodes = true, desc = 'lsp-assist: ' .. desc })
+end
+
+local function map_keys(bufnr)
+  local keys = keys_config()
+  map(bufnr, keys.accept, 'accept()', 'accept the suggestion')
+  map(bufnr, keys.accept_word, 'accept("word")', 'accept the next word of the suggestion')
+  map(bufnr, keys.accept_line, 'accept("line")', 'accept the next line of the suggestion')
+  map(bufnr, keys.dismiss, 'dismiss()', 'dismiss the suggestion')
+  map(bufnr, keys.trigger, 'complete()', 'ask for a suggestion now', true)
+  map(bufnr, keys.next, 'cycle(1)', 'next suggestion', true)
+  map(bufnr, keys.prev, 'cycle(-1)', 'previous suggestion', true)
+end
+
+local function map_builtin_accept(bufnr)
+  local key = keys_config().accept
+  if not key then
+    return
+  end
+  vim.keymap.set('i', key, function()
+    if vim.lsp.inline_completion.get({ bufnr = bufnr }) then
+      return ''
     end
     return key
   end, { buffer = bufnr, expr = true, replace_keycodes = true, desc = 'lsp-assist: accept suggestion' })
@@ -398,12 +893,16 @@ local function on_attach(client, bufnr)
     completion = caps.completionProvider ~= nil,
     commands = caps.executeCommandProvider and caps.executeCommandProvider.commands or {},
   }
+  if M.state.status.state == 'starting' then
+    set_status('loading', nil)
+  end
+  poll_status()
   local builtin = M.config.use_builtin and vim.lsp.inline_completion ~= nil
     and M.config.method ~= 'completion' and M.state.clients[client.id].inline
   M.state.builtin = builtin
   if builtin then
-    vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
-    map_accept(bufnr, true)
+    builtin_enable(bufnr)
+    map_builtin_accept(bufnr)
     return
   end
   local group = api.nvim_create_augroup('lsp-assist.buf.' .. bufnr, { clear = true })
@@ -413,7 +912,21 @@ local function on_attach(client, bufnr)
     callback = function(ev)
       if ev.event == 'InsertCharPre' then
         M.clear(bufnr) -- the ghost no longer matches the text
-      else
+      elseif api.nvim_buf_get_changedtick(bufnr) ~= own_tick then
+        M.schedule(bufnr)
+      end
+    end,
+  })
+  api.nvim_create_autocmd('InsertEnter', {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      if invoke_on_insert then
+        invoke_on_insert = false
+        vim.schedule(function()
+          M.request(bufnr, true)
+        end)
+      elseif M.config.trigger_on_insert_enter then
         M.schedule(bufnr)
       end
     end,
@@ -423,6 +936,10 @@ local function on_attach(client, bufnr)
     buffer = bufnr,
     callback = function()
       M.clear(bufnr)
+      cancel_pending(bufnr)
+      if timers[bufnr] then
+        timers[bufnr]:stop()
+      end
     end,
   })
   api.nvim_create_autocmd('CursorMovedI', {
@@ -430,28 +947,24 @@ local function on_attach(client, bufnr)
     buffer = bufnr,
     callback = function()
       local ghost = M.state.ghost
-      if ghost and ghost.bufnr == bufnr then
-        local cursor = api.nvim_win_get_cursor(0)
-        if cursor[1] - 1 ~= ghost.row or cursor[2] ~= ghost.col then
-          M.clear(bufnr)
-        end
+      local cursor = api.nvim_win_get_cursor(0)
+      if ghost and ghost.bufnr == bufnr and cursor[1] - 1 == ghost.row and cursor[2] == ghost.col then
+        return -- the suggestion is where the cursor is (after an accepted word, say)
+      end
+      M.clear(bufnr)
+      if M.config.trigger_on_cursor_moved then
+        M.schedule(bufnr)
       end
     end,
   })
-  map_accept(bufnr, false)
+  map_keys(bufnr)
 end
 
 -- Commands -----------------------------------------------------------------------------
 
 local function execute(command, arguments, callback)
   local bufnr = api.nvim_get_current_buf()
-  local client = get_client(bufnr)
-  if not client then
-    for _, c in ipairs(vim.lsp.get_clients({ name = NAME })) do
-      client = c
-      break
-    end
-  end
+  local client = get_client(bufnr) or any_client()
   if not client then
     vim.notify('lsp-assist: the server is not running', vim.log.levels.WARN)
     return false
@@ -485,6 +998,10 @@ local function render(result)
   return vim.inspect(result), 'lua'
 end
 
+local function notify_error(err)
+  vim.notify('lsp-assist: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+end
+
 --- Show the context the server would send to the model at the cursor.
 function M.explain(callback)
   local bufnr = api.nvim_get_current_buf()
@@ -495,8 +1012,7 @@ function M.explain(callback)
     { params.textDocument.uri, params.position.line, params.position.character },
     callback or function(err, result)
       if err then
-        vim.notify('lsp-assist: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
-        return
+        return notify_error(err)
       end
       local text, ft = render(result)
       show_scratch('lsp-assist://explain', text, ft)
@@ -505,10 +1021,15 @@ end
 
 --- Show the server's status (model, cache, latency figures).
 function M.status(callback)
-  return execute('lspAssist.status', {}, callback or function(err, result)
+  return execute('lspAssist.status', {}, function(err, result)
+    if not err then
+      apply_server_status(result)
+    end
+    if callback then
+      return callback(err, result)
+    end
     if err then
-      vim.notify('lsp-assist: ' .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
-      return
+      return notify_error(err)
     end
     show_scratch('lsp-assist://status', vim.inspect(result), 'lua')
   end)
@@ -527,9 +1048,71 @@ function M.set_settings(values)
       client.notify('workspace/didChangeConfiguration', params)
     end
   end
+  -- A new model may be loading now.
+  vim.defer_fn(poll_status, 200)
 end
 
 -- Setup --------------------------------------------------------------------------------
+
+--- Apply the ghost-text highlight: a grey that shows in 256-colour terminals too
+--- (copilot.vim's CopilotSuggestion colours); `default`, so a colour scheme or the
+--- user's own :highlight wins.
+function M.set_highlight()
+  api.nvim_set_hl(0, 'LspAssistGhost', { fg = '#808080', ctermfg = 244, default = true })
+end
+
+--- The command to start, or nil (with an error shown) when it cannot be run.
+local function resolve_cmd(cmd)
+  if cmd == nil then
+    if vim.fn.executable('lsp-assist') == 1 then
+      return { 'lsp-assist', 'serve' }
+    end
+    local venv = M.venv_server()
+    if venv then
+      return { venv, 'serve' }
+    end
+    cmd = { 'lsp-assist', 'serve' }
+  end
+  if type(cmd) ~= 'table' or type(cmd[1]) ~= 'string' or vim.fn.executable(cmd[1]) == 1 then
+    return cmd -- a function (an in-process server) or an executable
+  end
+  local venv = M.venv_server()
+  local fix = venv
+      and ("use cmd = { '%s', 'serve' }, or put %s on PATH"):format(venv, vim.fn.fnamemodify(venv, ':h'))
+    or ('run `make` in the lsp-assist repository and use cmd = { \'<repo>/.venv/bin/lsp-assist\', '
+      .. "'serve' }, or put <repo>/.venv/bin on PATH")
+  local message = ("lsp-assist: the server command '%s' is not executable (not found on PATH); %s")
+    :format(cmd[1], fix)
+  M.state.cmd_error = message
+  set_status('error', ('%s not found'):format(cmd[1]))
+  vim.notify(message, vim.log.levels.ERROR)
+  return nil
+end
+
+local function user_commands()
+  local function filetypes()
+    return vim.fn.getcompletion('', 'filetype')
+  end
+  api.nvim_create_user_command('LspAssistExplain', function()
+    M.explain()
+  end, { bar = true, desc = 'lsp-assist: show the context built at the cursor' })
+  api.nvim_create_user_command('LspAssistStatus', function()
+    M.status()
+  end, { bar = true, desc = 'lsp-assist: show the server status' })
+  api.nvim_create_user_command('LspAssistComplete', function()
+    M.complete()
+  end, { bar = true, desc = 'lsp-assist: ask for a suggestion now' })
+  api.nvim_create_user_command('LspAssistEnable', function(args)
+    M.enable(args.args)
+  end, { bar = true, nargs = '?', complete = filetypes, desc = 'lsp-assist: suggestions on (everywhere or for a filetype)' })
+  api.nvim_create_user_command('LspAssistDisable', function(args)
+    M.disable(args.args)
+  end, { bar = true, nargs = '?', complete = filetypes, desc = 'lsp-assist: suggestions off (everywhere or for a filetype)' })
+  api.nvim_create_user_command('LspAssistToggle', function()
+    local on = M.toggle(0)
+    vim.notify('lsp-assist: suggestions ' .. (on and 'on' or 'off') .. ' in this buffer')
+  end, { bar = true, desc = 'lsp-assist: suggestions on/off in this buffer' })
+end
 
 --- Start the server for the configured filetypes and show its suggestions.
 ---@param opts? table see M.defaults
@@ -538,26 +1121,69 @@ function M.setup(opts)
   if opts and opts.settings then
     M.config.settings = opts.settings -- a list-valued setting must not be merged
   end
+  if opts and opts.disabled_filetypes then
+    M.config.disabled_filetypes = vim.deepcopy(opts.disabled_filetypes)
+  end
   local config = M.config
-  api.nvim_set_hl(0, 'LspAssistGhost', { link = 'Comment', default = true })
+  M.set_highlight()
+  api.nvim_create_autocmd('ColorScheme', {
+    group = api.nvim_create_augroup('lsp-assist.highlight', { clear = true }),
+    callback = M.set_highlight,
+  })
+  user_commands()
+  M.state.setup = true
+  M.state.status.state = 'starting'
+  M.state.cmd_error = nil
+
+  local cmd = resolve_cmd(config.cmd)
+  if not cmd then
+    return false
+  end
+  config.resolved_cmd = cmd
 
   local settings = vim.deepcopy(config.settings)
   -- Empty tables are sent as JSON objects, not arrays.
   local init_options = next(settings) and settings or vim.empty_dict()
   local lsp_config = vim.tbl_deep_extend('force', {
-    cmd = config.cmd,
+    cmd = cmd,
     filetypes = config.filetypes,
     root_markers = config.root_markers,
     init_options = init_options,
     settings = { lspAssist = init_options },
   }, config.lsp or {})
+  local user_on_exit = lsp_config.on_exit
+  lsp_config.on_exit = function(code, signal, client_id)
+    stop_polling()
+    if code ~= 0 or (signal and signal ~= 0) then
+      set_status('error', ('server exited (code %s, signal %s)'):format(code, signal))
+    end
+    for bufnr, id in pairs(M.state.attached) do
+      if id == client_id then
+        M.state.attached[bufnr] = nil
+        pending[bufnr] = nil
+      end
+    end
+    if user_on_exit then
+      return user_on_exit(code, signal, client_id)
+    end
+  end
 
+  local group = api.nvim_create_augroup('lsp-assist.attach', { clear = true })
   api.nvim_create_autocmd('LspAttach', {
-    group = api.nvim_create_augroup('lsp-assist.attach', { clear = true }),
+    group = group,
     callback = function(ev)
       local client = vim.lsp.get_client_by_id(ev.data.client_id)
       if client and client.name == NAME then
         on_attach(client, ev.buf)
+      end
+    end,
+  })
+  api.nvim_create_autocmd('LspProgress', {
+    group = group,
+    callback = function(ev)
+      local client = ev.data and vim.lsp.get_client_by_id(ev.data.client_id)
+      if client and client.name == NAME then
+        on_progress(ev.data.params)
       end
     end,
   })
@@ -577,17 +1203,7 @@ function M.setup(opts)
       end,
     })
   end
-
-  api.nvim_create_user_command('LspAssistExplain', function()
-    M.explain()
-  end, { desc = 'lsp-assist: show the context built at the cursor' })
-  api.nvim_create_user_command('LspAssistStatus', function()
-    M.status()
-  end, { desc = 'lsp-assist: show the server status' })
-  api.nvim_create_user_command('LspAssistComplete', function()
-    M.request(0, true)
-  end, { desc = 'lsp-assist: ask for a suggestion now' })
-  M.state.setup = true
+  return true
 end
 
 return M
