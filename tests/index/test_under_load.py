@@ -187,3 +187,26 @@ def test_work_on_the_foreground_thread_never_waits_for_itself(
         assert importer in index.importers_of(target)
     assert time.monotonic() - started < 20
     index.stop()
+
+
+def test_a_completion_holds_the_foreground_gate(tmp_path: Path) -> None:
+    from lsp_assist.backends.base import GenerationRequest, GenerationResult
+    from lsp_assist.serving.engine import CompletionQuery
+    from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, MarkerBackend, make_engine
+
+    held: list[int] = []
+
+    class Probe(MarkerBackend):
+        def generate(self, request: GenerationRequest) -> GenerationResult:
+            assert engine.index is not None
+            held.append(engine.index._foreground)
+            return super().generate(request)
+
+    engine, uri = make_engine(tmp_path, Probe())
+    assert engine.index is not None
+    held.clear()
+    outcome = engine.complete(CompletionQuery(uri=uri, line=CURSOR_LINE, column=CURSOR_COLUMN))
+    assert outcome.text and not outcome.error
+    assert held == [1], "the model ran without holding the index's foreground gate"
+    assert engine.index._foreground == 0
+    engine.close()
