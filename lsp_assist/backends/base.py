@@ -10,7 +10,11 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 
 class CancelToken:
@@ -19,6 +23,10 @@ class CancelToken:
     Backends that block in a system call (a socket read while a remote server evaluates
     the prompt) cannot poll the flag; they register a callback with :meth:`add_callback`
     that unblocks the call (e.g. shuts the socket down) from the cancelling thread.
+
+    Work done for a request that is not handed its token (the remote backend's
+    tokenizer calls while the context engine builds the prompt) finds it with
+    :meth:`current`, set by whoever runs the request through :meth:`call`.
     """
 
     def __init__(self) -> None:
@@ -76,6 +84,22 @@ class CancelToken:
     def cancelled(self) -> bool:
         """True once :meth:`cancel` has been called."""
         return self._event.is_set()
+
+    def call(self, func: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """Run ``func(*args, **kwargs)`` with this token as the thread's :meth:`current`."""
+        reset = _CURRENT.set(self)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            _CURRENT.reset(reset)
+
+    @staticmethod
+    def current() -> CancelToken | None:
+        """The token of the request this thread works for (see :meth:`call`), if any."""
+        return _CURRENT.get()
+
+
+_CURRENT: ContextVar[CancelToken | None] = ContextVar("lsp_assist_cancel", default=None)
 
 
 @dataclass(frozen=True, slots=True)

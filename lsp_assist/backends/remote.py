@@ -1,12 +1,28 @@
 """A client for OpenAI-compatible ``/v1/completions`` servers, for teams sharing one model.
 
 Works with llama.cpp's llama-server, llama-cpp-python's server, vLLM and Ollama:
-streaming (server-sent events), connect and read timeouts, bounded retries with
-exponential backoff (only before any text has arrived: a half-streamed answer is never
-silently restarted), and a circuit breaker that refuses calls for a while after
-repeated failures (:class:`~lsp_assist.errors.CircuitOpenError`). The API key is read
-from the environment variable named by ``remoteApiKeyEnv``, sent as a bearer token, and
-never logged or put in an error message.
+streaming (server-sent events), bounded retries with exponential backoff (only before
+any text has arrived: a half-streamed answer is never silently restarted), and a
+circuit breaker (:mod:`~lsp_assist.backends.circuit`). The API key is read from the
+environment variable named by ``remoteApiKeyEnv``, sent as a bearer token, and never
+logged or put in an error message.
+
+Time caps. A request's caps hold whatever the server does (says nothing, drips a byte
+a second, streams junk): until the first text, every connect, write and read of every
+attempt, retry backoffs included, must end by ``promptTimeoutMs`` after ``generate``
+started; from the first text on, by ``generationTimeoutMs`` after it. The deadline is
+enforced in the transport (:mod:`~lsp_assist.backends.transport`), which cuts each
+socket operation's timeout to the time left, so ``generate`` returns with
+``stop_reason == "timeout"`` at the cap (plus milliseconds), keeping any text already
+streamed. ``remoteReadTimeoutMs`` and ``remoteConnectTimeoutMs`` still bound a single
+read or connect (a shorter read timeout lets a retry happen within the prompt cap). A
+server that sent no text within the prompt cap counts as a failure for the circuit
+breaker, so a dead server costs a few capped requests, then none.
+
+Cancellation. A cancel shuts the request's socket down from the cancelling thread
+(see the transport module), so ``generate`` returns within milliseconds wherever it
+blocks: connecting, waiting for the prompt to be evaluated, reading a trickle. A
+cancel is neither a retry nor a failure.
 
 Tokens. The rest of lsp-assist counts and assembles prompts in token ids, so the client
 needs the server model's tokenizer. In order of preference:
@@ -15,6 +31,12 @@ needs the server model's tokenizer. In order of preference:
    exact and fast, no network.
 2. ``server``: the server's own tokenizer endpoints (``/extras/tokenize`` of
    llama-cpp-python, ``/tokenize`` of llama-server); exact, one round trip per call.
+   Each call is capped by ``promptTimeoutMs`` (and the read timeout) and is
+   cancelled by the token of the request it works for (``CancelToken.current()``:
+   the scheduler runs each completion under its token). A call that fails raises
+   :class:`~lsp_assist.errors.RemoteBackendError` and counts for the circuit breaker;
+   while the circuit is open calls fail at once: a prompt is never assembled from a
+   mix of server ids and estimates.
 3. ``estimate``: no tokenizer at all. Text is cut into 4-character pieces and each
    piece is encoded reversibly into one integer ("pseudo token"), so counts follow the
    usual chars/4 estimate and ``detokenize`` gives the text back exactly.
@@ -22,18 +44,6 @@ needs the server model's tokenizer. In order of preference:
 The prompt goes to the server as token ids when they are real ids (llama-server and
 vLLM accept a list of ints) and as text otherwise; a server that rejects ids (HTTP
 400/422, e.g. llama-cpp-python's) is switched to text for the rest of the session.
-
-Cancellation. A cancel is checked at every streamed chunk, but while the server is
-still evaluating a long prompt no chunk arrives and the request thread sits in a socket
-read. So the client's connection pool gets a thin network layer
-(:class:`_CancellableNetwork`) that remembers which socket the current request of each
-thread uses; a callback on the request's :class:`~lsp_assist.backends.base.CancelToken`
-shuts that socket down from the cancelling thread. The blocked read returns at once,
-``generate`` reports ``stop_reason == "cancelled"``, and the server sees the connection
-closed; what it does then is up to the server (llama-cpp-python's drops queued requests
-but finishes a prompt evaluation already under way). This needs no extra thread: a
-worker thread would let ``generate`` return early, but the read it leaves behind would
-still need the socket to be shut down to end, so the socket hook is needed either way.
 """
 
 from __future__ import annotations
@@ -41,16 +51,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
-import ssl
-import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import httpcore
 import httpx
 
 from lsp_assist.backends.base import (
@@ -60,15 +67,23 @@ from lsp_assist.backends.base import (
     GenerationResult,
     ModelInfo,
 )
+from lsp_assist.backends.circuit import CircuitBreaker
 from lsp_assist.backends.streaming import TextStream
+from lsp_assist.backends.transport import CancellableNetwork, Exchange, cancellable_transport
+from lsp_assist.backends.vocab import Vocabulary, read_model_info
 from lsp_assist.config import ModelSettings
-from lsp_assist.errors import CircuitOpenError, ModelLoadError, RemoteBackendError
+from lsp_assist.errors import GenerationCancelled, ModelLoadError, RemoteBackendError
 
 logger = logging.getLogger(__name__)
 
 TokenizerMode = Literal["auto", "local", "server", "estimate"]
 _PSEUDO_CHARS = 4
 _TRANSPORT_ERRORS = (httpx.TransportError, httpx.StreamError)
+_MAX_LINE_BYTES = 1 << 20
+"""A longer server-sent-event line is junk, not a completion chunk."""
+_MAX_ERROR_BODY = 4096
+
+__all__ = ["CircuitBreaker", "RemoteBackend", "pseudo_detokenize", "pseudo_tokenize"]
 
 
 def pseudo_tokenize(text: str) -> list[int]:
@@ -91,225 +106,38 @@ def pseudo_detokenize(tokens: Sequence[int]) -> str:
     return "".join(parts)
 
 
-class CircuitBreaker:
-    """Open after ``threshold`` consecutive failures; half-open after ``cooldown_s``."""
-
-    def __init__(self, threshold: int = 3, cooldown_s: float = 10.0) -> None:
-        self.threshold = threshold
-        self.cooldown_s = cooldown_s
-        self.failures = 0
-        self.opened_at: float | None = None
-        self.times_opened = 0
-        self._lock = threading.Lock()
-
-    @property
-    def state(self) -> str:
-        """'closed', 'open' or 'half-open'."""
-        if self.opened_at is None:
-            return "closed"
-        if time.monotonic() - self.opened_at >= self.cooldown_s:
-            return "half-open"
-        return "open"
-
-    def check(self) -> None:
-        """Raise CircuitOpenError while open."""
-        if self.state == "open":
-            assert self.opened_at is not None
-            left = self.cooldown_s - (time.monotonic() - self.opened_at)
-            raise CircuitOpenError(
-                f"remote backend unavailable after {self.failures} failures; "
-                f"retrying in {max(left, 0):.1f} s"
-            )
-
-    def success(self) -> None:
-        """Close the circuit."""
-        with self._lock:
-            self.failures = 0
-            self.opened_at = None
-
-    def failure(self) -> None:
-        """Count a failure; open (or re-open) the circuit at the threshold."""
-        with self._lock:
-            self.failures += 1
-            half_open = self.opened_at is not None
-            if half_open or self.failures >= self.threshold:
-                if self.opened_at is None or half_open:
-                    self.times_opened += 1
-                self.opened_at = time.monotonic()
-
-
 class _Retryable(Exception):
     """A failure before any text arrived: the request may be retried."""
 
-
-class _Interrupter:
-    """Shuts down the socket of one request in flight when its cancel token fires.
-
-    ``bind`` is called from the request thread with each stream it reads or writes;
-    ``fire`` from the cancelling thread; ``disarm`` when the request no longer needs
-    it. All three hold one lock, so once ``disarm`` returned no socket is shut down
-    (the connection may go back to the pool and serve another request).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._stream: httpcore.NetworkStream | None = None
-        self._fired = False
-        self._armed = True
-
-    @property
-    def fired(self) -> bool:
-        """True when the cancel fired while armed."""
-        return self._fired
-
-    def bind(self, stream: httpcore.NetworkStream) -> None:
-        with self._lock:
-            if not self._armed or stream is self._stream:
-                return
-            self._stream = stream
-            if self._fired:  # cancelled while connecting: end it at the first write
-                _shutdown(stream)
-
-    def fire(self) -> None:
-        with self._lock:
-            if not self._armed:
-                return
-            self._fired = True
-            if self._stream is not None:
-                _shutdown(self._stream)
-
-    def disarm(self) -> None:
-        with self._lock:
-            self._armed = False
-            self._stream = None
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
 
 
-def _shutdown(stream: httpcore.NetworkStream) -> None:
-    """Shut the TCP connection under ``stream`` down: a blocked read returns, FIN is sent.
+@dataclass(slots=True)
+class _Attempt:
+    """One attempt's progress: its deadline (moved at the first text) and what arrived."""
 
-    ``socket.socket.shutdown`` is called unbound so that a TLS socket is shut down at the
-    TCP level too, without ``SSLSocket.shutdown`` dropping the TLS state another thread
-    is reading with. The stream itself is closed by its owner (httpcore) afterwards.
-    """
-    sock = stream.get_extra_info("socket")
-    if isinstance(sock, socket.socket):
-        with suppress(OSError):  # already closed or not connected: nothing to unblock
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    deadline: float
+    generation_cap: float
+    exchange: Exchange | None = None
+    first_text_at: float | None = None
+    done: bool = False
+    """A finish reason, [DONE] or a stop arrived: the answer is complete."""
 
+    def expired(self) -> bool:
+        """True once the current deadline has passed."""
+        return time.monotonic() >= self.deadline
 
-class _CancellableStream(httpcore.NetworkStream):
-    """An httpcore stream that binds itself to the calling thread's request."""
-
-    def __init__(self, inner: httpcore.NetworkStream, network: _CancellableNetwork) -> None:
-        self._inner = inner
-        self._network = network
-
-    def _bind(self) -> None:
-        interrupter = self._network.current()
-        if interrupter is not None:
-            interrupter.bind(self._inner)
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        self._bind()
-        return self._inner.read(max_bytes, timeout)
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._bind()
-        self._inner.write(buffer, timeout)
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(
-        self,
-        ssl_context: ssl.SSLContext,
-        server_hostname: str | None = None,
-        timeout: float | None = None,
-    ) -> httpcore.NetworkStream:
-        tls = self._inner.start_tls(ssl_context, server_hostname, timeout)
-        return _CancellableStream(tls, self._network)
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-class _CancellableNetwork(httpcore.NetworkBackend):
-    """httpcore's network backend, wrapped so a cancel can reach a request's socket.
-
-    Requests are synchronous, so the thread doing one is the thread whose streams read
-    and write for it (a fresh connection or a reused keep-alive one alike): ``watch``
-    puts an :class:`_Interrupter` in a thread-local slot, each stream binds itself to it
-    on I/O, and the cancel token's callback shuts the bound socket down.
-    """
-
-    def __init__(self, inner: httpcore.NetworkBackend) -> None:
-        self._inner = inner
-        self._local = threading.local()
-
-    def current(self) -> _Interrupter | None:
-        """The interrupter of this thread's request in flight, if any."""
-        interrupter: _Interrupter | None = getattr(self._local, "interrupter", None)
-        return interrupter
-
-    @contextmanager
-    def watch(self, cancel: CancelToken) -> Iterator[_Interrupter]:
-        """Make this thread's requests interruptible by ``cancel`` until exit."""
-        interrupter = _Interrupter()
-        self._local.interrupter = interrupter
-        remove = cancel.add_callback(interrupter.fire)
-        try:
-            yield interrupter
-        finally:
-            remove()
-            interrupter.disarm()
-            self._local.interrupter = None
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.NetworkStream:
-        stream = self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
-        return _CancellableStream(stream, self)
-
-    def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.NetworkStream:
-        stream = self._inner.connect_unix_socket(path, timeout, socket_options)
-        return _CancellableStream(stream, self)
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
-
-
-def _cancellable_transport() -> tuple[httpx.HTTPTransport, _CancellableNetwork | None]:
-    """httpx's default transport with its pool's network backend wrapped.
-
-    httpx does not expose the pool's ``network_backend``, so this reaches into
-    ``HTTPTransport._pool`` (an ``httpcore.ConnectionPool``); should a future httpx
-    change that, cancels fall back to being noticed at the next streamed chunk.
-    """
-    transport = httpx.HTTPTransport()
-    pool = getattr(transport, "_pool", None)
-    inner = getattr(pool, "_network_backend", None)
-    if not isinstance(pool, httpcore.ConnectionPool) or not isinstance(
-        inner, httpcore.NetworkBackend
-    ):
-        logger.debug("httpx transport without a reachable network backend; late cancels")
-        return transport, None
-    network = _CancellableNetwork(inner)
-    pool._network_backend = network
-    return transport, network
+    def move_deadline(self, deadline: float) -> None:
+        """Set a new deadline (the generation cap from the first text on)."""
+        self.deadline = deadline
+        if self.exchange is not None:
+            self.exchange.deadline = deadline
 
 
 class RemoteBackend(Backend):
-    """OpenAI-compatible completions over HTTP with retries and a circuit breaker."""
+    """OpenAI-compatible completions over HTTP with caps, retries and a circuit breaker."""
 
     name = "remote"
 
@@ -334,27 +162,22 @@ class RemoteBackend(Backend):
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self._has_key = bool(api_key)
-        # a caller's transport (tests, proxies) is used as is: cancels are then noticed
-        # at the next streamed chunk only
-        self._network: _CancellableNetwork | None = None
+        # a caller's transport (tests, proxies) is used as is: cancels and caps are then
+        # noticed between streamed chunks only
+        self._network: CancellableNetwork | None = None
         if transport is None:
-            transport, self._network = _cancellable_transport()
+            transport, self._network = cancellable_transport()
         self._client = httpx.Client(
             base_url=self.base_url,
             headers=headers,
-            timeout=httpx.Timeout(
-                settings.remote_read_timeout_ms / 1000.0,
-                connect=settings.remote_connect_timeout_ms / 1000.0,
-            ),
+            timeout=self._timeout(None),
             transport=transport,
         )
-        self._vocab: Any = None
+        self._vocab: Vocabulary | None = None
         path = model_path or (Path(settings.model_path) if settings.model_path else None)
         self.token_mode: str = "estimate" if tokenizer == "estimate" else "server"
         if tokenizer in ("auto", "local") and path is not None:
-            from lsp_assist.backends.llama import LlamaEngine
-
-            self._vocab = LlamaEngine(Path(path).expanduser(), vocab_only=True)
+            self._vocab = Vocabulary(Path(path).expanduser())
             self.token_mode = "local"
         elif tokenizer == "local":
             raise ModelLoadError("tokenizer 'local' needs modelPath (the server's GGUF)")
@@ -375,8 +198,6 @@ class RemoteBackend(Backend):
 
     def _build_info(self) -> ModelInfo:
         if self._vocab is not None:
-            from lsp_assist.backends.llama import read_model_info
-
             local = read_model_info(self._vocab)
             return ModelInfo(
                 path=self.base_url,
@@ -399,6 +220,80 @@ class RemoteBackend(Backend):
         """What is known about the server's model (full metadata with a local vocabulary)."""
         return self._info
 
+    def _timeout(self, left: float | None) -> httpx.Timeout:
+        """httpx's per-operation timeouts, none longer than ``left`` seconds."""
+        read = self.settings.remote_read_timeout_ms / 1000.0
+        connect = self.settings.remote_connect_timeout_ms / 1000.0
+        if left is not None:
+            read, connect = min(read, left), min(connect, left)
+        return httpx.Timeout(read, connect=connect)
+
+    def _caps(self, request: GenerationRequest | None = None) -> tuple[float, float]:
+        """The prompt and generation caps in seconds (the request's, else the settings')."""
+        prompt = request.prompt_timeout_s if request is not None else None
+        generation = request.generation_timeout_s if request is not None else None
+        return (
+            prompt if prompt is not None else self.settings.prompt_timeout_ms / 1000.0,
+            generation if generation is not None else self.settings.generation_timeout_ms / 1000.0,
+        )
+
+    @contextmanager
+    def _guard(self, cancel: CancelToken, deadline: float) -> Iterator[Exchange | None]:
+        """Bound this thread's I/O by ``deadline`` and let ``cancel`` end it."""
+        if self._network is None:
+            yield None
+            return
+        with self._network.guard(cancel, deadline) as exchange:
+            yield exchange
+
+    def _fail(self) -> None:
+        self._counters["failures"] += 1
+        self.breaker.failure()
+
+    def _post_json(
+        self,
+        path: str,
+        body: dict[str, Any],
+        *,
+        cancel: CancelToken | None = None,
+        deadline: float | None = None,
+    ) -> tuple[int, Any]:
+        """POST to a tokenizer endpoint within the prompt cap; return (status, JSON body).
+
+        ``cancel`` defaults to the token of the request this thread works for. Transport
+        errors, timeouts and junk count as failures for the circuit breaker.
+        """
+        self.breaker.check()
+        cancel = cancel or CancelToken.current() or CancelToken()
+        if cancel.cancelled:
+            raise GenerationCancelled(f"{path}: {cancel.reason}")
+        if deadline is None:
+            deadline = time.monotonic() + self._caps()[0]
+        left = deadline - time.monotonic()
+        try:
+            with self._guard(cancel, deadline):
+                resp = self._client.post(
+                    path,
+                    json=body,
+                    headers={"Accept": "application/json"},
+                    timeout=self._timeout(max(left, 0.0)),
+                )
+            if cancel.cancelled:  # the body may have ended where our cancel cut it
+                raise GenerationCancelled(f"{path}: {cancel.reason}")
+            if resp.status_code >= 400:
+                if resp.status_code >= 500:
+                    self._fail()
+                return resp.status_code, None
+            return resp.status_code, resp.json()
+        except _TRANSPORT_ERRORS as exc:
+            if cancel.cancelled:
+                raise GenerationCancelled(f"{path}: {cancel.reason}") from exc
+            self._fail()
+            raise RemoteBackendError(f"{path} failed: {type(exc).__name__}") from exc
+        except ValueError as exc:  # a 200 whose body is not JSON
+            self._fail()
+            raise RemoteBackendError(f"{path} answered with something other than JSON") from exc
+
     def _server_tokenize(self, text: str, special: bool) -> list[int] | None:
         """Tokenize on the server; None when it has no tokenizer endpoint."""
         candidates = (
@@ -414,15 +309,12 @@ class RemoteBackend(Backend):
             if path == "/tokenize":
                 body["add_special"] = False
                 body["parse_special"] = special
-            try:
-                resp = self._client.post(path, json=body, headers={"Accept": "application/json"})
-            except _TRANSPORT_ERRORS as exc:
-                raise RemoteBackendError(f"tokenize failed: {type(exc).__name__}") from exc
-            if resp.status_code in (404, 405):
+            status, data = self._post_json(path, body)
+            if status in (404, 405):
                 continue
-            if resp.status_code >= 400:
-                raise RemoteBackendError(f"tokenize failed: HTTP {resp.status_code}")
-            tokens = [int(t) for t in resp.json().get("tokens", [])]
+            if status >= 400 or not isinstance(data, dict):
+                raise RemoteBackendError(f"tokenize failed: HTTP {status}")
+            tokens = [int(t) for t in data.get("tokens", [])]
             if self._server_tokenize_path is None:
                 self._server_tokenize_path = path
                 if text:  # learn what the server prepends (BOS) from an empty string
@@ -434,15 +326,16 @@ class RemoteBackend(Backend):
         return None
 
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:
-        """Return token ids without BOS (pseudo tokens in estimate mode; see module doc)."""
-        if self.token_mode == "local":
+        """Return token ids without BOS (pseudo tokens in estimate mode; see module doc).
+
+        With the server's tokenizer, raises RemoteBackendError when the call fails or
+        the circuit is open, and GenerationCancelled when the current request's token
+        is cancelled meanwhile.
+        """
+        if self._vocab is not None:
             return list(self._vocab.tokenize(text, special=special))
         if self.token_mode == "server":
-            try:
-                tokens = self._server_tokenize(text, special)
-            except RemoteBackendError as exc:
-                logger.debug("server tokenizer unavailable (%s); estimating", exc)
-                return pseudo_tokenize(text)
+            tokens = self._server_tokenize(text, special)
             if tokens is not None:
                 return tokens
             logger.info("the server has no tokenizer endpoint: estimating chars/4")
@@ -451,29 +344,35 @@ class RemoteBackend(Backend):
         return pseudo_tokenize(text)
 
     def detokenize(self, tokens: Sequence[int]) -> str:
-        """Return the text of ``tokens``."""
-        if self.token_mode == "local":
+        """Return the text of ``tokens`` (raises like :meth:`tokenize`)."""
+        return self._detokenize(tokens)
+
+    def _detokenize(
+        self,
+        tokens: Sequence[int],
+        *,
+        cancel: CancelToken | None = None,
+        deadline: float | None = None,
+    ) -> str:
+        if self._vocab is not None:
             return str(self._vocab.detokenize(tokens, special=True))
         if self.token_mode == "server" and tokens and all(0 <= t < 1 << 24 for t in tokens):
             path = (
                 "/extras/detokenize" if self._server_tokenize_path != "/tokenize" else "/detokenize"
             )
-            try:
-                resp = self._client.post(
-                    path,
-                    json={"tokens": list(tokens)},
-                    headers={"Accept": "application/json"},
-                )
-                if resp.status_code < 400:
-                    data = resp.json()
-                    return str(data.get("text", data.get("content", "")))
-            except _TRANSPORT_ERRORS as exc:
-                raise RemoteBackendError(f"detokenize failed: {type(exc).__name__}") from exc
+            status, data = self._post_json(
+                path, {"tokens": list(tokens)}, cancel=cancel, deadline=deadline
+            )
+            if status >= 400 or not isinstance(data, dict):
+                raise RemoteBackendError(f"detokenize failed: HTTP {status}")
+            return str(data.get("text", data.get("content", "")))
         return pseudo_detokenize(tokens)
 
     # --- generation -------------------------------------------------------------------------
 
-    def _prompt_payload(self, tokens: Sequence[int]) -> str | list[int]:
+    def _prompt_payload(
+        self, tokens: Sequence[int], cancel: CancelToken, deadline: float
+    ) -> str | list[int]:
         if self._send_ids and all(0 <= t < 1 << 24 for t in tokens):
             return list(tokens)
         bos = self._info.bos_id
@@ -483,55 +382,33 @@ class RemoteBackend(Backend):
         prefix = self._server_prefix
         if prefix and body[: len(prefix)] == prefix:
             body = body[len(prefix) :]
-        return self.detokenize(body)
+        return self._detokenize(body, cancel=cancel, deadline=deadline)
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
-        """Stream a completion from the server; retries, then raises RemoteBackendError."""
+        """Stream a completion within the request's caps (module doc); retries, then raises.
+
+        Raises RemoteBackendError when the server failed (after retries) and
+        CircuitOpenError while the circuit is open; a cancel or a cap is a result.
+        """
         self._counters["requests"] += 1
         t0 = time.perf_counter()
         result = GenerationResult(prompt_tokens=len(request.prompt_tokens))
         if request.cancel.cancelled:
             result.stop_reason = "cancelled"
+            self._counters["cancelled"] += 1
             return result
         self.breaker.check()
-        attempts = max(0, self.settings.remote_retries) + 1
-        last_error = ""
-        switched = False
-        attempt = 0
-        while attempt < attempts:
-            try:
-                answered = self._stream_once(request, result, t0)
-            except _Retryable as exc:
-                last_error = str(exc)
-                if "HTTP " in last_error and self._send_ids and not switched:
-                    # llama-cpp-python's server answers a list-of-ints prompt with 500
-                    logger.info("server rejected a token-id prompt; sending text from now on")
-                    self._send_ids = False
-                    switched = True
-                    continue
-                if "HTTP 4" in last_error and "HTTP 429" not in last_error:
-                    raise RemoteBackendError(f"remote completion failed: {last_error}") from None
-                attempt += 1
-                if attempt < attempts:
-                    self._counters["retries"] += 1
-                    delay = self.backoff_s * (2 ** (attempt - 1))
-                    if request.cancel._event.wait(delay):
-                        result.stop_reason = "cancelled"
-                        return result
-                    continue
-                self._counters["failures"] += 1
-                self.breaker.failure()
-                raise RemoteBackendError(
-                    f"remote completion failed after {attempts} attempt(s): {last_error}"
-                ) from None
-            except RemoteBackendError:
-                self._counters["failures"] += 1
-                self.breaker.failure()
-                raise
-            else:
-                if answered:  # a cancel before the server answered says nothing of it
-                    self.breaker.success()
-                break
+        try:
+            healthy = self._attempts(request, result, t0)
+        except GenerationCancelled:  # while detokenizing the prompt on the server
+            result.stop_reason, healthy = "cancelled", None
+        except RemoteBackendError:
+            self._fail()
+            raise
+        if healthy:
+            self.breaker.success()
+        elif healthy is False:
+            self._fail()
         result.finish(t0)
         if result.stop_reason == "cancelled":
             self._counters["cancelled"] += 1
@@ -540,25 +417,61 @@ class RemoteBackend(Backend):
         self._counters["generated_chars"] += len(result.text)
         return result
 
-    def _stream_once(self, request: GenerationRequest, result: GenerationResult, t0: float) -> bool:
+    def _attempts(
+        self, request: GenerationRequest, result: GenerationResult, t0: float
+    ) -> bool | None:
+        """Run attempts until one answers or the prompt cap is spent; return the verdict.
+
+        True: the server answered (success for the circuit breaker); False: no text
+        within the prompt cap (a failure); None: cancelled before any text (no verdict).
+        """
+        prompt_cap, generation_cap = self._caps(request)
+        prompt_deadline = time.monotonic() + prompt_cap
+        attempts = max(0, self.settings.remote_retries) + 1
+        failed = 0
+        switched = False
+        while True:
+            try:
+                return self._stream_once(request, result, t0, prompt_deadline, generation_cap)
+            except _Retryable as exc:
+                if exc.status in (400, 422, 500) and self._send_ids and not switched:
+                    # llama-cpp-python's server answers a list-of-ints prompt with 500
+                    logger.info("server rejected a token-id prompt; sending text from now on")
+                    self._send_ids = False
+                    switched = True
+                    continue
+                if 400 <= exc.status < 500 and exc.status != 429:
+                    raise RemoteBackendError(f"remote completion failed: {exc}") from None
+                failed += 1
+                delay = self.backoff_s * (2 ** (failed - 1))
+                if failed >= attempts or time.monotonic() + delay >= prompt_deadline:
+                    raise RemoteBackendError(
+                        f"remote completion failed after {failed} attempt(s): {exc}"
+                    ) from None
+                self._counters["retries"] += 1
+                if request.cancel._event.wait(delay):
+                    result.stop_reason = "cancelled"
+                    return None
+
+    def _stream_once(
+        self,
+        request: GenerationRequest,
+        result: GenerationResult,
+        t0: float,
+        prompt_deadline: float,
+        generation_cap: float,
+    ) -> bool | None:
         """One streamed request; raises _Retryable before any text, else RemoteBackendError.
 
-        Returns False when a cancel ended it before the server answered (no verdict on
-        the server's health), True otherwise.
+        Returns the verdict for the circuit breaker, as :meth:`_attempts` does.
         """
-        settings = self.settings
-        prompt_cap = (
-            request.prompt_timeout_s
-            if request.prompt_timeout_s is not None
-            else settings.prompt_timeout_ms / 1000.0
-        )
-        gen_cap = (
-            request.generation_timeout_s
-            if request.generation_timeout_s is not None
-            else settings.generation_timeout_ms / 1000.0
-        )
+        cancel = request.cancel
+        attempt = _Attempt(deadline=prompt_deadline, generation_cap=generation_cap)
+        if attempt.expired():
+            result.stop_reason = "timeout"
+            return False
         payload: dict[str, Any] = {
-            "prompt": self._prompt_payload(request.prompt_tokens),
+            "prompt": self._prompt_payload(request.prompt_tokens, cancel, prompt_deadline),
             "max_tokens": max(1, request.max_tokens),
             "temperature": 0.0,
             "top_k": 1,
@@ -566,85 +479,38 @@ class RemoteBackend(Backend):
         }
         if request.stop:
             payload["stop"] = [s for s in request.stop if s][:4]
-        if settings.remote_model:
-            payload["model"] = settings.remote_model
-        read_timeout = min(settings.remote_read_timeout_ms / 1000.0, prompt_cap + gen_cap + 1.0)
-        timeout = httpx.Timeout(
-            read_timeout,
-            connect=settings.remote_connect_timeout_ms / 1000.0,
-        )
+        if self.settings.remote_model:
+            payload["model"] = self.settings.remote_model
         stream = TextStream(request)
-        first_text_at: float | None = None
-        answered = False
-        started = time.perf_counter()
+        timeout = self._timeout(max(prompt_deadline - time.monotonic(), 0.0))
         try:
             with (
-                self._watch(request.cancel) as interrupter,
+                self._guard(cancel, prompt_deadline) as exchange,
                 self._client.stream(
                     "POST", "/v1/completions", json=payload, timeout=timeout
                 ) as resp,
             ):
-                answered = True
+                attempt.exchange = exchange
                 if resp.status_code >= 400:
-                    resp.read()
-                    raise _Retryable(f"HTTP {resp.status_code}: {resp.text[:200]}")
-                for line in resp.iter_lines():
-                    if request.cancel.cancelled:
-                        result.stop_reason = "cancelled"
-                        break
-                    now = time.perf_counter()
-                    if first_text_at is None and now - started > prompt_cap:
-                        result.stop_reason = "timeout"
-                        break
-                    if first_text_at is not None and now - first_text_at > gen_cap:
-                        result.stop_reason = "timeout"
-                        break
-                    if not line.startswith("data:"):
-                        continue
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        break
-                    try:
-                        chunk = json.loads(data)
-                    except json.JSONDecodeError as exc:
-                        raise RemoteBackendError("the server sent malformed JSON") from exc
-                    choices = chunk.get("choices") or [{}]
-                    choice = choices[0]
-                    text = str(choice.get("text") or "")
-                    if text:
-                        if first_text_at is None:
-                            first_text_at = time.perf_counter()
-                            result.ttft_ms = (first_text_at - t0) * 1000.0
-                            result.prefill_ms = result.ttft_ms
-                        if stream.feed_text(text):
-                            result.stop_reason = stream.reason
-                            break
-                    timings = chunk.get("timings")
-                    if isinstance(timings, dict) and "cache_n" in timings:
-                        result.reused_tokens = int(timings["cache_n"])
-                    finish = choice.get("finish_reason")
-                    if finish:
-                        result.stop_reason = {"length": "length", "stop": "stop"}.get(
-                            str(finish), "eos"
-                        )
-                        if finish == "stop" and not request.stop:
-                            result.stop_reason = "eos"
-                if interrupter is not None:
+                    raise _Retryable(
+                        f"HTTP {resp.status_code}: {_error_text(resp)}", resp.status_code
+                    )
+                _check_event_stream(resp)
+                self._read_events(resp, request, result, stream, attempt, t0)
+                if exchange is not None:
                     # before the response closes and its connection may go back to the
                     # pool, where a late cancel must not shut it down
-                    interrupter.disarm()
+                    exchange.disarm()
         except _TRANSPORT_ERRORS as exc:
-            if request.cancel.cancelled:
+            if cancel.cancelled:
                 # our cancel shut the socket down (or it broke after the cancel): the
                 # answer is no longer wanted, so this is neither a failure nor a retry
                 result.stop_reason = "cancelled"
-            elif first_text_at is None and not result.stop_reason:
-                if isinstance(exc, httpx.TimeoutException) and (
-                    time.perf_counter() - started >= prompt_cap
-                ):
-                    result.stop_reason = "timeout"
-                    result.text = stream.finish()
-                    return True
+            elif attempt.done:
+                pass  # the answer was complete; what came after it does not matter
+            elif isinstance(exc, httpx.TimeoutException) and attempt.expired():
+                result.stop_reason = "timeout"
+            elif attempt.first_text_at is None:
                 raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
             else:
                 raise RemoteBackendError(
@@ -655,16 +521,96 @@ class RemoteBackend(Backend):
             result.stop_reason = "eos"
         if self.token_mode == "local" and result.text:
             result.tokens = self.tokenize(result.text)
-        return answered or result.stop_reason != "cancelled"
+        if attempt.first_text_at is not None or attempt.done:
+            return True
+        if result.stop_reason == "cancelled":
+            return None
+        return result.stop_reason != "timeout"
 
-    @contextmanager
-    def _watch(self, cancel: CancelToken) -> Iterator[_Interrupter | None]:
-        """Let ``cancel`` shut this thread's request socket down (see the module doc)."""
-        if self._network is None:
-            yield None
+    def _read_events(
+        self,
+        resp: httpx.Response,
+        request: GenerationRequest,
+        result: GenerationResult,
+        stream: TextStream,
+        attempt: _Attempt,
+        t0: float,
+    ) -> None:
+        """Read server-sent events until done, cancelled, capped or the stream ends.
+
+        Lines are split here rather than by httpx so that the cancel flag and the cap
+        are checked at every chunk, even one without a line end, and a line cannot
+        grow without bound.
+        """
+        pending = b""
+        for chunk in resp.iter_bytes():
+            if request.cancel.cancelled:
+                result.stop_reason = "cancelled"
+                return
+            *lines, pending = (pending + chunk).split(b"\n")
+            if len(pending) > _MAX_LINE_BYTES:
+                raise RemoteBackendError(
+                    f"the server sent a line of over {_MAX_LINE_BYTES} bytes: not an event stream"
+                )
+            for line in lines:
+                if self._event(line.rstrip(b"\r"), request, result, stream, attempt, t0):
+                    return
+            if attempt.expired():
+                result.stop_reason = result.stop_reason or "timeout"
+                return
+        if request.cancel.cancelled and not attempt.done:
+            # our cancel shut the socket down and the server's close-delimited body
+            # ended there: what came is not the whole answer
+            result.stop_reason = "cancelled"
             return
-        with self._network.watch(cancel) as interrupter:
-            yield interrupter
+        self._event(pending.rstrip(b"\r"), request, result, stream, attempt, t0)
+
+    def _event(
+        self,
+        line: bytes,
+        request: GenerationRequest,
+        result: GenerationResult,
+        stream: TextStream,
+        attempt: _Attempt,
+        t0: float,
+    ) -> bool:
+        """Handle one event-stream line; return True when the answer is complete."""
+        if not line.startswith(b"data:"):
+            return False  # blank lines, comments, other fields, junk
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            attempt.done = True
+            return True
+        try:
+            chunk = json.loads(data)
+        except ValueError as exc:  # JSONDecodeError or bytes that are not UTF-8
+            raise RemoteBackendError("the server sent malformed JSON") from exc
+        choices = chunk.get("choices") if isinstance(chunk, dict) else None
+        choice = choices[0] if isinstance(choices, list) and choices else {}
+        if not isinstance(choice, dict):
+            raise RemoteBackendError("the server sent a chunk without a completion choice")
+        text = str(choice.get("text") or "")
+        if text:
+            if attempt.first_text_at is None:
+                attempt.first_text_at = time.monotonic()
+                attempt.move_deadline(attempt.first_text_at + attempt.generation_cap)
+                result.ttft_ms = (time.perf_counter() - t0) * 1000.0
+                result.prefill_ms = result.ttft_ms
+            if stream.feed_text(text):
+                result.stop_reason = stream.reason
+                attempt.done = True
+                return True
+        timings = chunk.get("timings")
+        if isinstance(timings, dict) and "cache_n" in timings:
+            result.reused_tokens = int(timings["cache_n"])
+        finish = choice.get("finish_reason")
+        if finish:
+            # keep reading up to [DONE]: llama-server's timings may follow
+            result.stop_reason = {"length": "length", "stop": "stop"}.get(str(finish), "eos")
+            if finish == "stop" and not request.stop:
+                result.stop_reason = "eos"
+            attempt.done = True
+        return False
 
     # --- status -------------------------------------------------------------------------------
 
@@ -690,3 +636,22 @@ class RemoteBackend(Backend):
 
     def __repr__(self) -> str:
         return f"RemoteBackend(url={self.base_url!r}, token_mode={self.token_mode!r})"
+
+
+def _error_text(resp: httpx.Response) -> str:
+    """The first bytes of an error response's body (never more, whatever it sends)."""
+    body = b""
+    for chunk in resp.iter_bytes():
+        body += chunk
+        if len(body) >= _MAX_ERROR_BODY:
+            break
+    return body[:200].decode("utf-8", errors="replace")
+
+
+def _check_event_stream(resp: httpx.Response) -> None:
+    """Refuse a 200 that is plainly not an event stream (a proxy's HTML page, say)."""
+    kind = resp.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind and kind != "text/event-stream":
+        raise RemoteBackendError(
+            f"the server answered with Content-Type {kind!r}, not an event stream"
+        )

@@ -303,9 +303,9 @@ def calibrate(
     whether it counted (a backend without prefill, such as the remote one, evaluates
     nothing).
     """
-    ids = calibration_tokens(backend, CALIBRATION_WARMUP + tokens)
     evaluated, spent = 0, 0.0
-    try:
+    try:  # a remote server's tokenizer can fail too: then nothing is measured
+        ids = calibration_tokens(backend, CALIBRATION_WARMUP + tokens)
         backend.prefill(ids[:CALIBRATION_WARMUP], cache_key="")
         for end in range(CALIBRATION_WARMUP + CALIBRATION_CHUNK, len(ids) + 1, CALIBRATION_CHUNK):
             start = clock()

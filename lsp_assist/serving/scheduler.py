@@ -52,7 +52,7 @@ class Scheduler:
         try:
             loop = asyncio.get_running_loop()
             done: int = await loop.run_in_executor(
-                self.executor, lambda: self.engine.prefill(snapshot, cancel=token)
+                self.executor, lambda: token.call(self.engine.prefill, snapshot, cancel=token)
             )
             return done
         finally:
@@ -103,7 +103,8 @@ class Scheduler:
             return self._cancelled(query)
         self._running = query.cancel
         try:
-            return self.engine.complete(query)
+            # as the thread's current token, it also cancels work not handed the token
+            return query.cancel.call(self.engine.complete, query)
         finally:
             self._running = None
 
