@@ -1,15 +1,19 @@
-"""The VS Code extension's protocol side: editors/vscode/test/drive-server.mjs.
+"""The VS Code extension: its protocol use, its logic's unit tests, its bundle.
 
-VS Code itself cannot run here, so the test drives the server with the libraries
-vscode-languageclient 11 is built on (vscode-jsonrpc, vscode-languageserver-protocol)
-in plain node: initialize with the inlineCompletion client capability, didOpen,
-textDocument/inlineCompletion, textDocument/completion, the three lspAssist commands.
-The script exits non-zero on any protocol error.
+VS Code itself cannot run here, so editors/vscode/test/drive-server.mjs drives the
+server with the libraries vscode-languageclient 11 is built on (vscode-jsonrpc,
+vscode-languageserver-protocol) in plain node: initialize with the inlineCompletion
+client capability, didOpen, textDocument/inlineCompletion, textDocument/completion, the
+lspAssist commands; it exits non-zero on any protocol error. The extension's logic
+(src/logic.ts: status bar states, settings diff, listener disposal, doctor command)
+has unit tests run by node's test runner, and the esbuild bundle is loaded in node with
+a stand-in `vscode` module and listed by `vsce ls`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -26,7 +30,33 @@ VSCODE = EDITORS / "vscode"
 HAVE_MODULES = (VSCODE / "node_modules" / "vscode-languageserver-protocol").is_dir()
 
 
-def drive(workspace: Path, server: str, env: dict[str, str]) -> tuple[int, dict[str, Any], str]:
+@pytest.fixture(scope="module")
+def logic_js(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """src/logic.ts compiled alone by esbuild (50 ms; tsc takes seconds)."""
+    if not HAVE_MODULES:
+        pytest.skip("editors/vscode/node_modules missing: run `npm ci` in editors/vscode")
+    out = tmp_path_factory.mktemp("vscode-logic") / "logic.js"
+    esbuild = VSCODE / "node_modules" / "esbuild" / "bin" / "esbuild"
+    proc = subprocess.run(
+        [str(esbuild), "src/logic.ts", "--format=cjs", "--platform=node", f"--outfile={out}"],
+        cwd=VSCODE,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def drive(
+    workspace: Path,
+    server: str,
+    env: dict[str, str],
+    logic: Path,
+    settings: dict[str, Any] | None = None,
+    retries: int = 10,
+) -> tuple[int, dict[str, Any], str]:
     assert NODE is not None
     last_line = MAIN.splitlines()[CURSOR_LINE - 1]
     cmd = [
@@ -43,12 +73,17 @@ def drive(workspace: Path, server: str, env: dict[str, str]) -> tuple[int, dict[
         "--server",
         server,
         "--settings",
-        json.dumps(SETTINGS),
+        json.dumps(SETTINGS if settings is None else settings),
         "--timeout-ms",
         "120000",
-        # What the extension sends when a setting changes (workspace/didChangeConfiguration).
+        # The status bar's loop: lspAssist.status from `initialized` until ready or error.
+        "--status-poll-ms",
+        "100",
+        "--logic",
+        str(logic),
         "--retries",
-        "10",
+        str(retries),
+        # What the extension sends when a setting changes (workspace/didChangeConfiguration).
         "--change-settings",
         json.dumps({"lspAssist": {"maxTokens": 10}}),
     ]
@@ -70,12 +105,18 @@ def drive(workspace: Path, server: str, env: dict[str, str]) -> tuple[int, dict[
     not HAVE_MODULES, reason="editors/vscode/node_modules missing: run `npm ci` in editors/vscode"
 )
 def test_vscode_protocol_client(
-    workspace: Path, server_command: str, server_env: dict[str, str]
+    workspace: Path, server_command: str, server_env: dict[str, str], logic_js: Path
 ) -> None:
-    rc, report, stderr = drive(workspace, server_command, server_env)
+    rc, report, stderr = drive(workspace, server_command, server_env, logic_js)
     context = json.dumps(report, indent=1)[:4000] + "\n--- stderr ---\n" + stderr[-3000:]
     assert rc == 0, context
     assert report["errors"] == [], context
+
+    # The status bar said loading until lspAssist.status said ready, then ready.
+    timeline = report["statusTimeline"]
+    assert timeline[-1]["ready"] is True and timeline[-1]["loaded"] is True, timeline
+    assert all(entry["ready"] is False for entry in timeline[:-1]), timeline
+    assert [view["state"] for view in report["statusStates"]] == ["loading", "ready"], context
 
     caps = report["capabilities"]
     assert caps["inlineCompletionProvider"] is not None, context
@@ -105,8 +146,12 @@ def test_vscode_protocol_client(
     completion = report["completion"]
     assert completion is None or isinstance(completion, dict | list)
     items = completion["items"] if isinstance(completion, dict) else (completion or [])
+    manifest = json.loads((VSCODE / "package.json").read_text())
+    described = manifest["contributes"]["configuration"]["properties"]["lspAssist.completionItems"]
     for item in items:
         assert "textEdit" in item and item["command"]["command"] == "lspAssist.accept"
+        # lspAssist.completionItems describes the item the server sends.
+        assert f"detail '{item['detail']}'" in described["description"], (item, described)
 
     assert report["status"]["initialized"] is True, context
     explain = report["explainContext"]
@@ -121,15 +166,33 @@ def test_vscode_protocol_client(
     assert report["serverExit"] == {"code": 0, "signal": None}, context
 
 
+@pytest.mark.skipif(NODE is None, reason="node not found (the VS Code client test needs node 20)")
+def test_vscode_status_bar_on_model_error(
+    workspace: Path, server_command: str, server_env: dict[str, str], logic_js: Path
+) -> None:
+    """A model that cannot load: the status bar goes from loading to error, with the reason."""
+    missing = str(workspace / "missing.gguf")
+    rc, report, stderr = drive(
+        workspace, server_command, server_env, logic_js, {"modelPath": missing}, retries=0
+    )
+    context = json.dumps(report, indent=1)[:4000] + "\n--- stderr ---\n" + stderr[-3000:]
+    assert rc == 0 and report["errors"] == [], context
+    assert missing in report["statusTimeline"][-1]["error"], context
+    states = report["statusStates"]
+    assert [view["state"] for view in states] == ["loading", "error"], context
+    assert states[-1]["text"] == "$(error) lsp-assist: error"
+    assert missing in states[-1]["tooltip"], context
+
+
 @pytest.mark.skipif(NODE is None, reason="node not found (the VS Code extension needs node 20)")
 @pytest.mark.skipif(
     not HAVE_MODULES, reason="editors/vscode/node_modules missing: run `npm ci` in editors/vscode"
 )
 def test_vscode_extension_compiles() -> None:
-    """The extension type-checks against vscode-languageclient 11 and @types/vscode."""
+    """The extension type-checks against vscode-languageclient 11; its unit tests pass."""
     tsc = VSCODE / "node_modules" / "typescript" / "bin" / "tsc"
     proc = subprocess.run(
-        [str(NODE), str(tsc), "-p", ".", "--noEmit"],
+        [str(NODE), str(tsc), "-p", "."],  # -> out/, which the unit tests import
         cwd=VSCODE,
         capture_output=True,
         text=True,
@@ -137,6 +200,17 @@ def test_vscode_extension_compiles() -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    unit = subprocess.run(
+        [str(NODE), "--test", "test/unit/"],
+        cwd=VSCODE,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert unit.returncode == 0, unit.stdout[-6000:] + unit.stderr[-2000:]
+    passed = re.search(r"^# pass (\d+)$", unit.stdout, re.M)
+    assert passed and int(passed.group(1)) >= 11 and "# fail 0" in unit.stdout, unit.stdout
     manifest = json.loads((VSCODE / "package.json").read_text())
     settings = manifest["contributes"]["configuration"]["properties"]
     for key in ("modelPath", "draftModelPath", "contextBudget", "draft", "debounceMs"):
@@ -159,3 +233,64 @@ def test_vscode_extension_compiles() -> None:
         assert schema["default"] == getattr(getattr(defaults, section), field), name
         if "enum" in schema:
             assert schema["default"] in schema["enum"]
+
+
+# Loads the bundle with a stand-in for the `vscode` module (only VS Code provides it) and
+# prints its exports: a bundle that missed a dependency fails to load here.
+LOAD_BUNDLE = r"""
+const Module = require('module');
+const stub = new Proxy(function () {}, {
+  get: (t, p) => (p === Symbol.toPrimitive || p === 'then' ? undefined : stub),
+  apply: () => stub,
+  construct: () => stub,
+});
+const load = Module._load;
+Module._load = function (request, ...rest) {
+  return request === 'vscode' ? stub : load.call(this, request, ...rest);
+};
+const ext = require(process.argv[1]);
+console.log(JSON.stringify({ activate: typeof ext.activate, deactivate: typeof ext.deactivate }));
+"""
+
+
+@pytest.mark.skipif(NODE is None, reason="node not found (the VS Code extension needs node 20)")
+@pytest.mark.skipif(
+    not HAVE_MODULES, reason="editors/vscode/node_modules missing: run `npm ci` in editors/vscode"
+)
+def test_vscode_extension_bundle() -> None:
+    """esbuild bundles the extension into one file; the .vsix holds four files."""
+    esbuild = VSCODE / "node_modules" / "esbuild" / "bin" / "esbuild"
+    manifest = json.loads((VSCODE / "package.json").read_text())
+    assert manifest["main"] == "./dist/extension.js"
+    bundle = manifest["scripts"]["bundle"].split()
+    assert bundle[0] == "esbuild" and "--external:vscode" in bundle
+    proc = subprocess.run(
+        [str(esbuild), *bundle[1:]], cwd=VSCODE, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = VSCODE / "dist" / "extension.js"
+    source = out.read_text()
+    # Everything but VS Code's own module and node's built-ins is inside the bundle.
+    required = set(re.findall(r"require\(\"([^\"]+)\"\)", source))
+    builtins = subprocess.run(
+        [str(NODE), "-p", "JSON.stringify(require('module').builtinModules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    node_modules = set(json.loads(builtins.stdout))
+    outside = {r for r in required if r != "vscode" and r.removeprefix("node:") not in node_modules}
+    assert outside == set(), outside
+    loaded = subprocess.run(
+        [str(NODE), "-e", LOAD_BUNDLE, str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    assert json.loads(loaded.stdout) == {"activate": "function", "deactivate": "function"}
+    # What `vsce package` would put in the .vsix (229 files before the bundle).
+    vsce = VSCODE / "node_modules" / "@vscode" / "vsce" / "vsce"
+    listed = subprocess.run(
+        [str(NODE), str(vsce), "ls"], cwd=VSCODE, capture_output=True, text=True, timeout=120
+    )
+    assert listed.returncode == 0, listed.stderr
+    files = set(listed.stdout.split())
+    assert files == {"package.json", "README.md", "LICENSE", "dist/extension.js"}, files

@@ -8,7 +8,12 @@
 // server. That is also why this extension's own commands use other ids
 // (lspAssist.showStatus, lspAssist.showExplainContext): registering lspAssist.status
 // here would collide with the one the client registers for the server.
+//
+// The status bar item polls lspAssist.status while the model loads (loading, ready,
+// error) and shows requests in flight (thinking) and the last latency. The logic that
+// needs no VS Code lives in logic.ts, with unit tests.
 
+import { execFile } from 'node:child_process';
 import * as vscode from 'vscode';
 import {
   DidChangeConfigurationNotification,
@@ -20,40 +25,31 @@ import {
   TransportKind,
 } from 'vscode-languageclient/node';
 
+import {
+  ClientState,
+  DisposableSlot,
+  LANGUAGES,
+  LAUNCH_KEYS,
+  SERVER_KEYS,
+  StatusModel,
+  changedSettings,
+  doctorCommand,
+  render,
+} from './logic';
+
+export { LANGUAGES };
+
 const SECTION = 'lspAssist';
-
-/** Settings that go to the server, as its flat camelCase keys. */
-const SERVER_KEYS = [
-  'modelPath',
-  'draftModelPath',
-  'contextBudget',
-  'draft',
-  'debounceMs',
-  'maxTokens',
-  'backend',
-  'remoteUrl',
-] as const;
-
-/** Settings read by this extension only; changing one restarts the server. */
-const LAUNCH_KEYS = ['serverPath', 'serverArgs'] as const;
-
-export const LANGUAGES = [
-  'python',
-  'javascript',
-  'javascriptreact',
-  'typescript',
-  'typescriptreact',
-  'go',
-  'rust',
-  'java',
-  'c',
-  'cpp',
-];
+const POLL_MS = 1000;
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel | undefined;
 let statusItem: vscode.StatusBarItem | undefined;
 let lastSent: Record<string, unknown> = {};
+const status = new StatusModel();
+/** Listeners on the current client; a restart disposes them with the client. */
+const clientListeners = new DisposableSlot();
+let pollTimer: NodeJS.Timeout | undefined;
 
 function isSet(config: vscode.WorkspaceConfiguration, key: string): boolean {
   const info = config.inspect(key);
@@ -91,10 +87,16 @@ export function serverSettings(): Record<string, unknown> {
   return settings;
 }
 
-function serverOptions(): ServerOptions {
+function launch(): { command: string; args: string[] } {
   const config = vscode.workspace.getConfiguration(SECTION);
-  const command = config.get<string>('serverPath') || 'lsp-assist';
-  const args = config.get<string[]>('serverArgs') ?? ['serve'];
+  return {
+    command: config.get<string>('serverPath') || 'lsp-assist',
+    args: config.get<string[]>('serverArgs') ?? ['serve'],
+  };
+}
+
+function serverOptions(): ServerOptions {
+  const { command, args } = launch();
   return {
     run: { command, args, transport: TransportKind.stdio },
     debug: { command, args, transport: TransportKind.stdio },
@@ -111,32 +113,63 @@ function clientOptions(): LanguageClientOptions {
     initializationOptions: serverSettings(),
     outputChannel: output,
     middleware: {
-      // The server also answers textDocument/completion with one item labelled
-      // "lsp-assist" for editors without inline completion. VS Code shows the same
-      // suggestion as ghost text, so the item is hidden unless asked for.
+      // The server also answers textDocument/completion with one item carrying the
+      // suggestion (detail "lsp-assist (AI suggestion)") for editors without inline
+      // completion. VS Code shows the same suggestion as ghost text, so the item is
+      // hidden unless asked for.
       provideCompletionItem: (document, position, context, token, next) => {
         if (!vscode.workspace.getConfiguration(SECTION).get<boolean>('completionItems')) {
           return [];
         }
         return next(document, position, context, token);
       },
+      // Thinking while a request is out, and the latency of the last one.
+      provideInlineCompletionItems: async (document, position, context, token, next) => {
+        const started = Date.now();
+        status.requestStarted();
+        updateStatusItem();
+        try {
+          const result = await next(document, position, context, token);
+          status.requestFinished(Date.now() - started);
+          return result;
+        } catch (err) {
+          const cancelled = token.isCancellationRequested;
+          status.requestFinished(Date.now() - started, cancelled ? undefined : String(err));
+          throw err;
+        } finally {
+          updateStatusItem();
+        }
+      },
     },
   };
 }
 
-async function startClient(context: vscode.ExtensionContext): Promise<void> {
+function toClientState(state: State): ClientState {
+  return state === State.Running ? 'running' : state === State.Starting ? 'starting' : 'stopped';
+}
+
+async function startClient(): Promise<void> {
   lastSent = serverSettings();
-  client = new LanguageClient('lspAssist', 'lsp-assist', serverOptions(), clientOptions());
-  context.subscriptions.push(
-    client.onDidChangeState((event) => updateStatusItem(event.newState)),
+  const current = new LanguageClient('lspAssist', 'lsp-assist', serverOptions(), clientOptions());
+  client = current;
+  clientListeners.set(
+    current.onDidChangeState((event) => {
+      status.setClientState(toClientState(event.newState));
+      updateStatusItem();
+      schedulePoll(0);
+    }),
   );
-  updateStatusItem(State.Starting);
+  status.setClientState('starting');
+  updateStatusItem();
   try {
-    await client.start();
+    await current.start();
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
+    status.setClientState('stopped', `could not start the server (${message})`);
+    updateStatusItem();
     void vscode.window.showErrorMessage(
-      `lsp-assist: could not start the server (${message}). Check lspAssist.serverPath.`,
+      `lsp-assist: could not start the server (${message}). Check lspAssist.serverPath ` +
+        `(after \`make\` in the repository: <repo>/.venv/bin/lsp-assist).`,
     );
   }
 }
@@ -144,6 +177,10 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
 async function stopClient(): Promise<void> {
   const current = client;
   client = undefined;
+  clientListeners.clear();
+  stopPolling();
+  status.setClientState('stopped');
+  updateStatusItem();
   if (current) {
     try {
       await current.stop();
@@ -153,13 +190,40 @@ async function stopClient(): Promise<void> {
   }
 }
 
-function updateStatusItem(state: State): void {
+function stopPolling(): void {
+  if (pollTimer) {
+    clearTimeout(pollTimer);
+    pollTimer = undefined;
+  }
+}
+
+/** Ask lspAssist.status after `delay` ms, and again every POLL_MS while it loads. */
+function schedulePoll(delay: number): void {
+  stopPolling();
+  if (!status.needsPolling()) {
+    return;
+  }
+  pollTimer = setTimeout(async () => {
+    pollTimer = undefined;
+    try {
+      status.applyStatus(await executeServerCommand('lspAssist.status', []));
+    } catch {
+      // Not running (any more): the state listener says so.
+    }
+    updateStatusItem();
+    schedulePoll(POLL_MS);
+  }, delay);
+}
+
+function updateStatusItem(): void {
   if (!statusItem) {
     return;
   }
-  const label = state === State.Running ? 'ready' : state === State.Starting ? 'starting' : 'stopped';
-  statusItem.text = state === State.Running ? '$(sparkle) lsp-assist' : `$(circle-slash) lsp-assist`;
-  statusItem.tooltip = `lsp-assist: ${label} (click for status)`;
+  const view = status.view();
+  statusItem.text = view.text;
+  statusItem.tooltip = view.tooltip;
+  statusItem.backgroundColor =
+    view.state === 'error' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
 }
 
 /** Send the changed settings to the running server (workspace/didChangeConfiguration). */
@@ -169,26 +233,15 @@ async function sendConfiguration(): Promise<void> {
   }
   const current = serverSettings();
   const config = vscode.workspace.getConfiguration(SECTION);
-  const changed: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(current)) {
-    if (JSON.stringify(lastSent[key]) !== JSON.stringify(value)) {
-      changed[key] = value;
-    }
-  }
   // A key the user removed goes back to the default declared in package.json.
-  for (const key of Object.keys(lastSent)) {
-    if (!(key in current)) {
-      const info = config.inspect(key);
-      if (info && info.defaultValue !== undefined) {
-        changed[key] = info.defaultValue;
-      }
-    }
-  }
+  const changed = changedSettings(lastSent, current, (key) => config.inspect(key)?.defaultValue);
   lastSent = current;
   if (Object.keys(changed).length === 0) {
     return;
   }
   await client.sendNotification(DidChangeConfigurationNotification.type, { settings: changed });
+  status.expectReload();
+  schedulePoll(200);
 }
 
 async function executeServerCommand(command: string, args: unknown[]): Promise<unknown> {
@@ -196,26 +249,6 @@ async function executeServerCommand(command: string, args: unknown[]): Promise<u
     throw new Error('the lsp-assist server is not running');
   }
   return client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
-}
-
-function render(result: unknown): { text: string; language: string } {
-  if (typeof result === 'string') {
-    return { text: result, language: 'markdown' };
-  }
-  if (result && typeof result === 'object') {
-    const record = result as Record<string, unknown>;
-    for (const key of ['markdown', 'text', 'prompt']) {
-      if (typeof record[key] === 'string') {
-        const rest = { ...record };
-        delete rest[key];
-        const tail = Object.keys(rest).length
-          ? '\n\n```json\n' + JSON.stringify(rest, null, 2) + '\n```\n'
-          : '';
-        return { text: String(record[key]) + tail, language: 'markdown' };
-      }
-    }
-  }
-  return { text: JSON.stringify(result, null, 2), language: 'json' };
 }
 
 async function showDocument(result: unknown): Promise<void> {
@@ -247,10 +280,26 @@ async function explainContext(): Promise<void> {
 async function showStatus(): Promise<void> {
   try {
     const result = await executeServerCommand('lspAssist.status', []);
+    status.applyStatus(result);
+    updateStatusItem();
     await showDocument(result);
   } catch (err) {
     void vscode.window.showErrorMessage(`lsp-assist: status failed: ${String(err)}`);
   }
+}
+
+/** Run `lsp-assist doctor` and show its report. */
+async function runDoctor(): Promise<void> {
+  const { command, args } = launch();
+  const doctor = doctorCommand(command, args);
+  const report = await new Promise<string>((resolve) => {
+    execFile(doctor.command, doctor.args, { timeout: 120_000 }, (err, stdout, stderr) => {
+      const text = `$ ${doctor.command} ${doctor.args.join(' ')}\n\n${stdout}${stderr}`;
+      resolve(err ? `${text}\n\n${err.message}` : text);
+    });
+  });
+  const doc = await vscode.workspace.openTextDocument({ content: report, language: 'plaintext' });
+  await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -258,14 +307,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
   statusItem.command = 'lspAssist.showStatus';
   statusItem.show();
-  context.subscriptions.push(output, statusItem);
+  context.subscriptions.push(output, statusItem, { dispose: () => clientListeners.clear() });
+  context.subscriptions.push({ dispose: stopPolling });
 
   context.subscriptions.push(
     vscode.commands.registerCommand('lspAssist.showExplainContext', explainContext),
     vscode.commands.registerCommand('lspAssist.showStatus', showStatus),
+    vscode.commands.registerCommand('lspAssist.runDoctor', runDoctor),
     vscode.commands.registerCommand('lspAssist.restartServer', async () => {
       await stopClient();
-      await startClient(context);
+      await startClient();
     }),
     vscode.workspace.onDidChangeConfiguration(async (event) => {
       if (!event.affectsConfiguration(SECTION)) {
@@ -273,14 +324,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
       if (LAUNCH_KEYS.some((key) => event.affectsConfiguration(`${SECTION}.${key}`))) {
         await stopClient();
-        await startClient(context);
+        await startClient();
         return;
       }
       await sendConfiguration();
     }),
   );
 
-  await startClient(context);
+  await startClient();
 }
 
 export async function deactivate(): Promise<void> {

@@ -13,12 +13,18 @@
 //   node test/drive-server.mjs --file PATH [--line N --character N] [--text-after TEXT]
 //        [--server lsp-assist] [--server-arg serve]... [--settings JSON]
 //        [--root DIR] [--timeout-ms 60000] [--change-settings JSON] [--retries N]
+//        [--status-poll-ms N] [--logic out/logic.js]
 // --retries N asks for the inline completion again (up to N more times, 500 ms apart)
 // while the answer is empty, e.g. while the model is still loading.
+// --status-poll-ms N polls lspAssist.status every N ms from `initialized` until the
+// server says ready or reports a model error, as the extension's status bar does
+// (statusTimeline); with --logic (the compiled src/logic.ts) it also reports the
+// status bar states the extension's StatusModel derives from them (statusStates).
 // Without --line, the cursor goes to the end of the file.
 
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -76,6 +82,8 @@ const { values } = parseArgs({
     'timeout-ms': { type: 'string', default: '120000' },
     'change-settings': { type: 'string' },
     retries: { type: 'string', default: '0' },
+    'status-poll-ms': { type: 'string' },
+    logic: { type: 'string' },
   },
 });
 
@@ -187,6 +195,43 @@ async function call(name, type, params) {
   }
 }
 
+/** Poll lspAssist.status until ready or a model error (the status bar's loop). */
+async function pollStatus(everyMs) {
+  const logic = values.logic ? createRequire(import.meta.url)(path.resolve(values.logic)) : null;
+  const model = logic ? new logic.StatusModel() : null;
+  model?.setClientState('running');
+  report.statusTimeline = [];
+  report.statusStates = model ? [model.view()] : null;
+  const started = Date.now();
+  for (;;) {
+    const result = await call('lspAssist.status', ExecuteCommandRequest.type, {
+      command: 'lspAssist.status',
+      arguments: [],
+    });
+    if (result === undefined) {
+      return;
+    }
+    const modelInfo = result.model ?? {};
+    report.statusTimeline.push({
+      ms: Date.now() - started,
+      ready: result.ready ?? null,
+      loaded: modelInfo.loaded ?? null,
+      error: modelInfo.error ?? null,
+    });
+    if (model) {
+      model.applyStatus(result);
+      const view = model.view();
+      if (report.statusStates.at(-1).state !== view.state) {
+        report.statusStates.push(view);
+      }
+    }
+    if (result.ready === true || modelInfo.error || Date.now() - started > timeoutMs) {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
 async function main() {
   const init = await call('initialize', InitializeRequest.type, {
     processId: process.pid,
@@ -220,6 +265,9 @@ async function main() {
   report.serverInfo = init.serverInfo ?? null;
   report.capabilities = init.capabilities;
   await connection.sendNotification(InitializedNotification.type, {});
+  if (values['status-poll-ms']) {
+    await pollStatus(Number(values['status-poll-ms']));
+  }
   await connection.sendNotification(DidOpenTextDocumentNotification.type, {
     textDocument: { uri, languageId, version: 1, text },
   });

@@ -1,0 +1,253 @@
+// The extension's logic that needs no VS Code: what the status bar says, which settings
+// to send, how to render a command's result, the doctor command line, and the per-client
+// listeners a restart must dispose. extension.ts wires it to the VS Code API; the unit
+// tests (test/unit/*.test.mjs, node's test runner) import the compiled out/logic.js.
+
+/** Settings that go to the server, as its flat camelCase keys. */
+export const SERVER_KEYS = [
+  'modelPath',
+  'draftModelPath',
+  'contextBudget',
+  'draft',
+  'debounceMs',
+  'maxTokens',
+  'backend',
+  'remoteUrl',
+] as const;
+
+/** Settings read by this extension only; changing one restarts the server. */
+export const LAUNCH_KEYS = ['serverPath', 'serverArgs'] as const;
+
+export const LANGUAGES = [
+  'python',
+  'javascript',
+  'javascriptreact',
+  'typescript',
+  'typescriptreact',
+  'go',
+  'rust',
+  'java',
+  'c',
+  'cpp',
+];
+
+export interface Disposable {
+  dispose(): unknown;
+}
+
+/** Holds the disposables of one thing (a client); setting new ones disposes the old. */
+export class DisposableSlot {
+  private items: Disposable[] = [];
+
+  set(...items: Disposable[]): void {
+    this.clear();
+    this.items = items;
+  }
+
+  clear(): void {
+    const items = this.items;
+    this.items = [];
+    for (const item of items) {
+      try {
+        item.dispose();
+      } catch {
+        // A client that is gone may throw on dispose; nothing is left to free.
+      }
+    }
+  }
+
+  get size(): number {
+    return this.items.length;
+  }
+}
+
+/** The client's connection state, as vscode-languageclient's State enum names it. */
+export type ClientState = 'stopped' | 'starting' | 'running';
+
+/** What the status bar shows. */
+export type AssistState = 'stopped' | 'starting' | 'loading' | 'ready' | 'thinking' | 'error';
+
+/** The parts of the server's lspAssist.status answer the status bar reads. */
+export interface ServerStatus {
+  initialized?: boolean;
+  ready?: boolean;
+  model?: { loaded?: boolean; error?: string | null; path?: string | null };
+}
+
+export interface StatusView {
+  state: AssistState;
+  text: string;
+  tooltip: string;
+}
+
+/**
+ * The status bar's state: the client's connection, the server's lspAssist.status (model
+ * loading, ready, failed), requests in flight and the last latency.
+ */
+export class StatusModel {
+  private client: ClientState = 'stopped';
+  private server: 'unknown' | 'loading' | 'ready' | 'error' = 'unknown';
+  private message: string | undefined;
+  private modelPath: string | undefined;
+  private inFlight = 0;
+  private requestError: string | undefined;
+  latencyMs: number | undefined;
+
+  setClientState(state: ClientState, failure?: string): void {
+    this.client = state;
+    if (state !== 'running') {
+      this.server = failure ? 'error' : 'unknown';
+      this.message = failure;
+      this.inFlight = 0;
+    }
+  }
+
+  /** Read an lspAssist.status result. */
+  applyStatus(result: unknown): void {
+    if (!result || typeof result !== 'object') {
+      return;
+    }
+    const status = result as ServerStatus;
+    const model = status.model ?? {};
+    this.modelPath = model.path ?? undefined;
+    if (model.error) {
+      this.server = 'error';
+      this.message = String(model.error);
+    } else if (status.ready === true || (status.ready === undefined && status.initialized === true)) {
+      this.server = 'ready';
+      this.message = undefined;
+    } else {
+      this.server = 'loading';
+      this.message = undefined;
+    }
+  }
+
+  /** The server may have changed its model: ask again until it says ready. */
+  expectReload(): void {
+    if (this.server === 'ready') {
+      this.server = 'unknown';
+    }
+  }
+
+  requestStarted(): void {
+    this.inFlight += 1;
+  }
+
+  /** A request ended after `ms`; `error` when it failed (not when it was cancelled). */
+  requestFinished(ms: number, error?: string): void {
+    this.inFlight = Math.max(0, this.inFlight - 1);
+    if (error) {
+      this.requestError = error;
+    } else {
+      this.requestError = undefined;
+      this.latencyMs = ms;
+    }
+  }
+
+  /** Poll lspAssist.status while the server runs and has not said ready or failed. */
+  needsPolling(): boolean {
+    return this.client === 'running' && (this.server === 'unknown' || this.server === 'loading');
+  }
+
+  get state(): AssistState {
+    if (this.client === 'stopped') {
+      return this.server === 'error' ? 'error' : 'stopped';
+    }
+    if (this.client === 'starting') {
+      return 'starting';
+    }
+    if (this.server === 'error' || this.requestError) {
+      return 'error';
+    }
+    if (this.server !== 'ready') {
+      return 'loading';
+    }
+    return this.inFlight > 0 ? 'thinking' : 'ready';
+  }
+
+  view(): StatusView {
+    const state = this.state;
+    const latency = this.latencyMs !== undefined ? ` ${Math.round(this.latencyMs)} ms` : '';
+    const model = this.modelPath ? ` (${this.modelPath})` : '';
+    switch (state) {
+      case 'stopped':
+        return { state, text: '$(circle-slash) lsp-assist', tooltip: 'lsp-assist: stopped' };
+      case 'starting':
+        return { state, text: '$(loading~spin) lsp-assist', tooltip: 'lsp-assist: starting the server' };
+      case 'loading':
+        return {
+          state,
+          text: '$(loading~spin) lsp-assist: loading',
+          tooltip: `lsp-assist: loading the model${model}`,
+        };
+      case 'thinking':
+        return { state, text: '$(sync~spin) lsp-assist', tooltip: 'lsp-assist: asking the model' };
+      case 'error':
+        return {
+          state,
+          text: '$(error) lsp-assist: error',
+          tooltip: `lsp-assist: ${this.message ?? this.requestError ?? 'error'} (click for status)`,
+        };
+      default:
+        return {
+          state,
+          text: `$(sparkle) lsp-assist${latency}`,
+          tooltip: `lsp-assist: ready${model}${latency ? `; last suggestion in${latency}` : ''} (click for status)`,
+        };
+    }
+  }
+}
+
+/**
+ * The keys to send in workspace/didChangeConfiguration: those whose value changed, and
+ * those the user removed (with `defaultOf(key)`, the default package.json declares).
+ */
+export function changedSettings(
+  lastSent: Record<string, unknown>,
+  current: Record<string, unknown>,
+  defaultOf: (key: string) => unknown,
+): Record<string, unknown> {
+  const changed: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(current)) {
+    if (JSON.stringify(lastSent[key]) !== JSON.stringify(value)) {
+      changed[key] = value;
+    }
+  }
+  for (const key of Object.keys(lastSent)) {
+    if (!(key in current)) {
+      const fallback = defaultOf(key);
+      if (fallback !== undefined) {
+        changed[key] = fallback;
+      }
+    }
+  }
+  return changed;
+}
+
+/** A command's result as a document: its Markdown/text field, else JSON. */
+export function render(result: unknown): { text: string; language: string } {
+  if (typeof result === 'string') {
+    return { text: result, language: 'markdown' };
+  }
+  if (result && typeof result === 'object') {
+    const record = result as Record<string, unknown>;
+    for (const key of ['markdown', 'text', 'prompt']) {
+      if (typeof record[key] === 'string') {
+        const rest = { ...record };
+        delete rest[key];
+        const tail = Object.keys(rest).length
+          ? '\n\n```json\n' + JSON.stringify(rest, null, 2) + '\n```\n'
+          : '';
+        return { text: String(record[key]) + tail, language: 'markdown' };
+      }
+    }
+  }
+  return { text: JSON.stringify(result, null, 2), language: 'json' };
+}
+
+/** `lsp-assist doctor` for the configured server: its arguments up to `serve`, then doctor. */
+export function doctorCommand(serverPath: string, serverArgs: string[]): { command: string; args: string[] } {
+  const serve = serverArgs.indexOf('serve');
+  const head = serve >= 0 ? serverArgs.slice(0, serve) : [];
+  return { command: serverPath || 'lsp-assist', args: [...head, 'doctor'] };
+}
