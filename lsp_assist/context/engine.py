@@ -152,6 +152,8 @@ class ContextEngine:
         self._zone_scale: dict[Path, float] = {}
         """Exact / estimated tokens of each file's last zone (the next selection's scale)."""
         self._lock = threading.RLock()
+        # note_opened/note_edited run on the event loop: never behind a build's lock
+        self._recent_lock = threading.Lock()
         log.debug("context engine: format %s (%s)", self.format.name, self.format.family)
 
     def relative(self, path: Path) -> str:
@@ -177,12 +179,13 @@ class ContextEngine:
         with self._lock:
             self.settings = settings
             self.retriever.reset(force=True)
-            while len(self._recent) > max(1, settings.recent_files):
-                self._recent.popitem(last=False)
+            with self._recent_lock:
+                while len(self._recent) > max(1, settings.recent_files):
+                    self._recent.popitem(last=False)
 
     def note_opened(self, path: Path) -> None:
         """Remember that ``path`` was opened (rolling memory of the last M files)."""
-        with self._lock:
+        with self._recent_lock:
             self._recent[path] = None
             self._recent.move_to_end(path)
             while len(self._recent) > max(1, self.settings.recent_files):
@@ -194,7 +197,7 @@ class ContextEngine:
 
     def recent_files(self) -> list[Path]:
         """Return the remembered files, most recent first."""
-        with self._lock:
+        with self._recent_lock:
             return list(reversed(self._recent))
 
     def _tree(self, cursor: Cursor) -> object:
@@ -401,7 +404,7 @@ class ContextEngine:
         charged = zone_cost - typed_cost + max(typed_cost, reserved)
         plan.spend("editing_zone", min(charged, max(zone_cost, zone_budget)))
 
-        recent = set(self._recent) | set(cursor.open_files)
+        recent = set(self.recent_files()) | set(cursor.open_files)
         recent.discard(cursor.path)
 
         # related definitions
@@ -446,7 +449,7 @@ class ContextEngine:
             settings,
             cursor.language,
             cursor.open_files,
-            tuple(self._recent),
+            tuple(reversed(self.recent_files())),
         )
 
     def _zone_pieces(self, parts: _Parts, zone: Zone, rel: str) -> int:
@@ -693,7 +696,7 @@ class ContextEngine:
             groups.append(("imports this file", list(self.index.importers_of(cursor.path))))
         except Exception:
             log.debug("importers_of failed", exc_info=True)
-        groups.append(("recently opened", [*self._recent, *cursor.open_files]))
+        groups.append(("recently opened", [*self.recent_files(), *cursor.open_files]))
         seen: set[Path] = {cursor.path}
         lines: list[tuple[str, str]] = []
         for reason, paths in groups:

@@ -42,7 +42,7 @@ from lsp_assist.documents.document import (
     language_for_path,
     uri_to_path,
 )
-from lsp_assist.errors import BackendError, LspAssistError, ModelLoadError
+from lsp_assist.errors import BackendError, GenerationCancelled, LspAssistError, ModelLoadError
 from lsp_assist.serving.adaptive_budget import (
     AdaptiveBudget,
     budget_for,
@@ -530,6 +530,9 @@ class CompletionEngine:
             with gate:
                 prompt = self.build_prompt(doc, pos, strategy=query.strategy)
                 self._generate(query, doc, pos, tree, prompt, backend, settings, outcome, started)
+        except GenerationCancelled:
+            # Superseded or cancelled while the prompt was built (a remote tokenizer call).
+            outcome.cancelled = True
         except LspAssistError as exc:
             logger.error("completion failed: %s", exc)
             outcome.error = str(exc)

@@ -804,18 +804,6 @@ E2E_SLACK = 1.0
 """Past the caps over stdio: the client, JSON-RPC and the server's own work."""
 
 
-CONTEXT_LOCK_XFAIL = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "ContextEngine.build holds its lock while the server tokenizer is called, and "
-        "didChange (CompletionEngine.change_document -> ContextEngine.note_edited) waits "
-        "for that lock on the event loop: status is late by up to the tokenizer's cap "
-        "(promptTimeoutMs). Fix in context/engine.py: the recent-files memory gets a "
-        "lock of its own. Remove this mark then."
-    ),
-)
-
-
 async def _open_half_typed(client: LanguageClient) -> tuple[FaultServer, str, int, int]:
     """Open checkout.py with a half-typed last line once the backend is loaded.
 
@@ -899,7 +887,7 @@ async def dripping(lsp_client: LanguageClient, request: pytest.FixtureRequest): 
 
 @pytest.mark.slow
 async def test_status_answers_while_a_remote_completion_hangs_over_stdio(
-    dripping: LanguageClient, request: pytest.FixtureRequest
+    dripping: LanguageClient,
 ) -> None:
     client = dripping
     fault, uri, line, col = await _open_half_typed(client)
@@ -926,8 +914,6 @@ async def test_status_answers_while_a_remote_completion_hangs_over_stdio(
     state, _ = await _status(client)
     stats = state["model"]["stats"]
     assert stats["failures"] >= 1 and stats["circuit"] == "closed"
-    if client.variant == "server-tokenizer":  # type: ignore[attr-defined]
-        request.applymarker(CONTEXT_LOCK_XFAIL)  # for this last assertion only
     assert max(waits) < 1.0, waits
 
 
