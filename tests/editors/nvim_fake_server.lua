@@ -94,7 +94,8 @@ function fake.cmd(dispatchers)
         reply(nil, {
           initialized = true,
           ready = fake.ready,
-          model = { loaded = fake.ready and not fake.model_error, error = fake.model_error or vim.NIL },
+          -- As the real server: an empty string when the model has no error.
+          model = { loaded = fake.ready and not fake.model_error, error = fake.model_error or '' },
           last_latencies_ms = {},
         })
       else

@@ -483,17 +483,23 @@ def test_nvim_in_tmux_ghost_is_coloured_and_keys_work(tmux_nvim: Tmux) -> None:
 
 @needs_nvim
 @pytest.mark.slow
-def test_nvim_checkhealth(server_command: str, tmp_path: Path) -> None:
-    """:checkhealth lsp-assist: executable, a server that answers, doctor; or the fix."""
+def test_nvim_checkhealth(
+    server_command: str, server_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    """:checkhealth lsp-assist: executable, a server that answers, the running client's
+    model, doctor; or, with a missing executable, the fix."""
     assert NVIM is not None
     bad, good = tmp_path / "bad.txt", tmp_path / "good.txt"
     plugin = EDITORS / "nvim"
+    ready = "require('lsp-assist').status_info().state == 'ready'"
     commands = [
         f"set rtp^={plugin}",
         "lua require('lsp-assist').setup({ cmd = { '/nonexistent/lsp-assist', 'serve' } })",
         "checkhealth lsp-assist",
         f"write! {bad}",
         f"lua require('lsp-assist').setup({{ cmd = {{ '{server_command}', 'serve' }} }})",
+        f"edit {workspace / 'main.py'}",
+        f"lua vim.wait(120000, function() return {ready} end, 100)",
         "checkhealth lsp-assist",
         f"write! {good}",
         "qa!",
@@ -501,13 +507,14 @@ def test_nvim_checkhealth(server_command: str, tmp_path: Path) -> None:
     args: list[str] = []
     for command in commands:
         args += ["-c", command]
-    proc = headless(args, tmp_path, timeout=150)
+    proc = headless(args, workspace, server_env, timeout=200)
     assert bad.exists() and good.exists(), proc.stderr
     bad_text, good_text = bad.read_text(), good.read_text()
     assert "ERROR" in bad_text and "/nonexistent/lsp-assist" in bad_text, bad_text
     assert ".venv/bin/lsp-assist" in bad_text, bad_text
     assert f"OK server executable: {server_command}" in good_text, good_text
     assert "starts and answers initialize" in good_text, good_text
+    assert f"OK running, model loaded: {server_env['LSP_ASSIST_MODEL_PATH']}" in good_text
     assert "llama.cpp" in good_text and "grammars" in good_text, good_text  # doctor's report
     assert "OK `lsp-assist doctor` found nothing broken" in good_text, good_text
     assert "ERROR" not in good_text, good_text

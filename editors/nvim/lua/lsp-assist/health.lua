@@ -98,8 +98,8 @@ function M.check()
         .. vim.inspect(response and response.err or 'timeout'))
     else
       local model = type(result.model) == 'table' and result.model or {}
-      if model.error and model.error ~= vim.NIL then
-        health.error('model: ' .. tostring(model.error))
+      if type(model.error) == 'string' and model.error ~= '' then
+        health.error('model: ' .. model.error)
       elseif result.ready then
         health.ok(('running, model loaded: %s'):format(tostring(model.path)))
       else
