@@ -514,35 +514,22 @@ class ContextEngine:
             imports=imports,
             recent=recent,
             threshold=settings.related_threshold,
+            text=cursor.text,
+            cursor_line=cursor.line,
+            cursor_text=typed_refs,
         )
-        chosen: list[tuple[Candidate, str]] = []
-        headers: dict[str, int] = {}
-        spent = 0
-        for cand in candidates:
-            sym = cand.symbol
-            if any(
-                o.symbol.path == sym.path
-                and not (sym.end_line < o.symbol.start_line or sym.start_line > o.symbol.end_line)
-                for o, _ in chosen
-            ):
-                continue
-            if cand.source not in headers:
-                hdr = self._source_header("related", cand.source, "From ", cursor.language)
-                header_cost = self._cost(hdr)
-            else:
-                header_cost = 0
-            for text in (cand.full + "\n", cand.short + "\n"):
-                cost = self.counter.count(text) + header_cost
-                if spent + cost <= budget:
-                    chosen.append((cand, text))
-                    spent += cost
-                    if header_cost:
-                        headers[cand.source] = header_cost
-                    break
-        chosen.sort(key=lambda pair: pair[0].key)
+        chosen = self.retriever.select(
+            candidates,
+            budget,
+            self.counter.count,
+            lambda source: self._cost(
+                self._source_header("related", source, "From ", cursor.language)
+            ),
+        )
         items: list[LayerItem] = []
         current = None
-        for cand, text in chosen:
+        for pick in chosen:
+            cand, text = pick.candidate, pick.text
             if cand.source != current:
                 parts.related += self._source_header(
                     "related", cand.source, "From ", cursor.language
@@ -556,13 +543,13 @@ class ContextEngine:
                     source=cand.source,
                     symbol=f"{sym.parent}.{sym.name}" if sym.parent else sym.name,
                     score=cand.score,
-                    reason=cand.reason + ("" if text == cand.full + "\n" else ", signature only"),
+                    reason=cand.reason + pick.note,
                     tokens=len(piece.ids),
                     text=text,
                 )
             )
         parts.items["related"] = items
-        return [cand for cand, _ in chosen]
+        return [pick.candidate for pick in chosen]
 
     def _similar(
         self,

@@ -166,14 +166,18 @@ def test_threshold_drops_weak_candidates(shop: FakeIndex) -> None:
     )
     line, col = cart_position("print(cart.total(")
     cur = Cursor(path=CART_PATH, language="python", text=text, line=line + 1, column=col)
-    weak = [
-        i.symbol
+    weak = {
+        i.symbol: i.score
         for layer in engine_for(shop, related_threshold=0.2).build(cur).layers
         for i in layer.items
         if layer.name == "related"
-    ]
+    }
     assert "compute_totals" in weak
-    strict = engine_for(shop, related_threshold=0.7).build(cur)
+    # the imported name outranks the look-alike found by name only, and a threshold
+    # between the two keeps one and drops the other
+    assert weak["compute_total"] > weak["compute_totals"]
+    between = (weak["compute_total"] + weak["compute_totals"]) / 2
+    strict = engine_for(shop, related_threshold=between).build(cur)
     names = [i.symbol for layer in strict.layers for i in layer.items if layer.name == "related"]
     assert "compute_totals" not in names
     assert "compute_total" in names
