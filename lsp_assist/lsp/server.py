@@ -118,6 +118,23 @@ class AssistProtocol(OwnDocumentSync):
                 return
         super().handle_message(message)
 
+    def _handle_notification(self, method_name: str, params: Any) -> None:
+        """Handle a notification, then forget the future pygls keeps for it once it is done.
+
+        pygls 2.1 files the future of a generator or coroutine handler (every built-in,
+        didChange included) in ``_request_futures`` under a fresh uuid that only a
+        response would pop: ~1 KB leaked per notification (issue 11, the soak)."""
+        before = set(self._request_futures)
+        super()._handle_notification(method_name, params)
+        for key in set(self._request_futures) - before:
+            self._request_futures[key].add_done_callback(self._forget_future(key))
+
+    def _forget_future(self, key: Any) -> Callable[[Any], None]:
+        def forget(_future: Any) -> None:
+            self._request_futures.pop(key, None)
+
+        return forget
+
     def _lifecycle_error(self, method: str) -> JsonRpcException | None:
         """The error for a request out of order in the lifecycle, else None; notes initialize."""
         if self._shutdown:
