@@ -1,44 +1,44 @@
 ;;; lsp-assist.el --- Local AI code completions from lsp-assist through eglot  -*- lexical-binding: t; -*-
 
-;; Version: 0.1.0
+;; Version: 0.2.0
 ;; Package-Requires: ((emacs "28.1") (eglot "1.9"))
 ;; Keywords: convenience, languages, tools
 ;; SPDX-License-Identifier: Apache-2.0
 
 ;;; Commentary:
 
-;; Registers `lsp-assist serve' (a language server that runs a GGUF model in its own
-;; process) with eglot for Python, JavaScript/TypeScript, Go, Rust, Java, C and C++.
+;; Runs `lsp-assist serve' (a language server with a GGUF model in its own process)
+;; through eglot for Python, JavaScript/TypeScript, Go, Rust, Java, C and C++, and
+;; shows its suggestion as grey text after point.
 ;;
 ;;   (add-to-list 'load-path "/path/to/lsp-assist/editors/emacs")
 ;;   (require 'lsp-assist)
-;;   (setq lsp-assist-settings '(:contextBudget 1024 :draft "prompt-lookup"))
-;;   (lsp-assist-setup)                 ; register with eglot
-;;   (add-hook 'python-mode-hook #'eglot-ensure)
+;;   (setq lsp-assist-command '("/path/to/lsp-assist/.venv/bin/lsp-assist" "serve"))
+;;   (global-lsp-assist-mode 1)
 ;;
-;; No eglot release speaks textDocument/inlineCompletion, so the suggestion arrives
-;; through the server's completion fallback: one item labelled "✨ ..." whose textEdit
-;; inserts the suggestion at point.
+;; `lsp-assist-mode' (turned on by `global-lsp-assist-mode' in the buffers of
+;; `lsp-assist-modes') starts eglot, asks for a suggestion when point rests (after
+;; typing, after moving, on entering the buffer) and shows it after point.  While a
+;; suggestion shows, `lsp-assist-preview-map' is active: TAB accepts it, M-f a word,
+;; C-e a line, M-] and M-[ cycle alternatives, C-g dismisses it.  C-c \ asks for
+;; one now.  The mode line shows the server's state: loading, ready (with the
+;; latency of the last suggestion), thinking, error, or off.
 ;;
-;; - `completion-at-point' (M-TAB, company, corfu) lists it; choosing it inserts the
-;;   text and reports the acceptance to the server (eglot 1.9 does not run a completion
-;;   item's command itself, so `lsp-assist-completion-at-point' wraps eglot's).
-;; - `lsp-assist-complete' inserts the suggestion at point directly.
-;; - `lsp-assist-preview-mode' shows it as grey text after point when you pause
-;;   typing; TAB accepts it, any other command dismisses it.
-;; - `lsp-assist-explain-context' shows the prompt the server builds at point, layer by
-;;   layer; `lsp-assist-status' shows the server's status.
+;; No eglot release speaks textDocument/inlineCompletion, so this package sends it
+;; itself over eglot's connection; `completion-at-point' (C-M-i, company, corfu)
+;; lists the same suggestion through the server's textDocument/completion item.
 ;;
 ;; Eglot runs one server per major mode: for the modes listed in `lsp-assist-modes'
 ;; lsp-assist replaces any other server eglot would start (pylsp, gopls ...).  The
 ;; server picks the language from the file name, so one process (one model in
-;; memory) serves every language.
+;; memory) serves every language of a project.
 
 ;;; Code:
 
 (require 'cl-lib)
 (require 'eglot)
 (require 'jsonrpc)
+(require 'project)
 (require 'subr-x)
 
 (defgroup lsp-assist nil
@@ -47,7 +47,8 @@
   :prefix "lsp-assist-")
 
 (defcustom lsp-assist-command '("lsp-assist" "serve")
-  "Command that starts the server on stdio: the program, then its arguments."
+  "Command that starts the server on stdio: the program, then its arguments.
+After `make' in a checkout the program is .venv/bin/lsp-assist there."
   :type '(repeat string))
 
 (defcustom lsp-assist-settings nil
@@ -79,20 +80,84 @@ See docs/configuration.md for every key."
   "Major modes whose buffers lsp-assist manages, in `eglot-server-programs' form."
   :type '(repeat sexp))
 
-(defcustom lsp-assist-preview-delay 0.3
-  "Seconds of idle time before `lsp-assist-preview-mode' asks for a suggestion."
+(defcustom lsp-assist-enabled t
+  "Non-nil: suggestions show by themselves.  See `lsp-assist-disable'.
+When nil, only an explicit request (\\[lsp-assist-suggest]) shows one."
+  :type 'boolean)
+
+(defcustom lsp-assist-disabled-modes nil
+  "Major modes (and modes derived from them) without automatic suggestions.
+See `lsp-assist-disable-in-major-mode' and `lsp-assist-enable-in-major-mode'."
+  :type '(repeat symbol))
+
+(define-obsolete-variable-alias 'lsp-assist-preview-delay 'lsp-assist-delay "0.2.0")
+
+(defcustom lsp-assist-delay 0.3
+  "Seconds point must rest before lsp-assist asks for a suggestion by itself."
   :type 'number)
 
 (defcustom lsp-assist-request-timeout 20
-  "Seconds to wait for the server in blocking requests.
+  "Seconds to wait for the server's answer.
 The first request of a session may wait for the model to load."
   :type 'number)
 
+(defcustom lsp-assist-status-interval 1.0
+  "Seconds between status requests while the server loads its model."
+  :type 'number)
+
+(defcustom lsp-assist-lighter "✨"
+  "Mode-line text in front of lsp-assist's state."
+  :type 'string)
+
 (defface lsp-assist-preview-face
   '((t :inherit shadow))
-  "Face of the suggestion shown by `lsp-assist-preview-mode'.")
+  "Face of the suggestion shown after point.")
 
 (defconst lsp-assist--accept-command "lspAssist.accept")
+
+(defvar lsp-assist-last-request nil
+  "The last suggestion request sent: plist (:kind :method :time).")
+
+(defvar lsp-assist-last-response nil
+  "The last answer to a suggestion request (for debugging).")
+
+(defvar lsp-assist-last-acceptance nil
+  "The server's answer to the last lspAssist.accept sent from the preview.")
+
+;;;; The server program
+
+(defvar lsp-assist-mode)
+(defvar lsp-assist--last-key)
+(defvar-local lsp-assist--connect-error nil
+  "Why eglot could not connect this buffer, or nil.")
+(defvar lsp-assist--connecting nil
+  "(PROJECT . TIME) for each eglot connection lsp-assist started and not yet up.")
+
+(defun lsp-assist--program-found-p ()
+  "Non-nil when the program of `lsp-assist-command' exists and is executable."
+  (let ((program (car-safe lsp-assist-command)))
+    (and (stringp program)
+         (if (file-name-absolute-p program)
+             (file-executable-p program)
+           (executable-find program)))))
+
+(defun lsp-assist--missing-message ()
+  "The message for a server program that cannot be run."
+  (format "lsp-assist not found; set lsp-assist-command (tried %s)"
+          (or (car-safe lsp-assist-command) "nothing")))
+
+(defvar lsp-assist--warned-command 'none
+  "The `lsp-assist-command' last reported missing: say it once, not per buffer.")
+
+(defun lsp-assist--warn-missing ()
+  "Say once per `lsp-assist-command' value that its program is missing."
+  (unless (equal lsp-assist--warned-command lsp-assist-command)
+    (setq lsp-assist--warned-command lsp-assist-command)
+    (let ((text (lsp-assist--missing-message)))
+      (if (or noninteractive after-init-time)
+          (message "%s" text)
+        ;; During start-up the echo area is overwritten; say it once Emacs waits.
+        (run-with-idle-timer 0 nil #'message "%s" text)))))
 
 ;;;; Eglot registration
 
@@ -102,12 +167,19 @@ The first request of a session may wait for the model to load."
 
 (defun lsp-assist--contact (&optional _interactive)
   "Return the eglot contact: `lsp-assist-command' with the initializationOptions."
+  (unless (lsp-assist--program-found-p)
+    (user-error "%s" (lsp-assist--missing-message)))
   (append lsp-assist-command
           (list :initializationOptions #'lsp-assist--initialization-options)))
 
+(defun lsp-assist--registered-p ()
+  "Non-nil when `eglot-server-programs' holds lsp-assist's entry."
+  (cl-find #'lsp-assist--contact eglot-server-programs :key #'cdr))
+
 ;;;###autoload
 (defun lsp-assist-setup ()
-  "Register lsp-assist with eglot for `lsp-assist-modes', ahead of other servers."
+  "Register lsp-assist with eglot for `lsp-assist-modes', ahead of other servers.
+`lsp-assist-mode' calls it; call it yourself to use plain \\[eglot]."
   (interactive)
   (setq eglot-server-programs
         (cons (cons lsp-assist-modes #'lsp-assist--contact)
@@ -121,23 +193,178 @@ The first request of a session may wait for the model to load."
               (commands (plist-get (plist-get caps :executeCommandProvider) :commands)))
          (and commands (seq-contains-p commands lsp-assist--accept-command)))))
 
+(defun lsp-assist--buffer-server ()
+  "The lsp-assist server managing the current buffer, or nil."
+  (when (bound-and-true-p eglot--managed-mode)
+    (let ((server (eglot-current-server)))
+      (and (lsp-assist--server-p server) server))))
+
 (defun lsp-assist--server ()
   "Return the lsp-assist server managing the current buffer, or signal an error."
-  (let ((server (eglot-current-server)))
-    (unless (lsp-assist--server-p server)
-      (user-error "lsp-assist: this buffer is not managed by lsp-assist (M-x eglot)"))
-    server))
+  (or (lsp-assist--buffer-server)
+      (user-error "lsp-assist: this buffer is not managed by lsp-assist (M-x lsp-assist-mode)")))
 
 (defun lsp-assist--managed-hook ()
-  "Use `lsp-assist-completion-at-point' instead of eglot's capf.
-Only in buffers managed by an lsp-assist server."
-  (when (and (bound-and-true-p eglot--managed-mode)
-             (lsp-assist--server-p (eglot-current-server)))
+  "In buffers an lsp-assist server manages: capf, status, a first suggestion."
+  (when-let ((server (lsp-assist--buffer-server)))
+    (setq lsp-assist--connecting
+          (cl-remove (eglot--project server) lsp-assist--connecting :key #'car :test #'equal))
     (setq-local completion-at-point-functions
                 (cons #'lsp-assist-completion-at-point
-                      (remq #'eglot-completion-at-point completion-at-point-functions)))))
+                      (remq #'eglot-completion-at-point completion-at-point-functions)))
+    (lsp-assist--poll-status server)
+    (when lsp-assist-mode
+      (setq lsp-assist--last-key nil)
+      (lsp-assist--schedule)))
+  (force-mode-line-update t))
 
-;;;; Acceptance
+(defun lsp-assist--connect (buffer)
+  "Make eglot manage BUFFER with lsp-assist, starting the server if none runs."
+  (when (buffer-live-p buffer)
+    (with-current-buffer buffer
+      (when (and lsp-assist-mode buffer-file-name
+                 (not (bound-and-true-p eglot--managed-mode)))
+        (condition-case err
+            (if (eglot-current-server)
+                (eglot--maybe-activate-editing-mode)
+              (let* ((contact (eglot--guess-contact))
+                     (project (nth 1 contact))
+                     (pending (assoc project lsp-assist--connecting)))
+                ;; eglot registers a server only once it initialized: without this, a
+                ;; second buffer would start a second process meanwhile.
+                (unless (and pending (< (- (float-time) (cdr pending)) 60))
+                  (push (cons project (float-time)) lsp-assist--connecting)
+                  (apply #'eglot--connect contact))))
+          (error
+           (setq lsp-assist--connecting nil
+                 lsp-assist--connect-error (error-message-string err))
+           (message "lsp-assist: %s" lsp-assist--connect-error)
+           (force-mode-line-update)))))))
+
+;;;; Server state (for the mode line)
+
+(defvar lsp-assist--states (make-hash-table :test #'eq :weakness 'key)
+  "Server -> plist (:ready :error :thinking :latency :progress :polling).")
+
+(defun lsp-assist--state (server)
+  "The state plist of SERVER."
+  (gethash server lsp-assist--states))
+
+(defun lsp-assist--set-state (server &rest pairs)
+  "Set PAIRS (KEY VALUE ...) in SERVER's state and refresh the mode lines."
+  (let ((state (gethash server lsp-assist--states)))
+    (cl-loop for (key value) on pairs by #'cddr
+             do (setq state (plist-put state key value)))
+    (puthash server state lsp-assist--states))
+  (force-mode-line-update t))
+
+(defun lsp-assist--model-error (status)
+  "The model error in the lspAssist.status result STATUS, or nil."
+  (let ((err (plist-get (plist-get status :model) :error)))
+    (and (stringp err) (not (string-empty-p err)) err)))
+
+(defun lsp-assist--poll-status (server)
+  "Ask SERVER for lspAssist.status until it is ready or failed."
+  (unless (plist-get (lsp-assist--state server) :polling)
+    (lsp-assist--set-state server :polling t)
+    (lsp-assist--status-request server)))
+
+(defun lsp-assist--status-request (server)
+  "One lspAssist.status request to SERVER; poll again while it loads."
+  (if (not (jsonrpc-running-p server))
+      (lsp-assist--set-state server :polling nil)
+    (let ((again (lambda ()
+                   (run-with-timer lsp-assist-status-interval nil
+                                   #'lsp-assist--status-request server))))
+      (jsonrpc-async-request
+       server :workspace/executeCommand '(:command "lspAssist.status" :arguments [])
+       :success-fn
+       (lambda (status)
+         (let ((err (lsp-assist--model-error status))
+               (ready (eq (plist-get status :ready) t)))
+           (lsp-assist--set-state server :ready ready :error err
+                                  :polling (not (or ready err)))
+           (cond ((not (or ready err)) (funcall again))
+                 (ready (lsp-assist--schedule-selected)))))
+       ;; No status to be had: do not hold suggestions back waiting for one.
+       :error-fn (lambda (_err) (lsp-assist--set-state server :polling nil :ready t))
+       :timeout-fn (lambda () (funcall again))
+       :timeout lsp-assist-request-timeout))))
+
+(defun lsp-assist--schedule-selected ()
+  "Schedule a suggestion for the selected window's buffer (the model became ready)."
+  (with-current-buffer (window-buffer (selected-window))
+    (when lsp-assist-mode
+      (setq lsp-assist--last-key nil)
+      (lsp-assist--schedule))))
+
+(cl-defmethod eglot-handle-notification :before
+  (server (_method (eql $/progress)) &key token value &allow-other-keys)
+  "Record SERVER's work-done progress VALUE for TOKEN in the mode line."
+  (when (lsp-assist--server-p server)
+    (let* ((progress (copy-sequence (plist-get (lsp-assist--state server) :progress)))
+           (kind (plist-get value :kind))
+           (old (cdr (assoc token progress)))
+           (entry (list :title (or (plist-get value :title) (plist-get old :title))
+                        :message (or (plist-get value :message) (plist-get old :message))
+                        :percentage (or (plist-get value :percentage)
+                                        (plist-get old :percentage)))))
+      (setq progress (cl-remove token progress :key #'car :test #'equal))
+      (unless (equal kind "end")
+        (push (cons token entry) progress))
+      (lsp-assist--set-state server :progress progress)
+      ;; The end of a model load: ask whether it is ready or failed.
+      (when (equal kind "end")
+        (lsp-assist--poll-status server)))))
+
+(defun lsp-assist--loading-progress-p (entry)
+  "Non-nil when progress ENTRY is about loading the model."
+  (string-match-p "model\\|load" (or (plist-get entry :title) "")))
+
+(defun lsp-assist--progress-string (entry)
+  "Short mode-line text of progress ENTRY."
+  (let ((title (replace-regexp-in-string
+                "\\`lsp-assist: *" "" (or (plist-get entry :title) "working")))
+        (pct (plist-get entry :percentage)))
+    (if pct (format "%s %d%%" title pct) title)))
+
+(defun lsp-assist-state ()
+  "The current buffer's lsp-assist state: a symbol, and the details as a plist.
+The symbol is one of starting, loading, ready, thinking, error, off."
+  (let* ((server (lsp-assist--buffer-server))
+         (state (and server (lsp-assist--state server)))
+         (progress (mapcar #'cdr (plist-get state :progress)))
+         (loading (cl-find-if #'lsp-assist--loading-progress-p progress))
+         (err (cond ((and server (not (jsonrpc-running-p server))) "the server exited")
+                    (server (plist-get state :error))
+                    (t lsp-assist--connect-error))))
+    (list (cond (err 'error)
+                ((null server) 'starting)
+                ((> (or (plist-get state :thinking) 0) 0) 'thinking)
+                ((or loading (not (plist-get state :ready))) 'loading)
+                ((not (lsp-assist--auto-allowed-p)) 'off)
+                (t 'ready))
+          (list :error err :latency (plist-get state :latency)
+                :progress (if loading (list loading)
+                            (cl-remove-if #'lsp-assist--loading-progress-p progress))))))
+
+(defun lsp-assist--mode-line ()
+  "The mode-line text of `lsp-assist-mode'."
+  (pcase-let* ((`(,state ,details) (lsp-assist-state))
+               (latency (plist-get details :latency))
+               (err (plist-get details :error))
+               (progress (plist-get details :progress)))
+    (concat
+     " " lsp-assist-lighter
+     (propertize (symbol-name state)
+                 'face (if (eq state 'error) 'error nil)
+                 'help-echo (or err "lsp-assist: M-x lsp-assist-status for details"))
+     (when (and latency (memq state '(ready thinking off)))
+       (format " %dms" (round latency)))
+     (when progress
+       (concat " " (mapconcat #'lsp-assist--progress-string progress " "))))))
+
+;;;; Completion at point
 
 (defun lsp-assist--report-acceptance (server item)
   "Run ITEM's command (lspAssist.accept) on SERVER; return the response."
@@ -168,8 +395,9 @@ eglot 1.9 ignores a completion item's command; this runs lspAssist.accept."
 
 ;;;; Direct insertion
 
-(defvar lsp-assist-last-response nil
-  "The last textDocument/completion result this package requested (for debugging).")
+(defun lsp-assist--items (response)
+  "The items of a completion or inline completion RESPONSE, as a list."
+  (append (if (vectorp response) response (plist-get response :items)) nil))
 
 (defun lsp-assist--request-items (server)
   "Ask SERVER for completions at point; return (RESPONSE . ITEMS)."
@@ -177,7 +405,7 @@ eglot 1.9 ignores a completion item's command; this runs lspAssist.accept."
   (let* ((response (jsonrpc-request server :textDocument/completion
                                     (eglot--CompletionParams)
                                     :timeout lsp-assist-request-timeout))
-         (items (append (if (vectorp response) response (plist-get response :items)) nil)))
+         (items (lsp-assist--items response)))
     (setq lsp-assist-last-response response)
     (cons response items)))
 
@@ -211,103 +439,479 @@ Return the inserted text."
         (message "lsp-assist: no suggestion here"))
       nil)))
 
-;;;; Preview (ghost text)
+;;;; Suggestions: requests
+
+(defvar-local lsp-assist--pending nil
+  "(SERVER . ID) of the suggestion request in flight, or nil.")
+
+(defvar-local lsp-assist--request-seq 0
+  "Counts requests: an answer to an older one is dropped.")
+
+(defun lsp-assist--inline-capable-p (server)
+  "Non-nil when SERVER advertises textDocument/inlineCompletion."
+  ;; Its options are often {}, which reads as nil: look for the key.
+  (let ((caps (eglot--capabilities server)))
+    (and (plist-member caps :inlineCompletionProvider)
+         (not (eq (plist-get caps :inlineCompletionProvider) :json-false)))))
+
+(defun lsp-assist--suggestion-from (item inline)
+  "ITEM of an INLINE (else completion) answer as (:text :delete :item), or nil.
+:text goes in at point; :delete counts characters after point it replaces."
+  (let* ((edit (and (not inline) (plist-get item :textEdit)))
+         (raw (if inline (plist-get item :insertText) (plist-get edit :newText)))
+         (text (if (stringp raw) raw (plist-get raw :value)))
+         (range (if inline (plist-get item :range)
+                  (and edit (or (plist-get edit :range) (plist-get edit :insert))))))
+    (when (and (stringp text) (or inline edit))
+      (pcase-let ((`(,beg . ,end) (if range (eglot--range-region range)
+                                    (cons (point) (point)))))
+        ;; The item may start before point (with the word being typed): show the rest.
+        (let ((typed (buffer-substring-no-properties (min beg (point)) (point))))
+          (when (and (<= beg (point)) (string-prefix-p typed text))
+            (let ((rest (substring text (length typed))))
+              (unless (string-empty-p rest)
+                (list :text rest :delete (max 0 (- end (point))) :item item)))))))))
+
+(defun lsp-assist--cancel-pending ()
+  "Cancel the suggestion request in flight, if any."
+  (when-let ((pending lsp-assist--pending))
+    (setq lsp-assist--pending nil)
+    (when (jsonrpc-running-p (car pending))
+      (ignore-errors (jsonrpc-notify (car pending) :$/cancelRequest `(:id ,(cdr pending)))))))
+
+(defun lsp-assist--thinking (server delta)
+  "Add DELTA to SERVER's count of requests in flight."
+  (lsp-assist--set-state server :thinking
+                         (max 0 (+ delta (or (plist-get (lsp-assist--state server) :thinking) 0)))))
+
+(defun lsp-assist--request (kind callback)
+  "Ask for suggestions at point; KIND is `automatic' or `invoked'.
+CALLBACK gets the list of suggestions (maybe empty) if the buffer and point are
+unchanged when the answer comes."
+  (let* ((server (lsp-assist--server))
+         (buffer (current-buffer))
+         (key (lsp-assist--key))
+         (inline (lsp-assist--inline-capable-p server))
+         (method (if inline :textDocument/inlineCompletion :textDocument/completion))
+         (seq (cl-incf lsp-assist--request-seq))
+         (started (float-time))
+         (done nil)
+         params)
+    (lsp-assist--cancel-pending)
+    (eglot--signal-textDocument/didChange)
+    (setq params (if inline
+                     (append (eglot--TextDocumentPositionParams)
+                             `(:context (:triggerKind ,(if (eq kind 'invoked) 1 2))))
+                   (eglot--CompletionParams)))
+    (setq lsp-assist-last-request (list :kind kind :method method :time started))
+    (cl-flet ((finish (response)
+                (unless done
+                  (setq done t)
+                  (lsp-assist--thinking server -1)
+                  (when (buffer-live-p buffer)
+                    (with-current-buffer buffer
+                      (when (= seq lsp-assist--request-seq)
+                        (setq lsp-assist--pending nil)
+                        (if (eq response 'failed)
+                            (setq response nil)
+                          (lsp-assist--set-state server :latency
+                                                 (* 1000 (- (float-time) started))))
+                        (setq lsp-assist-last-response response)
+                        (when (equal key (lsp-assist--key))
+                          (funcall callback
+                                   (cl-delete-duplicates
+                                    (delq nil (mapcar (lambda (item)
+                                                        (lsp-assist--suggestion-from item inline))
+                                                      (lsp-assist--items response)))
+                                    :key (lambda (s) (plist-get s :text))
+                                    :test #'equal :from-end t)))))))))
+      (let ((id (car (jsonrpc-async-request
+                      server method params
+                      :success-fn (lambda (response) (finish response))
+                      :error-fn (lambda (_err) (finish 'failed))
+                      :timeout-fn (lambda () (finish 'failed))
+                      :timeout lsp-assist-request-timeout))))
+        ;; Counted once sent: a send that fails leaves no request in flight.
+        (lsp-assist--thinking server 1)
+        (unless done
+          (setq lsp-assist--pending (cons server id)))))))
+
+;;;; Suggestions: the preview after point
 
 (defvar-local lsp-assist--overlay nil)
-(defvar-local lsp-assist--overlay-item nil)
-(defvar-local lsp-assist--timer nil)
+
+(defvar-local lsp-assist--preview nil
+  "The suggestion shown: plist (:text :delete :item :key :reported).")
+
+(defvar-local lsp-assist--choices nil
+  "Suggestions of the last answer, and which one shows: (INDEX . LIST).")
+
+(defvar-local lsp-assist--choices-invoked nil
+  "Non-nil when `lsp-assist--choices' came from an explicit request.")
+
+(defvar-local lsp-assist--preview-active nil
+  "Non-nil while a suggestion shows: `lsp-assist-preview-map' is then active.")
 
 (defvar lsp-assist-preview-map
   (let ((map (make-sparse-keymap)))
-    (define-key map (kbd "TAB") #'lsp-assist-accept-preview)
-    (define-key map (kbd "<tab>") #'lsp-assist-accept-preview)
+    (define-key map (kbd "TAB") #'lsp-assist-accept)
+    (define-key map (kbd "<tab>") #'lsp-assist-accept)
+    (define-key map (kbd "M-f") #'lsp-assist-accept-word)
+    (define-key map (kbd "M-<right>") #'lsp-assist-accept-word)
+    (define-key map (kbd "C-e") #'lsp-assist-accept-line)
+    (define-key map (kbd "C-M-<right>") #'lsp-assist-accept-line)
+    (define-key map (kbd "M-]") #'lsp-assist-next)
+    (define-key map (kbd "M-n") #'lsp-assist-next)
+    (define-key map (kbd "M-[") #'lsp-assist-previous)
+    (define-key map (kbd "M-p") #'lsp-assist-previous)
+    (define-key map (kbd "C-g") #'lsp-assist-dismiss)
+    (define-key map (kbd "C-]") #'lsp-assist-dismiss)
     map)
-  "Keymap active while a suggestion is previewed.")
+  "Keys active while a suggestion shows after point (and only then).
+A zero-width overlay's own keymap never applies, so this map is an emulation
+map: it takes precedence over minor-mode maps while the preview shows.")
+
+(defvar lsp-assist--emulation-alist
+  `((lsp-assist--preview-active . ,lsp-assist-preview-map)))
+
+(add-to-list 'emulation-mode-map-alists 'lsp-assist--emulation-alist)
+
+(defun lsp-assist--key ()
+  "What a suggestion depends on: point and the buffer's text."
+  (cons (point) (buffer-chars-modified-tick)))
 
 (defun lsp-assist--clear-preview ()
-  "Remove the previewed suggestion."
+  "Remove the suggestion shown after point."
   (when lsp-assist--overlay
-    (delete-overlay lsp-assist--overlay)
-    (setq lsp-assist--overlay nil
-          lsp-assist--overlay-item nil)))
+    (delete-overlay lsp-assist--overlay))
+  (setq lsp-assist--overlay nil
+        lsp-assist--preview nil
+        lsp-assist--preview-active nil))
 
-(defun lsp-assist--show-preview (item)
-  "Show ITEM's text after point."
+(defun lsp-assist--show (suggestion)
+  "Show SUGGESTION's text after point."
   (lsp-assist--clear-preview)
-  (let* ((text (plist-get (plist-get item :textEdit) :newText))
-         (ov (make-overlay (point) (point) nil t nil)))
-    (when (and text (not (string-empty-p text)))
-      ;; The cursor stays before the ghost text.
-      (overlay-put ov 'after-string
-                   (concat (propertize (substring text 0 1) 'face 'lsp-assist-preview-face
-                                       'cursor t)
-                           (propertize (substring text 1) 'face 'lsp-assist-preview-face)))
-      (overlay-put ov 'keymap lsp-assist-preview-map)
-      (overlay-put ov 'priority 1000)
-      (setq lsp-assist--overlay ov
-            lsp-assist--overlay-item item))))
+  (let ((text (plist-get suggestion :text))
+        (ov (make-overlay (point) (point) nil t nil)))
+    ;; The cursor stays before the grey text.
+    (overlay-put ov 'after-string
+                 (concat (propertize (substring text 0 1) 'face 'lsp-assist-preview-face
+                                     'cursor t)
+                         (propertize (substring text 1) 'face 'lsp-assist-preview-face)))
+    (overlay-put ov 'priority 1000)
+    (overlay-put ov 'lsp-assist t)
+    (setq lsp-assist--overlay ov
+          lsp-assist--preview (plist-put (copy-sequence suggestion) :key (lsp-assist--key))
+          lsp-assist--preview-active t)))
 
-(defun lsp-assist-accept-preview ()
-  "Insert the previewed suggestion."
-  (interactive)
-  (let ((item lsp-assist--overlay-item)
-        (server (eglot-current-server)))
+(defun lsp-assist-preview-text ()
+  "The suggestion shown after point, or nil."
+  (plist-get lsp-assist--preview :text))
+
+(defun lsp-assist--show-choices (suggestions &optional invoked quiet)
+  "Keep SUGGESTIONS as the choices and show the first.
+INVOKED marks an explicit request; QUIET says nothing when there is none."
+  (setq lsp-assist--choices (and suggestions (cons 0 suggestions))
+        lsp-assist--choices-invoked invoked)
+  (if suggestions
+      (lsp-assist--show (car suggestions))
     (lsp-assist--clear-preview)
-    (when (and item server)
-      (lsp-assist--apply-item server item))))
+    (unless quiet (message "lsp-assist: no suggestion here"))))
 
-(defun lsp-assist--request-preview (buffer)
-  "Ask for a suggestion for BUFFER at point and preview it when it arrives."
-  (when (and (buffer-live-p buffer) (eq buffer (current-buffer)))
-    (let ((server (eglot-current-server))
-          (tick (buffer-chars-modified-tick))
-          (pos (point)))
-      (when (lsp-assist--server-p server)
-        (jsonrpc-async-request
-         server :textDocument/completion (eglot--CompletionParams)
-         :success-fn
-         (lambda (response)
-           (when (buffer-live-p buffer)
-             (with-current-buffer buffer
-               (let* ((items (append (if (vectorp response) response
-                                       (plist-get response :items))
-                                     nil))
-                      (item (lsp-assist--suggestion items)))
-                 (when (and item
-                            (= tick (buffer-chars-modified-tick))
-                            (= pos (point))
-                            (eq buffer (window-buffer (selected-window))))
-                   (lsp-assist--show-preview item))))))
-         :error-fn #'ignore
-         :timeout-fn #'ignore
-         :deferred 'lsp-assist-preview)))))
+(defun lsp-assist--insert-part (part)
+  "Insert PART of the suggestion shown; keep showing the rest.
+Report the acceptance the first time part of a suggestion is taken."
+  (let* ((preview lsp-assist--preview)
+         (text (plist-get preview :text))
+         (rest (substring text (length part)))
+         (item (plist-get preview :item))
+         (server (lsp-assist--buffer-server)))
+    (lsp-assist--clear-preview)
+    (insert part)
+    (if (string-empty-p rest)
+        (delete-region (point) (min (point-max) (+ (point) (plist-get preview :delete))))
+      (lsp-assist--show (list :text rest :delete (plist-get preview :delete) :item item
+                              :reported t))
+      ;; No new request for the point this command moved to: the rest shows.
+      (setq lsp-assist--last-key (lsp-assist--key)))
+    (when (and server item (not (plist-get preview :reported)))
+      (lsp-assist--report-acceptance-async server item))))
 
-(defun lsp-assist--after-change (&rest _)
-  "Schedule a preview request after typing."
-  (lsp-assist--clear-preview)
-  (when (timerp lsp-assist--timer)
-    (cancel-timer lsp-assist--timer))
-  (setq lsp-assist--timer
-        (run-with-idle-timer lsp-assist-preview-delay nil
-                             #'lsp-assist--request-preview (current-buffer))))
+(defun lsp-assist--report-acceptance-async (server item)
+  "Run ITEM's command on SERVER without waiting for the answer."
+  (when-let ((command (plist-get item :command)))
+    (jsonrpc-async-request server :workspace/executeCommand
+                           `(:command ,(plist-get command :command)
+                                      :arguments ,(or (plist-get command :arguments) []))
+                           :success-fn (lambda (answer) (setq lsp-assist-last-acceptance answer))
+                           :error-fn #'ignore :timeout-fn #'ignore)))
 
-(defun lsp-assist--pre-command ()
-  "Dismiss the preview unless the command accepts it."
-  (unless (eq this-command 'lsp-assist-accept-preview)
-    (lsp-assist--clear-preview)))
+(defun lsp-assist--next-word (text)
+  "The first word of TEXT: blanks, then a run of word characters or of punctuation."
+  (if (string-match "\\`[ \t\n]*\\(?:\\(?:\\sw\\|\\s_\\)+\\|[^ \t\n[:alnum:]_]+\\)?" text)
+      (let ((word (match-string 0 text)))
+        (if (string-empty-p word) text word))
+    text))
+
+(defun lsp-assist--next-line (text)
+  "The first line of TEXT without its newline (a leading newline comes along)."
+  (if (string-match "\\`\n?[^\n]*" text) (match-string 0 text) text))
+
+(defun lsp-assist--preview-or-error ()
+  "Signal a user error unless a suggestion shows."
+  (unless lsp-assist--preview
+    (user-error "lsp-assist: no suggestion shows")))
+
+(defun lsp-assist-accept ()
+  "Insert the whole suggestion shown after point."
+  (interactive)
+  (lsp-assist--preview-or-error)
+  (lsp-assist--insert-part (plist-get lsp-assist--preview :text)))
+
+(defun lsp-assist-accept-word ()
+  "Insert the next word of the suggestion shown after point."
+  (interactive)
+  (lsp-assist--preview-or-error)
+  (lsp-assist--insert-part (lsp-assist--next-word (plist-get lsp-assist--preview :text))))
+
+(defun lsp-assist-accept-line ()
+  "Insert the rest of the line of the suggestion shown after point."
+  (interactive)
+  (lsp-assist--preview-or-error)
+  (lsp-assist--insert-part (lsp-assist--next-line (plist-get lsp-assist--preview :text))))
+
+(defun lsp-assist-dismiss ()
+  "Remove the suggestion shown; none comes back until point or the text changes."
+  (interactive)
+  (lsp-assist--cancel-pending)
+  (lsp-assist--clear-preview))
+
+(defun lsp-assist--cycle (step)
+  "Show the suggestion STEP places away among the choices.
+With a single choice from an automatic request, ask explicitly for more first."
+  (let ((choices lsp-assist--choices))
+    (if (and choices (or lsp-assist--choices-invoked (> (length (cdr choices)) 1)))
+        (let* ((n (length (cdr choices)))
+               (index (mod (+ (car choices) step) n)))
+          (setcar choices index)
+          (lsp-assist--show (nth index (cdr choices)))
+          (message "lsp-assist: suggestion %d/%d" (1+ index) n))
+      (let ((current (lsp-assist-preview-text)))
+        (lsp-assist--request
+         'invoked
+         (lambda (suggestions)
+           (lsp-assist--show-choices suggestions t)
+           (when suggestions
+             (let ((at (or (cl-position current suggestions
+                                        :key (lambda (s) (plist-get s :text)) :test #'equal)
+                           -1)))
+               (if (and (>= at 0) (= (length suggestions) 1))
+                   (message "lsp-assist: suggestion 1/1 (the server offered no other)")
+                 (setcar lsp-assist--choices (if (>= at 0) at (- step)))
+                 (lsp-assist--cycle step))))))))))
+
+(defun lsp-assist-next ()
+  "Show the next suggestion (asking the server for alternatives if needed)."
+  (interactive)
+  (lsp-assist--cycle 1))
+
+(defun lsp-assist-previous ()
+  "Show the previous suggestion (asking the server for alternatives if needed)."
+  (interactive)
+  (lsp-assist--cycle -1))
 
 ;;;###autoload
-(define-minor-mode lsp-assist-preview-mode
-  "Show lsp-assist's suggestion as grey text after point when typing pauses.
-TAB inserts it; any other command dismisses it."
-  :lighter " ✨"
-  (if lsp-assist-preview-mode
-      (progn
-        (add-hook 'after-change-functions #'lsp-assist--after-change nil t)
-        (add-hook 'pre-command-hook #'lsp-assist--pre-command nil t))
-    (remove-hook 'after-change-functions #'lsp-assist--after-change t)
-    (remove-hook 'pre-command-hook #'lsp-assist--pre-command t)
-    (lsp-assist--clear-preview)))
+(defun lsp-assist-suggest ()
+  "Ask for a suggestion at point now and show it after point."
+  (interactive)
+  (lsp-assist--request 'invoked (lambda (suggestions) (lsp-assist--show-choices suggestions t))))
+
+;;;; Suggestions: when to ask
+
+(defvar-local lsp-assist--timer nil)
+(defvar-local lsp-assist--last-key nil
+  "`lsp-assist--key' when a request was last scheduled.")
+(defvar lsp-assist--last-buffer nil
+  "The buffer of the last command, to notice entering another one.")
+
+(defun lsp-assist--auto-allowed-p ()
+  "Non-nil when suggestions may show by themselves in this buffer."
+  (and lsp-assist-enabled
+       (not (apply #'derived-mode-p lsp-assist-disabled-modes))))
+
+(defun lsp-assist--type-through ()
+  "If the command typed the start of the suggestion, show the rest; non-nil if so."
+  (let* ((preview lsp-assist--preview)
+         (start (car (plist-get preview :key)))
+         (text (plist-get preview :text)))
+    (when (and start (> (point) start) (<= (point) (+ start (length text)))
+               (equal (buffer-substring-no-properties start (point))
+                      (substring text 0 (- (point) start))))
+      (let ((rest (substring text (- (point) start))))
+        (if (string-empty-p rest)
+            (lsp-assist--clear-preview)
+          (lsp-assist--show (plist-put (copy-sequence preview) :text rest))))
+      (setq lsp-assist--last-key (lsp-assist--key))
+      t)))
+
+(defun lsp-assist--post-command ()
+  "After each command: update or remove the preview, schedule a request.
+A global hook, so that leaving a buffer removes its preview and entering one
+asks for a suggestion there."
+  (let ((buffer (current-buffer)))
+    (unless (eq buffer lsp-assist--last-buffer)
+      (when (buffer-live-p lsp-assist--last-buffer)
+        (with-current-buffer lsp-assist--last-buffer
+          (when lsp-assist--preview (lsp-assist--clear-preview))
+          (setq lsp-assist--last-key nil)))
+      (setq lsp-assist--last-buffer buffer))
+    (when lsp-assist-mode
+      (let ((key (lsp-assist--key)))
+        (when (and lsp-assist--preview
+                   (not (equal key (plist-get lsp-assist--preview :key))))
+          (unless (lsp-assist--type-through)
+            (lsp-assist--clear-preview)))
+        (unless (equal key lsp-assist--last-key)
+          (setq lsp-assist--last-key key)
+          (lsp-assist--schedule))))))
+
+(defun lsp-assist--schedule ()
+  "Ask for a suggestion once point has rested `lsp-assist-delay' seconds."
+  (when (timerp lsp-assist--timer)
+    (cancel-timer lsp-assist--timer))
+  (setq lsp-assist--timer nil)
+  (when (and (lsp-assist--auto-allowed-p) (not lsp-assist--preview))
+    (setq lsp-assist--timer
+          (run-with-timer lsp-assist-delay nil #'lsp-assist--auto-request
+                          (current-buffer) (lsp-assist--key)))))
+
+(defun lsp-assist--auto-request (buffer key)
+  "Ask for a suggestion in BUFFER if it is selected and still at KEY."
+  (when (and (buffer-live-p buffer) (eq buffer (window-buffer (selected-window))))
+    (with-current-buffer buffer
+      (when (and lsp-assist-mode (lsp-assist--auto-allowed-p) (not lsp-assist--preview)
+                 (equal key (lsp-assist--key)) (not (minibufferp)) (not (region-active-p))
+                 ;; While the model loads the answer is empty: ask once it is ready.
+                 (eq (car (lsp-assist-state)) 'ready))
+        (lsp-assist--request 'automatic
+                             (lambda (suggestions) (lsp-assist--show-choices suggestions nil t)))))))
+
+;;;; The minor modes
+
+(defvar lsp-assist-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "C-c \\") #'lsp-assist-suggest)
+    map)
+  "Keymap of `lsp-assist-mode'.
+C-c \\ asks for a suggestion.  M-\\ (copilot.vim's key) stays
+`delete-horizontal-space'; to use it, bind it here:
+  (define-key lsp-assist-mode-map (kbd \"M-\\\\\") #\\='lsp-assist-suggest)")
+
+;;;###autoload
+(define-minor-mode lsp-assist-mode
+  "AI suggestions from lsp-assist, shown after point.
+Starts eglot with lsp-assist for this buffer.  A suggestion is asked
+for when point rests.  While one shows (`lsp-assist-preview-map'):
+\\<lsp-assist-preview-map>\\[lsp-assist-accept] inserts it, \\[lsp-assist-accept-word] a word, \\[lsp-assist-accept-line] a line,
+\\[lsp-assist-next] and \\[lsp-assist-previous] cycle, \\[lsp-assist-dismiss] dismisses it.
+\\<lsp-assist-mode-map>\\[lsp-assist-suggest] asks for one now.
+
+\\{lsp-assist-mode-map}"
+  :lighter (:eval (lsp-assist--mode-line))
+  :keymap lsp-assist-mode-map
+  (cond
+   ((not lsp-assist-mode)
+    (lsp-assist--turn-off))
+   ((not (lsp-assist--program-found-p))
+    (lsp-assist--warn-missing)
+    (setq lsp-assist-mode nil)
+    (lsp-assist--turn-off))
+   (t
+    (unless (lsp-assist--registered-p) (lsp-assist-setup))
+    (add-hook 'post-command-hook #'lsp-assist--post-command)
+    (add-hook 'kill-buffer-hook #'lsp-assist--turn-off nil t)
+    (setq lsp-assist--last-key nil)
+    (if (lsp-assist--buffer-server)
+        (lsp-assist--schedule)
+      (run-with-timer 0 nil #'lsp-assist--connect (current-buffer))))))
+
+(defun lsp-assist--turn-off ()
+  "Remove lsp-assist's hooks, timer, request and preview from this buffer."
+  (remove-hook 'kill-buffer-hook #'lsp-assist--turn-off t)
+  (when (timerp lsp-assist--timer) (cancel-timer lsp-assist--timer))
+  (setq lsp-assist--timer nil)
+  (lsp-assist--cancel-pending)
+  (lsp-assist--clear-preview))
+
+(defun lsp-assist--mode-p (mode)
+  "Non-nil when major MODE is one of `lsp-assist-modes'."
+  (cl-some (lambda (spec)
+             (let ((modes (if (consp spec) (car spec) spec)))
+               (memq mode (if (listp modes) modes (list modes)))))
+           lsp-assist-modes))
+
+(defun lsp-assist--maybe-turn-on ()
+  "Turn on `lsp-assist-mode' in file buffers of `lsp-assist-modes'."
+  (when (and buffer-file-name (lsp-assist--mode-p major-mode))
+    (lsp-assist-mode 1)))
+
+;;;###autoload
+(define-globalized-minor-mode global-lsp-assist-mode lsp-assist-mode
+  lsp-assist--maybe-turn-on)
+
+(define-obsolete-function-alias 'lsp-assist-preview-mode #'lsp-assist-mode "0.2.0")
+(define-obsolete-function-alias 'lsp-assist-accept-preview #'lsp-assist-accept "0.2.0")
+
+;;;; Enable and disable
+
+(defun lsp-assist--clear-previews (pred)
+  "Remove the preview in every buffer where PRED (no arguments) holds."
+  (dolist (buffer (buffer-list))
+    (with-current-buffer buffer
+      (when (and lsp-assist--preview (funcall pred))
+        (lsp-assist--clear-preview))))
+  (force-mode-line-update t))
+
+;;;###autoload
+(defun lsp-assist-disable ()
+  "Stop showing suggestions by themselves, in every buffer.
+\\[lsp-assist-suggest] still asks for one."
+  (interactive)
+  (setq lsp-assist-enabled nil)
+  (lsp-assist--clear-previews #'always)
+  (message "lsp-assist: automatic suggestions off"))
+
+;;;###autoload
+(defun lsp-assist-enable ()
+  "Show suggestions by themselves again (in major modes not disabled)."
+  (interactive)
+  (setq lsp-assist-enabled t)
+  (force-mode-line-update t)
+  (message "lsp-assist: automatic suggestions on"))
+
+(defun lsp-assist--read-major-mode (prompt)
+  "Read a major mode with PROMPT; the current one is the default."
+  (intern (completing-read
+           (format "%s (default %s): " prompt major-mode)
+           (mapcar (lambda (spec) (symbol-name (if (consp spec) (car spec) spec)))
+                   lsp-assist-modes)
+           nil nil nil nil (symbol-name major-mode))))
+
+;;;###autoload
+(defun lsp-assist-disable-in-major-mode (mode)
+  "Stop automatic suggestions in buffers of major MODE (and modes derived from it)."
+  (interactive (list (lsp-assist--read-major-mode "Disable lsp-assist suggestions in")))
+  (cl-pushnew mode lsp-assist-disabled-modes)
+  (lsp-assist--clear-previews (lambda () (derived-mode-p mode)))
+  (message "lsp-assist: automatic suggestions off in %s" mode))
+
+;;;###autoload
+(defun lsp-assist-enable-in-major-mode (mode)
+  "Show automatic suggestions in buffers of major MODE again."
+  (interactive (list (lsp-assist--read-major-mode "Enable lsp-assist suggestions in")))
+  (setq lsp-assist-disabled-modes (delq mode lsp-assist-disabled-modes))
+  (force-mode-line-update t)
+  (message "lsp-assist: automatic suggestions on in %s" mode))
 
 ;;;; Settings
 
@@ -316,13 +920,16 @@ TAB inserts it; any other command dismisses it."
 The server receives workspace/didChangeConfiguration with {\"lspAssist\": {...}}."
   (cl-loop for (key value) on settings by #'cddr
            do (setq lsp-assist-settings (plist-put lsp-assist-settings key value)))
-  (dolist (server (hash-table-values eglot--servers-by-project))
-    (dolist (s server)
-      (when (lsp-assist--server-p s)
-        (jsonrpc-notify s :workspace/didChangeConfiguration
-                        `(:settings (:lspAssist ,(lsp-assist--initialization-options))))))))
+  (dolist (servers (hash-table-values eglot--servers-by-project))
+    (dolist (server servers)
+      (when (lsp-assist--server-p server)
+        (jsonrpc-notify server :workspace/didChangeConfiguration
+                        `(:settings (:lspAssist ,(lsp-assist--initialization-options))))
+        ;; A new model may load now.
+        (lsp-assist--set-state server :ready nil :error nil)
+        (lsp-assist--poll-status server)))))
 
-;;;; Explain and status
+;;;; Explain, status, doctor
 
 (defun lsp-assist--execute (command arguments)
   "Run COMMAND with the vector ARGUMENTS on the current lsp-assist server."
@@ -330,7 +937,7 @@ The server receives workspace/didChangeConfiguration with {\"lspAssist\": {...}}
                    `(:command ,command :arguments ,arguments)
                    :timeout lsp-assist-request-timeout))
 
-(defun lsp-assist--show (buffer-name text)
+(defun lsp-assist--show-text (buffer-name text)
   "Show TEXT in a read-only BUFFER-NAME."
   (with-current-buffer (get-buffer-create buffer-name)
     (let ((inhibit-read-only t))
@@ -358,19 +965,75 @@ The server receives workspace/didChangeConfiguration with {\"lspAssist\": {...}}
 (defun lsp-assist-explain-context ()
   "Show the prompt lsp-assist builds at point, layer by layer."
   (interactive)
-  (lsp-assist--show "*lsp-assist explain*" (lsp-assist-explain-context-text)))
+  (lsp-assist--show-text "*lsp-assist explain*" (lsp-assist-explain-context-text)))
 
 ;;;###autoload
 (defun lsp-assist-status ()
-  "Show the lsp-assist server's status."
+  "Show the lsp-assist server's status (and what the mode line is based on)."
   (interactive)
-  (let ((result (lsp-assist--execute "lspAssist.status" [])))
-    (lsp-assist--show "*lsp-assist status*"
-                      (with-temp-buffer
-                        (insert (jsonrpc--json-encode result))
-                        (require 'json)
-                        (ignore-errors (json-pretty-print-buffer))
-                        (buffer-string)))))
+  (let ((state (lsp-assist-state))
+        (result (lsp-assist--execute "lspAssist.status" [])))
+    (lsp-assist--show-text
+     "*lsp-assist status*"
+     (concat (format "state: %s %S\nlast request: %S\n\n"
+                     (car state) (cadr state) lsp-assist-last-request)
+             (with-temp-buffer
+               (insert (jsonrpc--json-encode result))
+               (require 'json)
+               (ignore-errors (json-pretty-print-buffer))
+               (buffer-string))))))
+
+(defun lsp-assist--setting-args ()
+  "`lsp-assist-settings' as `--setting KEY=VALUE' arguments."
+  (cl-loop for (key value) on lsp-assist-settings by #'cddr
+           append (list "--setting"
+                        (format "%s=%s" (substring (symbol-name key) 1)
+                                (cond ((eq value t) "true")
+                                      ((memq value '(nil :json-false)) "false")
+                                      (t value))))))
+
+(defun lsp-assist--append (buffer text)
+  "Append TEXT to the read-only BUFFER; its windows follow the end."
+  (when (buffer-live-p buffer)
+    (with-current-buffer buffer
+      (let ((inhibit-read-only t))
+        (goto-char (point-max))
+        (insert text))
+      (dolist (window (get-buffer-window-list buffer nil t))
+        (set-window-point window (point-max))))))
+
+;;;###autoload
+(defun lsp-assist-doctor ()
+  "Run `lsp-assist doctor' for this project into *lsp-assist doctor*.
+It checks the Python, llama.cpp build, model, grammars and caches."
+  (interactive)
+  (unless (lsp-assist--program-found-p)
+    (user-error "%s" (lsp-assist--missing-message)))
+  (let* ((server (lsp-assist--buffer-server))
+         (project (if server (eglot--project server) (project-current)))
+         (root (directory-file-name
+                (expand-file-name (if project (project-root project) default-directory))))
+         (command (append (list (car lsp-assist-command) "doctor")
+                          (list "--workspace" root)
+                          (lsp-assist--setting-args)))
+         (buffer (get-buffer-create "*lsp-assist doctor*")))
+    (with-current-buffer buffer
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert "$ " (combine-and-quote-strings command) "\n\n"))
+      (special-mode))
+    (make-process
+     :name "lsp-assist-doctor" :buffer buffer :command command :noquery t
+     :connection-type 'pipe
+     :filter (lambda (proc output) (lsp-assist--append (process-buffer proc) output))
+     :sentinel (lambda (proc _event)
+                 (when (memq (process-status proc) '(exit signal))
+                   (lsp-assist--append
+                    (process-buffer proc)
+                    (format "\n[lsp-assist doctor exited with code %d]\n"
+                            (process-exit-status proc))))))
+    (display-buffer buffer)
+    buffer))
 
 (provide 'lsp-assist)
 ;;; lsp-assist.el ends here

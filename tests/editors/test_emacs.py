@@ -1,29 +1,38 @@
-"""Emacs 28 + eglot 1.9 (batch) with editors/emacs/lsp-assist.el against the real server.
+"""Emacs 28 + eglot 1.9 with editors/emacs/lsp-assist.el against the real server.
 
-emacs_driver.el registers lsp-assist with eglot, opens main.py, calls `eglot` directly,
-then asks for completions through eglot's completion-at-point (wrapped by lsp-assist)
-and through `lsp-assist-complete` (the textDocument/completion fallback: insert the
-item's textEdit, report lspAssist.accept), runs explain and status, and writes JSON.
+Batch tests load the install snippet of docs/editors.md (the checkout's path put in)
+as an init file and run tests/editors/emacs_driver.el, which presses keys through the
+command loop (`execute-kbd-macro`) and writes what it saw as JSON. The tmux tests run
+`emacs -nw -Q` the way the "Check it works" section says, type with send-keys and read
+the screen with capture-pane.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import CURSOR_LINE, EDITORS, REPO, SETTINGS
+from .conftest import CURSOR_LINE, REPO, SETTINGS
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
 EMACS = shutil.which("emacs")
+TMUX = shutil.which("tmux")
+DOCS = REPO / "docs" / "editors.md"
+DRIVER = REPO / "tests" / "editors" / "emacs_driver.el"
+PLACEHOLDER = "/path/to/lsp-assist"
 
 
 def eglot_available() -> bool:
+    """Whether `emacs --batch` (site-start on) can load eglot."""
     if EMACS is None:
         return False
     proc = subprocess.run(
@@ -37,84 +46,496 @@ def eglot_available() -> bool:
 
 
 HAVE_EGLOT = eglot_available()
-SKIP_REASON = (
-    "emacs not found (apt-get install emacs-nox elpa-eglot)"
+needs_eglot = pytest.mark.skipif(
+    not HAVE_EGLOT,
+    reason="emacs not found (apt-get install emacs-nox elpa-eglot)"
     if EMACS is None
-    else "eglot not loadable in emacs --batch (apt-get install elpa-eglot)"
+    else "eglot not loadable in emacs --batch (apt-get install elpa-eglot)",
 )
+needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux not found (apt-get install tmux)")
+
+# Files where SmolLM2 (greedy, SETTINGS) answers, each with the cursor for a case:
+# a typed prefix at the end of a line, one in the middle of a line, an empty line.
+TYPED = '''"""Entry point: prints a few sums."""
+
+from helpers import add, scale
 
 
-def run_emacs(
-    workspace: Path, server: str, env: dict[str, str], out: Path, typed: str
-) -> dict[str, Any]:
-    assert EMACS is not None
+def total(values: list[int]) -> int:
+    result = 0
+    for v in values:
+        result = add(result, v)
+    ret
+
+
+def main() -> None:
+    numbers = scale([1, 2, 3], 2)
+    print(tot)
+
+    print(add(
+'''
+EMPTY_FILES = {
+    "empty1.py": "import os\nimport sys\n\n",
+    "empty2.py": "from helpers import add, scale\n\nprint(add(1, 2))\n\n",
+}
+PREFIX_CASE = {"kind": "prefix", "file": "typed.py", "line": 10, "column": 7}  # "    ret|"
+MIDDLE_CASE = {"kind": "middle", "file": "typed.py", "line": 15, "column": 13}  # "print(tot|)"
+# The small model answers nothing at some empty lines: a second place, tried if needed.
+EMPTY_CASES = [
+    {"kind": "empty", "file": "empty1.py", "line": 3, "column": 0},
+    {"kind": "empty", "file": "empty2.py", "line": 4, "column": 0},
+]
+
+
+def env_settings(settings: dict[str, Any]) -> dict[str, str]:
+    """``settings`` as the server's LSP_ASSIST_<UPPER_SNAKE> environment variables."""
+    return {
+        "LSP_ASSIST_" + re.sub(r"(?<!^)(?=[A-Z])", "_", key).upper(): str(value)
+        for key, value in settings.items()
+    }
+
+
+def one_thread(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with one model thread unless the caller chose: on two cores shared with
+    other tests, two threads contending made a 51-token request take 22 s instead of 3."""
     env = dict(env)
+    env["LSP_ASSIST_THREADS"] = os.environ.get("LSP_ASSIST_THREADS", "1")
+    return env
+
+
+def emacs_section() -> str:
+    """The Emacs section of docs/editors.md."""
+    text = DOCS.read_text(encoding="utf-8")
+    start = text.index("## Emacs (")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def code_block(section: str, heading: str, language: str) -> str:
+    """The first ``language`` code block after ``heading`` in ``section``."""
+    after = section[section.index(heading) :]
+    match = re.search(rf"```{language}\n(.*?)```", after, re.S)
+    assert match, f"no {language} block under {heading!r} in docs/editors.md"
+    return match.group(1)
+
+
+def install_snippet(checkout: Path | str = REPO) -> str:
+    """The install snippet of the docs, with the placeholder replaced by ``checkout``."""
+    snippet = code_block(emacs_section(), "### Install", "elisp")
+    assert PLACEHOLDER in snippet
+    return snippet.replace(PLACEHOLDER, str(checkout))
+
+
+@pytest.fixture
+def emacs_workspace(workspace: Path) -> Path:
+    """The editor tests' workspace plus the files of the completion cases."""
+    (workspace / "typed.py").write_text(TYPED)
+    for name, text in EMPTY_FILES.items():
+        (workspace / name).write_text(text)
+    return workspace
+
+
+def run_driver(
+    scenario: str,
+    workspace: Path,
+    server: str,
+    env: dict[str, str],
+    tmp_path: Path,
+    cases: list[dict[str, Any]],
+    settings: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run emacs_driver.el's ``scenario``; return its JSON report."""
+    assert EMACS is not None
+    init = tmp_path / f"init-{scenario}.el"
+    init.write_text(install_snippet())
+    out = tmp_path / f"emacs-{scenario}.json"
+    env = one_thread(env)
     env.update(
-        LSP_ASSIST_TEST_PLUGIN=str(EDITORS / "emacs"),
+        LSP_ASSIST_TEST_INIT=str(init),
         LSP_ASSIST_TEST_SERVER=server,
-        LSP_ASSIST_TEST_FILE=str(workspace / "main.py"),
-        LSP_ASSIST_TEST_LINE=str(CURSOR_LINE),
-        LSP_ASSIST_TEST_TYPE=typed,
-        LSP_ASSIST_TEST_SETTINGS=json.dumps(SETTINGS),
+        LSP_ASSIST_TEST_SCENARIO=scenario,
+        LSP_ASSIST_TEST_CASES=json.dumps([dict(c, file=str(workspace / c["file"])) for c in cases]),
+        LSP_ASSIST_TEST_SETTINGS=json.dumps(SETTINGS if settings is None else settings),
         LSP_ASSIST_TEST_OUT=str(out),
-        LSP_ASSIST_TEST_TIMEOUT_S="120",
+        LSP_ASSIST_TEST_TIMEOUT_S="150",
     )
-    cmd = [EMACS, "--batch", "-l", str(REPO / "tests/editors/emacs_driver.el")]
+    cmd = [EMACS, "--batch", "-l", str(DRIVER)]
     proc = subprocess.run(
-        cmd, cwd=workspace, env=env, capture_output=True, text=True, timeout=200, check=False
+        cmd, cwd=workspace, env=env, capture_output=True, text=True, timeout=240, check=False
     )
     assert out.exists(), (
         f"emacs wrote no report (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     )
-    report: dict[str, Any] = json.loads(out.read_text())
+    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     return report
 
 
-@pytest.mark.skipif(not HAVE_EGLOT, reason=SKIP_REASON)
+def dump(report: dict[str, Any]) -> str:
+    """The report, shortened, for assertion messages."""
+    return json.dumps(report, indent=1, ensure_ascii=False)[:6000]
+
+
+@needs_eglot
 def test_eglot_connects_and_completes(
-    workspace: Path, server_command: str, server_env: dict[str, str], tmp_path: Path
+    emacs_workspace: Path, server_command: str, server_env: dict[str, str], tmp_path: Path
 ) -> None:
-    report = run_emacs(workspace, server_command, server_env, tmp_path / "emacs.json", "1, ")
-    context = json.dumps(report, indent=1)[:4000]
+    case = {"file": "main.py", "line": CURSOR_LINE, "column": 0}
+    report = run_driver("basic", emacs_workspace, server_command, server_env, tmp_path, [case])
+    context = dump(report)
 
     assert report["errors"] == [], context
-    assert report["registered"] and report["major_mode"] == "python-mode", context
-    # eglot connected and received the server's capabilities.
+    # The install snippet turned the mode on by itself, and it started eglot.
+    assert report["global_mode"] and report["major_mode"] == "python-mode", context
     assert report["connected"] and report["managed"], context
     caps = report["capabilities"]
-    assert "completionProvider" in caps, context
-    assert "inlineCompletionProvider" in caps, context
+    assert "completionProvider" in caps and "inlineCompletionProvider" in caps, context
     assert "lspAssist.accept" in caps["executeCommandProvider"]["commands"]
-    assert "lspAssist.explainContext" in caps["executeCommandProvider"]["commands"]
     assert caps["textDocumentSync"]["change"] == 2  # incremental
     assert report["lsp_assist_server"] and report["capf_installed"], context
 
-    # completion-at-point went through eglot and answered (a list of proxies).
-    assert report["capf_returned"], context
-    assert isinstance(report["capf_candidates"], list)
+    # The mode line: loading while the model loads, then ready, thinking during a
+    # request, and the latency once an answer came.
+    assert report["ready_state"] == "ready", context
+    states = report["states"]
+    assert "loading" in states and "ready" in states and "thinking" in states, context
+    assert states.index("loading") < states.index("ready"), context
+    assert "✨ready" in report["mode_line_ready"], context
+    assert "✨thinking" in report["mode_line_thinking"], context
+    assert re.search(r"✨ready \d+ms", report["mode_line_after"]), context
 
-    # The raw textDocument/completion through eglot's connection: a CompletionList.
+    # A cursor move (C-e, a command) sent an automatic inline completion request and
+    # its answer shows after point.
+    assert report["auto_request_kind"] == "automatic", context
+    assert report["auto_request_method"] == ":textDocument/inlineCompletion", context
+    items = report["inline_response"]["items"]
+    assert items and report["preview_text"] == items[0]["insertText"], context
+
+    # The textDocument/completion item, inserted by lsp-assist-complete and counted.
     response = report["completion_response"]
-    assert isinstance(response, dict), context
-    assert isinstance(response.get("items", []), list), context
-    for item in response.get("items", []):
-        assert item["label"]
-        edit = item["textEdit"]
-        assert edit["range"]["start"]["line"] == CURSOR_LINE - 1
-        assert item["command"]["command"] == "lspAssist.accept"
+    assert isinstance(response, dict) and response["items"], context
+    item = response["items"][0]
+    assert item["textEdit"]["range"]["start"]["line"] == CURSOR_LINE - 1
+    assert item["command"]["command"] == "lspAssist.accept"
+    assert "✨" not in item["label"] and "✨" in item["detail"], context
+    assert report["line_after"] == report["line_before"] + report["inserted"], context
+    assert report["accept_response"]["accepted"] is True, context
 
-    # When there was a suggestion, lsp-assist-complete inserted it and the server
-    # counted the acceptance.
-    if report.get("inserted"):
-        # eglot's completion-at-point listed the same suggestion (its label).
-        assert any(c.startswith("✨") for c in report["capf_candidates"]), context
-        # lsp-assist-preview-mode showed it as an overlay after point.
-        assert report["preview_text"], context
-        assert report["inserted"] in report["buffer_after"]
-        assert report["accept_command"]["command"] == "lspAssist.accept"
-        assert report["accept_response"]["accepted"] is True, context
-
-    # The explain and status commands answered through workspace/executeCommand.
-    assert isinstance(report["explain_text"], str) and report["explain_text"], context
-    assert not report["explain_text"].startswith("error:"), context
+    assert report["explain_text"] and not report["explain_text"].startswith("error:"), context
     assert report["status"]["initialized"] is True, context
+
+
+@needs_eglot
+def test_completion_at_point_keeps_the_typed_text(
+    emacs_workspace: Path, server_command: str, server_env: dict[str, str], tmp_path: Path
+) -> None:
+    cases = [PREFIX_CASE, MIDDLE_CASE, *EMPTY_CASES]
+    report = run_driver("capf", emacs_workspace, server_command, server_env, tmp_path, cases)
+    context = dump(report)
+    assert report["errors"] == [], context
+    results = report["cases"]
+    assert len(results) == len(cases), context
+    answered = set()
+    for case, result in zip(cases, results, strict=True):
+        items = (result.get("response") or {}).get("items") or []
+        if not items:
+            continue
+        answered.add(case["kind"])
+        # "off": the driver turned automatic suggestions off, to test C-M-i alone.
+        assert result["ready"] == "off" and result["column"] == case["column"], context
+        item = items[0]
+        before, column = result["before"], result["column"]
+        typed = re.search(r"\w*\Z", before[:column])
+        assert typed and item["label"].startswith(typed.group(0)), context
+        if case["kind"] == "empty":
+            assert before == "", context
+        # C-M-i applied the item's textEdit at the cursor, the typed text kept.
+        expected = before[:column] + item["textEdit"]["newText"] + before[column:]
+        assert result["after"] == expected, context
+    assert answered == {"prefix", "middle", "empty"}, f"no suggestion for some kind: {context}"
+
+
+@needs_eglot
+def test_preview_keys(
+    emacs_workspace: Path, server_command: str, server_env: dict[str, str], tmp_path: Path
+) -> None:
+    report = run_driver(
+        "keys", emacs_workspace, server_command, server_env, tmp_path, [PREFIX_CASE]
+    )
+    context = dump(report)
+    assert report["errors"] == [], context
+    keys = report["keys"]
+    line = TYPED.splitlines()[PREFIX_CASE["line"] - 1]
+
+    # Each trigger was an automatic request after a cursor move, with an answer.
+    for name in ("first", "second", "third", "fourth", "fifth", "enabled_again"):
+        kind, shown = keys[name]
+        assert kind == "automatic" and shown, (name, context)
+
+    # TAB, with the preview's map active, inserted the whole suggestion.
+    assert keys["preview_active"] and keys["tab_binding"] == "lsp-assist-accept", context
+    assert keys["tab_line"] == line + keys["tab_shown"], context
+    assert keys["tab_acceptance"]["accepted"] is True, context
+
+    # M-f, M-f, C-e: a word at a time, then the rest of the line.
+    shown = keys["partial_shown"]
+    steps = keys["partial_steps"]
+    assert [s[0] for s in steps] == ["M-f", "M-f", "C-e"]
+    inserted = [s[1][len(line) :] for s in steps]
+    assert 0 < len(inserted[0]) < len(inserted[1]) <= len(shown), context
+    for text, (_keys, _line, rest) in zip(inserted, steps, strict=True):
+        assert shown.startswith(text), context
+        if "\n" not in shown:
+            assert (rest or "") == shown[len(text) :], context
+    assert inserted[2] == shown.split("\n")[0], context
+
+    # Typing the first character of the suggestion keeps the rest, with no request.
+    typed = keys["typed_shown"]
+    assert keys["typed_line"] == line + typed[0], context
+    assert keys["typed_preview"] == typed[1:] or (len(typed) == 1 and not keys["typed_preview"])
+    assert keys["typed_requested"] is False, context
+
+    # C-g dismissed it, the text unchanged, and nothing was asked again.
+    assert keys["dismissed_line"] == line and keys["dismissed_preview"] is None, context
+    assert keys["dismissed_requested"] is False, context
+
+    # M-] after an automatic suggestion asked explicitly for alternatives.
+    assert keys["cycle_request"] == "invoked" and keys["cycle_preview"], context
+    assert "suggestion 1/" in (keys["cycle_message"] or ""), context
+
+    # Disabled: no automatic request, "off" in the mode line; C-c \ still asks.
+    assert "✨off" in keys["disabled_mode_line"], context
+    assert keys["disabled_requested"] is False, context
+    assert keys["manual_request"] == "invoked" and keys["manual_preview"], context
+    assert "✨off" in keys["mode_disabled_mode_line"], context
+    assert keys["mode_disabled_requested"] is False, context
+    assert keys["mode_enabled_again"][0] == "automatic", context
+
+    # Entering the buffer again asked for a suggestion there.
+    assert keys["other_buffer"] == "*scratch*" and keys["entered_buffer"] == "typed.py"
+    assert keys["entered_request"] == "automatic", context
+
+
+@needs_eglot
+def test_missing_server_and_keys_offline(
+    emacs_workspace: Path, server_env: dict[str, str], tmp_path: Path
+) -> None:
+    missing = str(tmp_path / "no-such-dir" / "lsp-assist")
+    cases = [{"file": "main.py"}, {"file": "helpers.py"}]
+    report = run_driver("offline", emacs_workspace, missing, server_env, tmp_path, cases)
+    context = dump(report)
+    assert report["errors"] == [], context
+
+    # Said once, over two buffers, with what to set; the mode off; no error.
+    expected = f"lsp-assist not found; set lsp-assist-command (tried {missing})"
+    assert report["messages"].count(expected) == 1, context
+    assert not any("file-missing" in m or "rror" in m for m in report["messages"]), context
+    assert report["mode_on"] == [False, False], context
+    assert report["lighter_shown"] is False and report["eglot_managed"] is False, context
+
+    # The preview map on suggestions given directly (no server).
+    pure = report["pure"]
+    assert pure["tab_binding"] == "lsp-assist-accept", context
+    start = "def f(x):\n    ret"
+    assert pure["steps"] == [
+        ["M-f", start + " =", " scale(result, 10)\n    return ret"],
+        ["M-<right>", start + " = scale", "(result, 10)\n    return ret"],
+        ["M-f", start + " = scale(", "result, 10)\n    return ret"],
+        ["C-e", start + " = scale(result, 10)", "\n    return ret"],
+        ["C-M-<right>", start + " = scale(result, 10)\n    return ret", None],
+    ], context
+    assert pure["tab_text"] == "    return retX = 1", context
+    assert pure["no_preview_tab"] == "indent-for-tab-command", context
+    assert pure["cycled"] == ["b2", "c3", "a1", "c3", "b2", "c3"], context
+    assert pure["after_dismiss"] is None, context
+    assert pure["words"] == [" =", "(", "foo", "\n    return", "  "], context
+    assert pure["lines"] == ["a = 1", "\nb = 2", "tail"], context
+
+
+@needs_eglot
+def test_model_error_and_doctor(
+    emacs_workspace: Path, server_command: str, server_env: dict[str, str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "missing.gguf"
+    settings = dict(SETTINGS, modelPath=str(missing))
+    report = run_driver(
+        "model-error",
+        emacs_workspace,
+        server_command,
+        server_env,
+        tmp_path,
+        [{"file": "main.py"}],
+        settings,
+    )
+    context = dump(report)
+    assert report["errors"] == [], context
+    # The mode line says error, and why (its help-echo, and lsp-assist-state).
+    assert report["state"] == "error" and "✨error" in report["mode_line"], context
+    assert str(missing) in (report["details"]["error"] or ""), context
+    # M-x lsp-assist-doctor ran `lsp-assist doctor` with the settings, into its buffer.
+    doctor = report["doctor_output"]
+    assert f"doctor --workspace {emacs_workspace}" in doctor, context
+    assert f"--setting modelPath={missing}" in doctor, context
+    assert "llama.cpp" in doctor and str(missing) in doctor.split("\n", 2)[2], context
+    assert re.search(r"\[lsp-assist doctor exited with code \d+\]", doctor), context
+
+
+class Tmux:
+    """One tmux server of its own (socket under tmp) running one command in a pane."""
+
+    def __init__(
+        self, tmp_path: Path, command: list[str], env: dict[str, str], width: int = 100
+    ) -> None:
+        assert TMUX is not None
+        self.base = [TMUX, "-S", str(tmp_path / "tmux.sock")]
+        self.env = env
+        self.run("new-session", "-d", "-x", str(width), "-y", "32", "-s", "t", *command)
+
+    def run(self, *args: str) -> str:
+        """Run a tmux command; return its output."""
+        proc = subprocess.run(
+            [*self.base, *args], env=self.env, capture_output=True, text=True, timeout=30
+        )
+        assert proc.returncode == 0, f"tmux {args}: {proc.stderr}"
+        return proc.stdout
+
+    def keys(self, *keys: str, literal: bool = False) -> None:
+        """Send KEYS (tmux key names, or text with ``literal``)."""
+        self.run("send-keys", "-t", "t", *(["-l"] if literal else []), *keys)
+
+    def screen(self) -> str:
+        """The screen as text."""
+        return self.run("capture-pane", "-p", "-t", "t")
+
+    def cursor(self) -> tuple[int, int]:
+        """The cursor's column and row."""
+        x, y = self.run("display-message", "-p", "-t", "t", "#{cursor_x} #{cursor_y}").split()
+        return int(x), int(y)
+
+    def alive(self) -> bool:
+        """Whether the session (its command) still runs."""
+        proc = subprocess.run(
+            [*self.base, "has-session", "-t", "t"], env=self.env, capture_output=True, timeout=30
+        )
+        return proc.returncode == 0
+
+    def wait_for(self, pattern: str, timeout: float = 60) -> re.Match[str] | None:
+        """Wait until the screen matches PATTERN; return the match (None on timeout)."""
+        until = time.monotonic() + timeout
+        while True:
+            found = re.search(pattern, self.screen(), re.M)
+            if found or time.monotonic() > until:
+                return found
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        """Stop this tmux server (and what runs in it)."""
+        subprocess.run([*self.base, "kill-server"], env=self.env, capture_output=True, timeout=30)
+
+
+def check_it_works_script(try_dir: Path) -> str:
+    """The "Check it works" shell block, with the checkout and the scratch folder put in."""
+    block = code_block(emacs_section(), "### Check it works", "sh")
+    assert PLACEHOLDER in block and "/tmp/lsp-assist-emacs" in block
+    return block.replace(PLACEHOLDER, str(REPO)).replace("/tmp/lsp-assist-emacs", str(try_dir))
+
+
+def tmux_env(server_env: dict[str, str]) -> dict[str, str]:
+    """The server's environment (SmolLM2, caches under tmp, the test settings) for tmux."""
+    env = one_thread(server_env)
+    # Time caps for a loaded machine: a slow answer is better than none here.
+    env.update(env_settings(dict(SETTINGS, promptTimeoutMs=120000, generationTimeoutMs=120000)))
+    env.pop("TMUX", None)
+    env["TERM"] = "xterm-256color"
+    return env
+
+
+@needs_eglot
+@needs_tmux
+def test_emacs_nw_check_it_works(server_env: dict[str, str], tmp_path: Path) -> None:
+    try_dir = tmp_path / "try"
+    script = tmp_path / "check.sh"
+    script.write_text(check_it_works_script(try_dir))
+    tmux = Tmux(tmp_path, ["bash", str(script)], tmux_env(server_env))
+    try:
+        # The script wrote the install snippet, the checkout's path put in.
+        init = (try_dir / "init.el").read_text() if tmux.wait_for("demo.py", 30) else ""
+        assert init == install_snippet(REPO), init
+        # 1. The model loads, then the mode line says ready.
+        assert tmux.wait_for(r"✨ready", 180), tmux.screen()
+        # 2. Type at the end of the buffer; the suggestion shows after the cursor.
+        tmux.keys("M->")
+        tmux.keys("    print(", literal=True)
+        shown = tmux.wait_for(r"^    print\((.+?)\s*$", 180)
+        assert shown, tmux.screen()
+        ghost = shown.group(1)
+        x, y = tmux.cursor()
+        assert x == len("    print("), tmux.screen()  # the cursor stays before it
+        assert tmux.wait_for(r"✨ready \d+ms", 30), tmux.screen()
+        # 3. TAB inserts it: the cursor moves past it, the text stays.
+        tmux.keys("Tab")
+        until = time.monotonic() + 10
+        while tmux.cursor() == (x, y) and time.monotonic() < until:
+            time.sleep(0.2)
+        screen = tmux.screen()
+        assert tmux.cursor() == (x + len(ghost), y), screen
+        assert screen.splitlines()[y] == "    print(" + ghost, screen
+        # 4. RET, `ret`, C-M-i: `ret` and then the suggestion, nothing lost.
+        tmux.keys("Enter")
+        tmux.keys("ret", literal=True)
+        time.sleep(0.5)
+        tmux.keys("C-M-i")
+        until = time.monotonic() + 120
+        while tmux.cursor()[0] <= len("    ret") and time.monotonic() < until:
+            time.sleep(0.2)
+        screen = tmux.screen()
+        col, row = tmux.cursor()
+        line = screen.splitlines()[row]
+        assert line.startswith("    ret") and "✨" not in line, screen
+        assert col > len("    ret"), screen
+        # 5. M-x lsp-assist-doctor.
+        tmux.keys("M-x")
+        tmux.keys("lsp-assist-doctor", literal=True)
+        tmux.keys("Enter")
+        assert tmux.wait_for(r"\[lsp-assist doctor exited with code 0\]", 90), tmux.screen()
+        screen = tmux.screen()
+        assert "*lsp-assist doctor*" in screen and "grammars" in screen, screen
+        # 6. Quit without saving.
+        tmux.keys("C-x", "C-c")
+        assert tmux.wait_for(r"Save file", 10), tmux.screen()
+        tmux.keys("n")
+        assert tmux.wait_for(r"yes or no", 10), tmux.screen()
+        tmux.keys("yes", literal=True)
+        tmux.keys("Enter")
+        until = time.monotonic() + 20
+        while tmux.alive() and time.monotonic() < until:
+            time.sleep(0.2)
+        assert not tmux.alive()
+    finally:
+        tmux.close()
+
+
+@needs_eglot
+@needs_tmux
+def test_emacs_nw_missing_server(server_env: dict[str, str], tmp_path: Path) -> None:
+    try_dir = tmp_path / "try"
+    script = tmp_path / "check.sh"
+    wrong = tmp_path / "not-the-checkout"
+    # The user's mistake: the snippet's path does not lead to the server.
+    text = check_it_works_script(try_dir).replace(
+        '"$PWD/.venv/bin/lsp-assist"', f'"{wrong}/.venv/bin/lsp-assist"'
+    )
+    script.write_text(text)
+    # Wide enough for the message and its long temporary path on one line.
+    tmux = Tmux(tmp_path, ["bash", str(script)], tmux_env(server_env), width=250)
+    try:
+        tried = f"{wrong}/.venv/bin/lsp-assist"
+        message = f"lsp-assist not found; set lsp-assist-command (tried {tried})"
+        assert tmux.wait_for(re.escape(message), 60), tmux.screen()
+        tmux.keys("C-n")
+        tmux.keys("C-n")
+        time.sleep(1)
+        screen = tmux.screen()
+        assert "file-missing" not in screen and "Error" not in screen, screen
+        assert "✨" not in screen, screen  # the mode is off: no lighter
+        assert "demo.py" in screen, screen
+    finally:
+        tmux.close()
