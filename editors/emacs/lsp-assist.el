@@ -362,7 +362,12 @@ The symbol is one of starting, loading, ready, thinking, error, off."
      (when (and latency (memq state '(ready thinking off)))
        (format " %dms" (round latency)))
      (when progress
-       (concat " " (mapconcat #'lsp-assist--progress-string progress " "))))))
+       (concat " " (mapconcat (lambda (entry)
+                                (if (lsp-assist--loading-progress-p entry)
+                                    ;; "loading" says the rest already.
+                                    (format "%s%%" (or (plist-get entry :percentage) "?"))
+                                  (lsp-assist--progress-string entry)))
+                              progress " "))))))
 
 ;;;; Completion at point
 

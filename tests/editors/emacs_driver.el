@@ -168,10 +168,33 @@
           (driver-put 'line_after (driver-line))
           (driver-put 'accept_command (driver-json (plist-get item :command)))
           (driver-put 'accept_response (driver-json accept-response))))))
+  ;; A model-loading $/progress, as a server that reports one sends it.
+  (driver-step "progress"
+    (let ((token "lsp-assist/model-test"))
+      (eglot-handle-notification server '$/progress :token token
+                                 :value '(:kind "begin" :title "lsp-assist: loading model"
+                                                :percentage 10))
+      (driver-put 'progress_begin (list (symbol-name (car (lsp-assist-state)))
+                                        (driver-mode-line)))
+      (eglot-handle-notification server '$/progress :token token
+                                 :value '(:kind "report" :percentage 60))
+      (driver-put 'progress_report (driver-mode-line))
+      (eglot-handle-notification server '$/progress :token token
+                                 :value '(:kind "end" :message "ready"))
+      (driver-put 'progress_end (symbol-name (driver-wait-ready)))))
+  (driver-put 'progress_seen (vconcat (delete-dups (reverse driver-progress-titles))))
   (driver-step "explain"
     (driver-put 'explain_text (lsp-assist-explain-context-text)))
   (driver-step "status"
     (driver-put 'status (driver-json (lsp-assist--execute "lspAssist.status" [])))))
+
+(defvar driver-progress-titles nil "Titles of the $/progress the client recorded.")
+
+(advice-add 'lsp-assist--set-state :after
+            (lambda (_server &rest pairs)
+              (dolist (entry (plist-get pairs :progress))
+                (push (or (plist-get (cdr entry) :title) "") driver-progress-titles)))
+            '((name . driver-progress)))
 
 (defvar driver-capf-responses nil)
 

@@ -219,6 +219,13 @@ def test_eglot_connects_and_completes(
     assert report["line_after"] == report["line_before"] + report["inserted"], context
     assert report["accept_response"]["accepted"] is True, context
 
+    # The server's indexing $/progress reached the mode-line state; a model-loading
+    # one (which today's server does not send) would show as loading with its percentage.
+    assert "lsp-assist: indexing" in report["progress_seen"], context
+    assert report["progress_begin"] == ["loading", " ✨loading 10%"], context
+    assert report["progress_report"] == " ✨loading 60%", context
+    assert report["progress_end"] == "ready", context
+
     assert report["explain_text"] and not report["explain_text"].startswith("error:"), context
     assert report["status"]["initialized"] is True, context
 
