@@ -20,7 +20,7 @@
 ;; `lsp-assist-modes') starts eglot, asks for a suggestion when point rests (after
 ;; typing, after moving, on entering the buffer) and shows it after point.  While a
 ;; suggestion shows, `lsp-assist-preview-map' is active: TAB accepts it, M-f a word,
-;; C-e a line, M-] and M-[ cycle alternatives, C-g dismisses it.  C-c \ asks for
+;; C-e a line, M-] and M-p cycle alternatives, C-g dismisses it.  C-c \ asks for
 ;; one now.  The mode line shows the server's state: loading, ready (with the
 ;; latency of the last suggestion), thinking, error, or off.
 ;;
@@ -557,6 +557,10 @@ unchanged when the answer comes."
 (defvar-local lsp-assist--preview-active nil
   "Non-nil while a suggestion shows: `lsp-assist-preview-map' is then active.")
 
+(defun lsp-assist--graphic-only (command)
+  "COMMAND on a graphical frame, else nil (no binding)."
+  (and (display-graphic-p) command))
+
 (defvar lsp-assist-preview-map
   (let ((map (make-sparse-keymap)))
     (define-key map (kbd "TAB") #'lsp-assist-accept)
@@ -567,7 +571,10 @@ unchanged when the answer comes."
     (define-key map (kbd "C-M-<right>") #'lsp-assist-accept-line)
     (define-key map (kbd "M-]") #'lsp-assist-next)
     (define-key map (kbd "M-n") #'lsp-assist-next)
-    (define-key map (kbd "M-[") #'lsp-assist-previous)
+    ;; In a terminal ESC [ begins the escape sequences of arrow and function keys: a
+    ;; binding there would take M-<right> for M-[ followed by "1;3C".
+    (define-key map (kbd "M-[") '(menu-item "" lsp-assist-previous
+                                            :filter lsp-assist--graphic-only))
     (define-key map (kbd "M-p") #'lsp-assist-previous)
     (define-key map (kbd "C-g") #'lsp-assist-dismiss)
     (define-key map (kbd "C-]") #'lsp-assist-dismiss)
@@ -637,6 +644,9 @@ Report the acceptance the first time part of a suggestion is taken."
         (delete-region (point) (min (point-max) (+ (point) (plist-get preview :delete))))
       (lsp-assist--show (list :text rest :delete (plist-get preview :delete) :item item
                               :reported t))
+      ;; The other choices were for the old point: cycling from here asks again.
+      (setq lsp-assist--choices (list 0 lsp-assist--preview)
+            lsp-assist--choices-invoked nil)
       ;; No new request for the point this command moved to: the rest shows.
       (setq lsp-assist--last-key (lsp-assist--key)))
     (when (and server item (not (plist-get preview :reported)))

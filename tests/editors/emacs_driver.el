@@ -374,10 +374,13 @@ fallback positions, as the small model answers nothing at some places)."
         (put 'no_preview_tab (format "%s" (key-binding (kbd "TAB"))))
         (show "a1" "b2" "c3")
         (let (seen)
-          (dolist (keys '("M-]" "M-]" "M-]" "M-[" "M-p" "M-n"))
+          (dolist (keys '("M-]" "M-]" "M-]" "M-p" "M-p" "M-n"))
             (driver-keys keys)
             (push (lsp-assist-preview-text) seen))
           (put 'cycled (vconcat (nreverse seen))))
+        ;; Not a graphical frame (batch, like a terminal): M-[ stays unbound, or it
+        ;; would swallow the ESC [ of arrow keys.
+        (put 'meta_bracket (format "%s" (key-binding (kbd "M-["))))
         (driver-keys "C-]")
         (put 'after_dismiss (lsp-assist-preview-text))
         (put 'words (vconcat (mapcar #'lsp-assist--next-word

@@ -352,6 +352,7 @@ def test_missing_server_and_keys_offline(
     assert pure["tab_text"] == "    return retX = 1", context
     assert pure["no_preview_tab"] == "indent-for-tab-command", context
     assert pure["cycled"] == ["b2", "c3", "a1", "c3", "b2", "c3"], context
+    assert pure["meta_bracket"] == "nil", context
     assert pure["after_dismiss"] is None, context
     assert pure["words"] == [" =", "(", "foo", "\n    return", "  "], context
     assert pure["lines"] == ["a = 1", "\nb = 2", "tail"], context
@@ -544,5 +545,65 @@ def test_emacs_nw_missing_server(server_env: dict[str, str], tmp_path: Path) -> 
         assert "file-missing" not in screen and "Error" not in screen, screen
         assert "✨" not in screen, screen  # the mode is off: no lighter
         assert "demo.py" in screen, screen
+    finally:
+        tmux.close()
+
+
+KEYS_SETUP = r"""
+(switch-to-buffer "*keys*")
+(insert "x = ")
+(global-set-key (kbd "<f5>")
+  (lambda () (interactive)
+    (lsp-assist--show-choices
+     (list (list :text "foo(bar, baz) + 1" :delete 0) (list :text "qux(2)" :delete 0)) t)))
+(call-interactively (key-binding (kbd "<f5>")))
+"""
+
+
+@needs_eglot
+@needs_tmux
+def test_emacs_nw_preview_keys_in_a_terminal(server_env: dict[str, str], tmp_path: Path) -> None:
+    """The preview keys as a terminal sends them (escape sequences), on given suggestions."""
+    assert EMACS is not None
+    init = tmp_path / "init.el"
+    init.write_text(install_snippet(REPO) + KEYS_SETUP)
+    tmux = Tmux(
+        tmp_path,
+        [
+            EMACS,
+            "-nw",
+            "-Q",
+            "--eval",
+            "(setq native-comp-async-report-warnings-errors 'silent)",
+            "-l",
+            str(init),
+        ],
+        tmux_env(server_env),
+    )
+
+    def row() -> tuple[str, int]:
+        """The text of the first buffer line and the cursor's column."""
+        return tmux.screen().splitlines()[1], tmux.cursor()[0]
+
+    def press(key: str, expected: tuple[str, int]) -> None:
+        until = time.monotonic() + 10
+        tmux.keys(key)
+        while row() != expected and time.monotonic() < until:
+            time.sleep(0.1)
+        assert row() == expected, (key, tmux.screen())
+
+    try:
+        assert tmux.wait_for(r"^x = foo\(bar, baz\) \+ 1", 30), tmux.screen()
+        assert row() == ("x = foo(bar, baz) + 1", 4)  # the cursor before the grey text
+        press("M-]", ("x = qux(2)", 4))  # the next alternative
+        press("M-p", ("x = foo(bar, baz) + 1", 4))  # and back
+        press("M-Right", ("x = foo(bar, baz) + 1", 7))  # a word: "foo"
+        press("M-f", ("x = foo(bar, baz) + 1", 8))  # "("
+        press("C-M-Right", ("x = foo(bar, baz) + 1", 21))  # the rest of the line
+        press("F5", ("x = foo(bar, baz) + 1foo(bar, baz) + 1", 21))  # F5 is ESC [ 1 5 ~
+        press("C-]", ("x = foo(bar, baz) + 1", 21))  # dismissed
+        press("F5", ("x = foo(bar, baz) + 1foo(bar, baz) + 1", 21))
+        press("Tab", ("x = foo(bar, baz) + 1foo(bar, baz) + 1", 38))  # all of it
+        press("Left", ("x = foo(bar, baz) + 1foo(bar, baz) + 1", 37))  # plain keys again
     finally:
         tmux.close()
