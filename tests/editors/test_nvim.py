@@ -369,11 +369,12 @@ def foregrounds(line: str) -> list[tuple[str, str | None]]:
 class Tmux:
     """One tmux server on its own socket, running one pane."""
 
-    def __init__(self, command: str, cwd: Path) -> None:
+    def __init__(self, command: str, cwd: Path, rows: int = 20) -> None:
         assert TMUX is not None
         self.base = [TMUX, "-L", f"lsp-assist-{uuid.uuid4().hex[:8]}", "-f", "/dev/null"]
+        size = ["-x", "100", "-y", str(rows)]
         subprocess.run(
-            [*self.base, "new-session", "-d", "-s", "t", "-x", "100", "-y", "20", command],
+            [*self.base, "new-session", "-d", "-s", "t", *size, command],
             cwd=cwd,
             check=True,
         )
@@ -518,3 +519,86 @@ def test_nvim_checkhealth(
     assert "llama.cpp" in good_text and "grammars" in good_text, good_text  # doctor's report
     assert "OK `lsp-assist doctor` found nothing broken" in good_text, good_text
     assert "ERROR" not in good_text, good_text
+
+
+# docs/editors.md, "Check it works", literally ------------------------------------------
+
+
+def docs_block(section: str, subsection: str) -> str:
+    """The first ```sh block of `subsection` inside `section` of docs/editors.md."""
+    text = (REPO / "docs" / "editors.md").read_text()
+    start = text.index(f"\n## {section}")
+    start = text.index(f"\n### {subsection}", start)
+    block = re.search(r"```sh\n(.*?)```", text[start:], re.S)
+    assert block is not None, f"no sh block under {section} / {subsection}"
+    return block.group(1)
+
+
+def test_nvim_check_it_works(
+    tmp_path: Path, server_env: dict[str, str], server_command: str
+) -> None:
+    """The Neovim "Check it works" commands and steps, in tmux, with the default model
+    (Gemma-3-270M, as the steps say: SmolLM2 suggests nothing after `return` there)."""
+    if NVIM is None or TMUX is None:
+        pytest.skip("needs nvim and tmux (apt-get install tmux)")
+    script = docs_block("Neovim", "Check it works")
+    assert script.startswith("cd /path/to/lsp-assist")
+    # The checkout is this one; the scratch folder is the test's own.
+    script = script.replace("/path/to/lsp-assist", str(REPO), 1)
+    script = script.replace("/tmp/lsp-assist-try", str(tmp_path / "try"))
+    (tmp_path / "try.sh").write_text(script)
+    env = {k: server_env[k] for k in ("XDG_CACHE_HOME", "LSP_ASSIST_THREADS", "HOME", "PATH")}
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")  # swap files, logs
+    # As SETTINGS: on a loaded machine a slow answer, not an empty one.
+    env["LSP_ASSIST_PROMPT_TIMEOUT_MS"] = env["LSP_ASSIST_GENERATION_TIMEOUT_MS"] = "60000"
+    exports = " ".join(f"{k}={v}" for k, v in env.items())
+    command = f"env -i TERM=tmux-256color {exports} bash {tmp_path / 'try.sh'}"
+    tmux = Tmux(command, tmp_path, rows=50)  # room for :checkhealth's report
+    try:
+
+        def status(lines: list[str]) -> str:
+            """The statusline's lsp-assist part ('' before it shows)."""
+            found = re.search(r"lsp-assist: .*", "\n".join(lines))
+            return found.group().strip() if found else ""
+
+        tmux.wait_for(lambda lines: status(lines).startswith("lsp-assist: loading"), timeout=60)
+        tmux.wait_for(lambda lines: status(lines).startswith("lsp-assist: ready"), timeout=120)
+        tmux.send("G", "o")
+        tmux.send("-l", "return")
+
+        def typed_row(lines: list[str]) -> int:
+            """The screen row of the line typed (the last one starting with `return`)."""
+            return max(i for i, line in enumerate(lines) if line.strip().startswith("return"))
+
+        def suggested(lines: list[str]) -> bool:
+            return "38;5;244" in tmux.screen(colours=True)[typed_row(lines)]
+
+        try:
+            tmux.wait_for(suggested, timeout=60)
+        except pytest.fail.Exception:
+            tmux.send("M-\\")  # step 3's "asks again"
+            tmux.wait_for(suggested, timeout=60)
+        assert re.fullmatch(r"lsp-assist: ready \d+ ms", status(tmux.screen()))
+        row = typed_row(tmux.screen())
+        shown = tmux.screen()[row].rstrip()
+        tmux.send("Tab")
+
+        def inserted(lines: list[str]) -> bool:
+            """The row starts with what was shown, none of it grey (a next suggestion may
+            follow it in grey)."""
+            chars = foregrounds(tmux.screen(colours=True)[row])
+            text = "".join(ch for ch, _ in chars)
+            head = chars[: len(shown)]
+            return text.startswith(shown) and all(fg != "38;5;244" for _, fg in head)
+
+        tmux.wait_for(inserted)
+        tmux.send("Escape", ":checkhealth lsp-assist", "Enter")
+        health = tmux.wait_for(
+            lambda lines: any("found nothing broken" in line for line in lines), timeout=90
+        )
+        text = "\n".join(health)
+        assert "OK server executable" in text and "starts and answers initialize" in text
+        assert "OK running, model loaded" in text, text
+        tmux.send(":q", "Enter", ":qa!", "Enter")
+    finally:
+        tmux.close()
