@@ -32,6 +32,11 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> tuple[Settings, list[str]]:
     """Return settings from env vars, then --setting, then the dedicated flags."""
+    return parse_settings(setting_values(args))
+
+
+def setting_values(args: argparse.Namespace) -> dict[str, object]:
+    """Return the camelCase values env vars, --setting and the dedicated flags give."""
     values: dict[str, object] = dict(env_overrides())
     for item in getattr(args, "setting", []) or []:
         key, sep, value = item.partition("=")
@@ -48,7 +53,7 @@ def settings_from_args(args: argparse.Namespace) -> tuple[Settings, list[str]]:
         value = getattr(args, attr, None)
         if value is not None:
             values[key] = value
-    return parse_settings(values)
+    return values
 
 
 def setup_logging(level: str, log_file: str = "") -> None:

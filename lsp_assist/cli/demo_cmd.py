@@ -11,12 +11,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from lsprotocol import types
+# line_edit and inline_request are imported from here by the benchmark scripts
+from lsp_assist.evaluation.client import (
+    command,
+    inline_request,
+    line_edit,
+    open_document,
+    start_server,
+    stop_server,
+)
+
+__all__ = ["inline_request", "line_edit"]
 
 DEMO_FILE = "shop/checkout.py"
 
@@ -40,63 +49,8 @@ def default_workspace() -> Path:
     return Path(__file__).resolve().parents[2] / "docs" / "examples" / "shop"
 
 
-def line_edit(
-    uri: str, version: int, line: int, start: int, end: int, text: str
-) -> types.DidChangeTextDocumentParams:
-    """Return a didChange replacing columns ``start``-``end`` of one line with ``text``."""
-    return types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        content_changes=[
-            types.TextDocumentContentChangePartial(
-                range=types.Range(
-                    start=types.Position(line=line, character=start),
-                    end=types.Position(line=line, character=end),
-                ),
-                text=text,
-            )
-        ],
-    )
-
-
-async def command(client: Any, name: str, *arguments: Any) -> dict[str, Any]:
-    """Run a workspace/executeCommand and return its result as a dict."""
-    result = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command=name, arguments=list(arguments) or None)
-    )
-    return dict(result or {})
-
-
-async def inline_request(
-    client: Any, uri: str, line: int, character: int, *, automatic: bool
-) -> tuple[str, float, dict[str, Any]]:
-    """Ask for an inline completion; return the suggestion, the round trip (ms), the outcome.
-
-    The outcome is the server's ``lspAssist.status`` "last" entry, asked for after the
-    answer (outside the measured round trip).
-    """
-    kind = types.InlineCompletionTriggerKind
-    t0 = time.perf_counter()
-    result = await client.text_document_inline_completion_async(
-        types.InlineCompletionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            position=types.Position(line=line, character=character),
-            context=types.InlineCompletionContext(
-                trigger_kind=kind.Automatic if automatic else kind.Invoked
-            ),
-        )
-    )
-    elapsed = (time.perf_counter() - t0) * 1000
-    items = result.items if isinstance(result, types.InlineCompletionList) else (result or [])
-    suggestion = str(items[0].insert_text) if items else ""
-    state = await command(client, "lspAssist.status")
-    last: dict[str, Any] = state.get("last", {})
-    return suggestion, elapsed, last
-
-
 async def drive(args: argparse.Namespace) -> dict[str, Any]:
     """Run one editor session against the server and return what it saw."""
-    from pygls.lsp.client import LanguageClient
-
     workspace = (args.workspace or default_workspace()).resolve()
     path = workspace / args.file
     text = path.read_text(encoding="utf-8")
@@ -109,48 +63,17 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
         line = args.line - 1
     column = len(text.split("\n")[line]) if args.col is None else args.col - 1
 
-    client = LanguageClient("lsp-assist-demo", "0.1")
     messages: list[str] = []
-
-    def show_message(*args: Any) -> None:
-        params = args[-1]
-        messages.append(str(getattr(params, "message", params)))
-
-    def ignore(*args: Any) -> None:
-        return None
-
-    client.feature(types.WINDOW_SHOW_MESSAGE)(show_message)
-    client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)(ignore)
-    client.feature(types.PROGRESS)(ignore)
-
-    server_command = [sys.executable, "-m", "lsp_assist.cli.main", "serve"]
-    if args.model:
-        server_command += ["--model", args.model]
-    await client.start_io(*server_command)
-    options = {"contextBudget": 1024}
     started = time.perf_counter()
-    init = await client.initialize_async(
-        types.InitializeParams(
-            capabilities=types.ClientCapabilities(
-                text_document=types.TextDocumentClientCapabilities(
-                    inline_completion=types.InlineCompletionClientCapabilities()
-                ),
-                window=types.WindowClientCapabilities(work_done_progress=True),
-            ),
-            root_uri=workspace.as_uri(),
-            workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)],
-            initialization_options=options,
-        )
+    client, init = await start_server(
+        "lsp-assist-demo",
+        workspace,
+        {"contextBudget": 1024},
+        args=("--model", args.model) if args.model else (),
+        on_message=messages.append,
     )
-    client.initialized(types.InitializedParams())
     uri = path.as_uri()
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(
-                uri=uri, language_id="python", version=1, text=text
-            )
-        )
-    )
+    open_document(client, uri, text, "python")
     status: dict[str, Any] = {}
     while time.perf_counter() - started < 300:
         status = await command(client, "lspAssist.status")
@@ -173,9 +96,7 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
     other = "print(" if not first.startswith("print(") else "log("
     client.text_document_did_change(line_edit(uri, 3, line, column, column + 1, other))
     third, third_ms, third_details = await ask(line, column + len(other))
-    await client.shutdown_async(None)
-    client.exit(None)
-    await client.stop()  # type: ignore[no-untyped-call]
+    await stop_server(client)
     return {
         "workspace": str(workspace),
         "file": args.file,

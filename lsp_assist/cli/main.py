@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 # Each module lsp_assist.cli.<name>_cmd defines register(subparsers) which adds its
 # parser and sets ``func`` (args -> exit code) as the parser default.
-COMMANDS = ("serve", "complete", "context", "index", "doctor", "stats", "demo")
+COMMANDS = ("serve", "complete", "context", "index", "doctor", "stats", "demo", "bench", "eval")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,6 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    # the command line as given, for reports that say how they were made
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()

@@ -33,7 +33,17 @@ def run_cli(
 def test_help_documents_every_subcommand() -> None:
     out = run_cli("--help")
     assert out.returncode == 0
-    for name in ("serve", "complete", "context", "index", "doctor", "stats", "demo"):
+    for name in (
+        "serve",
+        "complete",
+        "context",
+        "index",
+        "doctor",
+        "stats",
+        "demo",
+        "bench",
+        "eval",
+    ):
         assert name in out.stdout
         sub = run_cli(name, "--help")
         assert sub.returncode == 0 and "usage:" in sub.stdout

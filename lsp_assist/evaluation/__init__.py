@@ -1,0 +1,9 @@
+"""Evaluation: ``lsp-assist bench`` and ``lsp-assist eval`` on real code, through the server.
+
+tasks.py chooses the lines to complete (seeded, target removed from everything the
+server sees); client.py drives ``lsp-assist serve`` over stdio as an editor does;
+runner.py runs each row (the server with settings switched, or the peer prompt sent to
+llama-cpp-python's OpenAI-compatible server, peer.py); metrics.py scores suggestions
+and summarises rows; report.py writes the table, the JSON records and the plots.
+tasks.py, metrics.py and peer.py's prompt builder hold no pygls. docs/evaluation.md.
+"""
