@@ -109,7 +109,9 @@ try {
 const timeoutMs = Number(values['timeout-ms']);
 const serverArgs = values['server-arg'] ?? ['serve'];
 
-const child = spawn(values.server, serverArgs, {
+// A relative path names a file from here, not from the server's working folder (--root).
+const server = values.server.includes('/') ? path.resolve(values.server) : values.server;
+const child = spawn(server, serverArgs, {
   cwd: root,
   stdio: ['pipe', 'pipe', 'pipe'],
   env: process.env,
