@@ -260,21 +260,42 @@ class LspAssistServer(LanguageServer):
         else:
             self.engine.update_settings(settings)
 
+    async def _begin_progress(self, token: str, title: str) -> bool:
+        """Create a work-done progress token and begin it; False if the client has none."""
+        try:
+            await asyncio.wait_for(self.work_done_progress.create_async(token), timeout=5)
+            self.work_done_progress.begin(
+                token, types.WorkDoneProgressBegin(title=title, percentage=0)
+            )
+        except Exception as exc:  # client without work-done progress support
+            logger.debug("no work-done progress: %s", exc)
+            return False
+        return True
+
     async def start_background_work(self) -> None:
         """Load the model and index the workspace without blocking the editor."""
         assert self.engine is not None and self.scheduler is not None
         engine = self.engine
         self.background(self._index_with_progress())
-        backend = await self.scheduler.run(engine.load_backend)
+        token = "lsp-assist/model"
+        loading = asyncio.ensure_future(self.scheduler.run(engine.load_backend))
+        progress_ok = await self._begin_progress(token, "lsp-assist: loading model")
+        backend = await loading
         if backend is None:
-            self.warn(
-                f"no completions: {engine.model_error or 'model not loaded'}",
-                types.MessageType.Error,
-            )
+            message = f"no completions: {engine.model_error or 'model not loaded'}"
+            self.warn(message, types.MessageType.Error)
         else:
+            message = "ready"
+            if progress_ok:
+                self.work_done_progress.report(
+                    token,
+                    types.WorkDoneProgressReport(message="evaluating open files", percentage=90),
+                )
             # Files opened while the model loaded: evaluate their stable prefix now.
             for doc in engine.documents:
                 await self.scheduler.prefill(doc.uri)
+        if progress_ok:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
         self.ready.set()
 
     async def _index_with_progress(self) -> None:
@@ -283,16 +304,7 @@ class LspAssistServer(LanguageServer):
             return
         token = "lsp-assist/index"
         loop = asyncio.get_running_loop()
-        progress_ok = False
-        try:
-            await asyncio.wait_for(self.work_done_progress.create_async(token), timeout=5)
-            self.work_done_progress.begin(
-                token,
-                types.WorkDoneProgressBegin(title="lsp-assist: indexing", percentage=0),
-            )
-            progress_ok = True
-        except Exception as exc:  # client without work-done progress support
-            logger.debug("no work-done progress: %s", exc)
+        progress_ok = await self._begin_progress(token, "lsp-assist: indexing")
 
         last = [-1]
 

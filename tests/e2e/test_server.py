@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -234,6 +235,24 @@ async def test_explain_context_command(client: LanguageClient) -> None:
     assert "create_payment" in result["prompt"]
 
 
+async def model_progress(client: LanguageClient) -> list[Any]:
+    """The begin ... end reports of the model-load progress token (waits for the end)."""
+    for _ in range(100):
+        reports = client.progress_reports.get("lsp-assist/model", [])
+        if reports and isinstance(reports[-1], types.WorkDoneProgressEnd):
+            return list(reports)
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no end of the model-load progress: {client.progress_reports}")
+
+
+async def test_model_load_is_reported_as_progress(client: LanguageClient) -> None:
+    await wait_ready(client)
+    reports = await model_progress(client)
+    assert isinstance(reports[0], types.WorkDoneProgressBegin)
+    assert reports[0].title == "lsp-assist: loading model"
+    assert reports[-1].message == "ready"
+
+
 async def test_missing_model_warns_and_keeps_serving(broken_client: LanguageClient) -> None:
     client = broken_client
     workspace: Path = client.workspace_path  # type: ignore[attr-defined]
@@ -248,6 +267,10 @@ async def test_missing_model_warns_and_keeps_serving(broken_client: LanguageClie
     assert any("missing.gguf" in t for t in texts), texts
     assert any("contextBudget" in t for t in texts), texts
     assert any("noSuchSetting" in t for t in texts), texts
+    # The model load is reported as work-done progress that ends with the reason.
+    kinds = await model_progress(client)
+    assert kinds[0].title == "lsp-assist: loading model"
+    assert "missing.gguf" in (kinds[-1].message or "")
     uri = open_file(client, workspace / CHECKOUT)
     result = await client.text_document_inline_completion_async(inline_params(uri, 9, 4))
     assert isinstance(result, types.InlineCompletionList) and result.items == ()
