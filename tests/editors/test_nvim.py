@@ -488,11 +488,12 @@ def test_nvim_checkhealth(
     server_command: str, server_env: dict[str, str], workspace: Path, tmp_path: Path
 ) -> None:
     """:checkhealth lsp-assist: executable, a server that answers, the running client's
-    model, doctor; or, with a missing executable, the fix."""
+    model (loaded or loading, not an error), doctor; or, with a missing executable, the fix."""
     assert NVIM is not None
     bad, good = tmp_path / "bad.txt", tmp_path / "good.txt"
     plugin = EDITORS / "nvim"
-    ready = "require('lsp-assist').status_info().state == 'ready'"
+    # The client is up (the model may still be loading: health says which).
+    attached = "next(require('lsp-assist').state.attached) ~= nil"
     commands = [
         f"set rtp^={plugin}",
         "lua require('lsp-assist').setup({ cmd = { '/nonexistent/lsp-assist', 'serve' } })",
@@ -500,7 +501,7 @@ def test_nvim_checkhealth(
         f"write! {bad}",
         f"lua require('lsp-assist').setup({{ cmd = {{ '{server_command}', 'serve' }} }})",
         f"edit {workspace / 'main.py'}",
-        f"lua vim.wait(120000, function() return {ready} end, 100)",
+        f"lua vim.wait(60000, function() return {attached} end, 50)",
         "checkhealth lsp-assist",
         f"write! {good}",
         "qa!",
@@ -515,7 +516,9 @@ def test_nvim_checkhealth(
     assert ".venv/bin/lsp-assist" in bad_text, bad_text
     assert f"OK server executable: {server_command}" in good_text, good_text
     assert "starts and answers initialize" in good_text, good_text
-    assert f"OK running, model loaded: {server_env['LSP_ASSIST_MODEL_PATH']}" in good_text
+    model = server_env["LSP_ASSIST_MODEL_PATH"]
+    running = (f"OK running, model loaded: {model}", "running, the model is still loading")
+    assert any(line in good_text for line in running), good_text
     assert "llama.cpp" in good_text and "grammars" in good_text, good_text  # doctor's report
     assert "OK `lsp-assist doctor` found nothing broken" in good_text, good_text
     assert "ERROR" not in good_text, good_text
@@ -534,6 +537,7 @@ def docs_block(section: str, subsection: str) -> str:
     return block.group(1)
 
 
+@pytest.mark.slow
 def test_nvim_check_it_works(
     tmp_path: Path, server_env: dict[str, str], server_command: str
 ) -> None:
