@@ -46,10 +46,12 @@ say "installing pinned packages"
 
 # 4. Editors for the editor tests (Neovim comes from PyPI with the dev extras).
 if [ "$WITH_EDITORS" = 1 ]; then
-  if ! command -v emacs >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    say "installing emacs-nox and elpa-eglot (Debian)"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends emacs-nox elpa-eglot >/dev/null) \
-      || say "WARNING: could not install Emacs; its editor tests will be skipped"
+  # tmux: the editor tests type into real terminals (send-keys) and read the screen.
+  if { ! command -v emacs >/dev/null 2>&1 || ! command -v tmux >/dev/null 2>&1; } \
+     && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    say "installing emacs-nox, elpa-eglot and tmux (Debian)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends emacs-nox elpa-eglot tmux >/dev/null) \
+      || say "WARNING: could not install Emacs/tmux; their editor tests will be skipped"
   fi
   if command -v npm >/dev/null 2>&1 && [ -f editors/vscode/package-lock.json ] \
      && { [ ! -f editors/vscode/node_modules/.package-lock.json ] \
