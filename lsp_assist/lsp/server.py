@@ -193,6 +193,8 @@ class LspAssistServer(LanguageServer):
         self.scheduler: Scheduler | None = None
         self.pending_warnings: list[str] = []
         self.ready = threading.Event()
+        self._model_loads = 0
+        """How many model loads this session began (each gets its own progress token)."""
         self.closed = False
         """Set once shutdown_engine ran: the session's resources are being released."""
         self._tasks: set[asyncio.Future[Any]] = set()
@@ -256,9 +258,18 @@ class LspAssistServer(LanguageServer):
         if self.scheduler is not None:
             # On the model thread, after whatever runs there: a model swap must not close
             # the model under a running generation.
-            self.background(self.scheduler.run(self.engine.update_settings, settings))
+            swap = settings.model != self.engine.settings.model
+            self.background(self._apply_on_model_thread(settings, swap))
         else:
             self.engine.update_settings(settings)
+
+    async def _apply_on_model_thread(self, settings: Settings, swap: bool) -> None:
+        assert self.scheduler is not None and self.engine is not None
+        if swap:
+            self.ready.clear()  # status says loading until the new model is in
+        await self.scheduler.run(self.engine.update_settings, settings)
+        if swap:
+            await self._load_model_with_progress()
 
     async def _begin_progress(self, token: str, title: str) -> bool:
         """Create a work-done progress token and begin it; False if the client has none."""
@@ -275,9 +286,16 @@ class LspAssistServer(LanguageServer):
     async def start_background_work(self) -> None:
         """Load the model and index the workspace without blocking the editor."""
         assert self.engine is not None and self.scheduler is not None
-        engine = self.engine
         self.background(self._index_with_progress())
-        token = "lsp-assist/model"
+        await self._load_model_with_progress()
+
+    async def _load_model_with_progress(self) -> None:
+        """Load the model on its thread, reported as work-done progress; then set ready."""
+        assert self.engine is not None and self.scheduler is not None
+        engine = self.engine
+        self.ready.clear()
+        token = f"lsp-assist/model-{self._model_loads}" if self._model_loads else "lsp-assist/model"
+        self._model_loads += 1
         loading = asyncio.ensure_future(self.scheduler.run(engine.load_backend))
         progress_ok = await self._begin_progress(token, "lsp-assist: loading model")
         backend = await loading

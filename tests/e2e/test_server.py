@@ -235,10 +235,10 @@ async def test_explain_context_command(client: LanguageClient) -> None:
     assert "create_payment" in result["prompt"]
 
 
-async def model_progress(client: LanguageClient) -> list[Any]:
-    """The begin ... end reports of the model-load progress token (waits for the end)."""
-    for _ in range(100):
-        reports = client.progress_reports.get("lsp-assist/model", [])
+async def model_progress(client: LanguageClient, token: str = "lsp-assist/model") -> list[Any]:
+    """The begin ... end reports of a model-load progress token (waits for the end)."""
+    for _ in range(300):
+        reports = client.progress_reports.get(token, [])
         if reports and isinstance(reports[-1], types.WorkDoneProgressEnd):
             return list(reports)
         await asyncio.sleep(0.1)
@@ -341,3 +341,6 @@ async def test_model_swap_through_configuration(client: LanguageClient) -> None:
     )
     assert state["model"]["architecture"] == "gemma3"
     assert not any("modelPath" in m.message for m in client.messages)
+    # The swap is reported as a second model load, so status items show loading again.
+    reports = await model_progress(client, "lsp-assist/model-1")
+    assert reports[0].title == "lsp-assist: loading model" and reports[-1].message == "ready"
