@@ -467,9 +467,10 @@ class WorkspaceIndex:
 
         def run() -> None:
             try:
-                for _ in range(5):
-                    if self._stopped or self._rebuild_graph():
-                        break
+                with self._graph_lock:
+                    for _ in range(5):
+                        if self._stopped or self._rebuild_graph():
+                            break
             except Exception:
                 logger.exception("import graph rebuild failed")
             with self._lock:

@@ -9,9 +9,15 @@ Server mode starts the real ``lsp-assist serve`` over stdio (embedded Gemma mode
 ``--model``; a fresh, empty index cache), opens a file ``--open-after`` seconds after
 ``initialized`` and then types into it like an editor: one character, one invoked inline
 completion, wait for the answer, ``--interval`` seconds, again, while the scan runs and
-for ``--after`` requests once it has ended. It prints P50/P90/max of the round trips
+for ``--after`` requests once it has ended (``--during N``: only N requests while it runs,
+then none until it ends, for a scan that yields to every request). The first request
+waits for the model to load and is reported on its own; of the others it prints
+P50/P90/max of the round trips
 during the scan and after it, how many took longer than 1.5 s, the index time (the
 server's log line and the client's view of the progress end) and the server's RSS.
+
+``--control`` runs the same replay on a workspace holding only the opened file (the
+floor this machine gives with nothing to index; all its requests count as "after").
 
 ``--index-only`` indexes the tree in a fresh subprocess with nothing else loaded
 (``WorkspaceIndex.scan``, empty cache) and prints its time and peak RSS.
@@ -64,9 +70,11 @@ def index_only(root: Path) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory() as cache:
         started = time.perf_counter()
+        cpu = time.process_time()
         index = WorkspaceIndex([root], cache_dir=Path(cache))
         stats = index.scan()
         seconds = time.perf_counter() - started
+        cpu_seconds = time.process_time() - cpu
         status = Path("/proc/self/status").read_text()
         rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
         index.stop()
@@ -74,6 +82,7 @@ def index_only(root: Path) -> dict[str, Any]:
         "files": stats.files,
         "symbols": stats.symbols,
         "seconds": round(seconds, 1),
+        "cpu_seconds": round(cpu_seconds, 1),
         "rss_mb": round(rss, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
@@ -109,9 +118,14 @@ def serve(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     options: dict[str, Any] = {"cacheDir": str(cache)}
     if args.model:
         options["modelPath"] = args.model
+    path = root / (args.file or DEFAULT_FILES.get(args.tree, ""))
+    if args.control:
+        alone = cache / "control" / path.relative_to(root)
+        alone.parent.mkdir(parents=True)
+        alone.write_bytes(path.read_bytes())
+        root, path = cache / "control", alone
     client.initialize_workspace(root, options)
     time.sleep(args.open_after)
-    path = root / (args.file or DEFAULT_FILES.get(args.tree, ""))
     lines = path.read_text().split("\n")
     spot, indent = typing_spot(lines)
     uri = client.open(path, "\n".join(lines))
@@ -123,6 +137,8 @@ def serve(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     during: list[float] = []
     after: list[float] = []
     shown = 0
+    first_ms: float | None = None
+    first_answer_s = 0.0
     costs: list[tuple[float, float]] = []
     index_seconds = 0.0
     deadline = time.monotonic() + args.max_seconds
@@ -133,6 +149,9 @@ def serve(args: argparse.Namespace, root: Path) -> dict[str, Any]:
             index_seconds = time.monotonic() - client.started
         if finished and len(after) >= args.after:
             break
+        if not finished and args.during and len(during) >= args.during:
+            time.sleep(0.5)  # enough requests during the scan: let it finish
+            continue
         char = TYPED[typed % len(TYPED)]
         if typed and typed % len(TYPED) == 0:  # start the next line
             client.insert(uri, version + 1, line, column, "\n" + indent)
@@ -146,7 +165,11 @@ def serve(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         result = client.result(client.inline(uri, line, column), timeout=300)
         elapsed = (time.perf_counter() - t0) * 1000
         shown += bool(suggestion_of(result))
-        (after if finished else during).append(elapsed)
+        if first_ms is None:  # waited for the model to load: reported on its own
+            first_ms = elapsed
+            first_answer_s = time.monotonic() - client.started
+        else:
+            (after if finished else during).append(elapsed)
         last = client.command("lspAssist.status").get("last", {})
         costs.append(
             (
@@ -163,6 +186,8 @@ def serve(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     return {
         "tree": str(root),
         "files": status.get("index", {}).get("files_total"),
+        "first_request_ms": round(first_ms or 0.0, 1),
+        "first_answer_s_after_init": round(first_answer_s, 1),
         "during_scan": summary(during),
         "after_scan": summary(after),
         "suggestions_shown": shown,
@@ -170,6 +195,7 @@ def serve(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         "evaluated_tokens_p50_max": [round(pct([e for _, e in costs], q)) for q in (50, 100)],
         "index_seconds_server_log": float(match.group(1)) if match else None,
         "index_seconds_client": round(index_seconds, 1) if index_seconds else None,
+        "kv_reuse_ratio": status.get("model", {}).get("stats", {}).get("kv_reuse_ratio"),
         "rss_mb_end": round(rss, 1),
         "peak_rss_mb": round(peak, 1),
     }
@@ -185,8 +211,12 @@ def main() -> None:
     parser.add_argument("--open-after", type=float, default=2.0)
     parser.add_argument("--interval", type=float, default=0.3)
     parser.add_argument("--after", type=int, default=10, help="requests after the scan")
+    parser.add_argument(
+        "--during", type=int, default=0, help="stop typing after N requests during the scan"
+    )
     parser.add_argument("--max-seconds", type=float, default=1800)
     parser.add_argument("--index-only", action="store_true")
+    parser.add_argument("--control", action="store_true", help="only the opened file")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     root = tree_root(args)
