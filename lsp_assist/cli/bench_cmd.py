@@ -11,6 +11,7 @@ import shlex
 import sys
 import sysconfig
 from pathlib import Path
+from typing import Any
 
 DEFAULT_TASKS = 12
 """Hole tasks per row by default (two thirds cross-file): the bench stays within 15
@@ -66,6 +67,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="a setting every row gets (repeatable), e.g. --setting threads=1",
     )
     parser.add_argument(
+        "--from-json",
+        type=Path,
+        metavar="RESULTS",
+        help="run nothing: recompute the table and plots from a results.json into --out",
+    )
+    parser.add_argument(
         "--work", type=Path, help="where the workspace copy goes (default: a temporary folder)"
     )
     parser.add_argument(
@@ -81,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
     from lsp_assist.evaluation import report
     from lsp_assist.evaluation.runner import STDLIB_EXCLUDE, BenchConfig, run_bench, split_tasks
 
+    if args.from_json is not None:
+        return write_outputs(args.out, report.read_results(args.from_json))
     if args.tasks < 1 or args.typing_lines < 0:
         print("error: --tasks must be >= 1 and --typing-lines >= 0", file=sys.stderr)
         return 2
@@ -121,7 +130,13 @@ def run(args: argparse.Namespace) -> int:
     except (LspAssistError, RuntimeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    out: Path = args.out
+    return write_outputs(args.out, result)
+
+
+def write_outputs(out: Path, result: dict[str, Any]) -> int:
+    """Write results.json, table.md and the plots; print the table; 1 if a prompt leaked."""
+    from lsp_assist.evaluation import report
+
     report.write_json(out / "results.json", result)
     text = report.bench_markdown(result)
     (out / "table.md").write_text(text, encoding="utf-8")

@@ -166,6 +166,8 @@ def summarize(
     done = [r for r in hole if answered(r)]
     typing = [r for r in records if r["kind"] == "typing" and not r.get("first_at_line")]
     model = model_requests(records)
+    # the keystrokes the model answered (type-through hits are counted apart)
+    typed_model = [r for r in model_requests(typing) if answered(r)]
     tokens = [float(r["prompt_tokens"]) for r in prompted]
     cost = _mean([float(r["prompt_tokens"] + r.get("output_tokens", 0)) for r in prompted])
     proposed = sum(int(r.get("draft_proposed", 0)) for r in model)
@@ -184,7 +186,10 @@ def summarize(
         "latency_ms": _pcts([float(r["latency_ms"]) for r in done]),
         "keystrokes": len(typing),
         "reeval_share": _share([int(r.get("new_tokens", 0)) > NEW_TOKENS_LIMIT for r in typing]),
-        "typing_ttft_ms": _pcts([float(r["ttft_ms"]) for r in typing if answered(r)]),
+        "typing_hits": sum(1 for r in typing if r.get("cache_hit")),
+        "typing_new_tokens_mean": _mean([float(r.get("new_tokens", 0)) for r in typing]),
+        "typing_ttft_ms": _pcts([float(r["ttft_ms"]) for r in typed_model]),
+        "typing_latency_ms": _pcts([float(r["latency_ms"]) for r in typed_model]),
         "cost": cost,
         "relative_cost": _ratio(cost, baseline_cost)
         if cost is not None and baseline_cost
@@ -196,6 +201,18 @@ def summarize(
         "kv_reuse": _ratio(reused_sum, prompt_sum),
         "leaks": sum(1 for r in records if r.get("leaked")),
     }
+
+
+def summarize_rows(rows: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]]) -> None:
+    """Set each row's ``summary`` from the records of that row (``record["row"]``).
+
+    The baseline row's cost, when there is one, is what ``relative_cost`` divides by.
+    """
+    by_row = {r["name"]: [x for x in records if x["row"] == r["name"]] for r in rows}
+    baseline = summarize(by_row["baseline"]) if "baseline" in by_row else None
+    cost = baseline["cost"] if baseline is not None else None
+    for row in rows:
+        row["summary"] = summarize(by_row[row["name"]], cost)
 
 
 def summarize_eval(records: Sequence[dict[str, Any]]) -> dict[str, Any]:

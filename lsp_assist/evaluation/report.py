@@ -64,6 +64,30 @@ def table_cells(label: str, s: dict[str, Any]) -> list[str]:
     ]
 
 
+TYPING_COLUMNS = (
+    "row",
+    "keystrokes",
+    "type-through hits",
+    "> 32 new tokens",
+    "new tokens mean",
+    "TTFT P50 / P90 / P99 ms",
+    "whole P50 / P90 / P99 ms",
+)
+
+
+def typing_cells(label: str, s: dict[str, Any]) -> list[str]:
+    """Return one row of the typing-replay table from a row summary."""
+    return [
+        label,
+        str(s["keystrokes"]),
+        str(s["typing_hits"]),
+        _pct(s["reeval_share"]),
+        _num(s["typing_new_tokens_mean"], 1),
+        _triple(s["typing_ttft_ms"]),
+        _triple(s["typing_latency_ms"]),
+    ]
+
+
 def markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Return a markdown table."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -88,6 +112,10 @@ def bench_markdown(result: dict[str, Any]) -> str:
         f"lsp_assist {meta['commit']}.",
         "",
         markdown(TABLE_COLUMNS, [table_cells(r["label"], r["summary"]) for r in rows]),
+        "The typing replay (keystrokes after the first of each line; TTFT over the requests "
+        "that reached the model, a type-through hit answers without it):",
+        "",
+        markdown(TYPING_COLUMNS, [typing_cells(r["label"], r["summary"]) for r in rows]),
         "Rows (each the real server over stdio with these settings, unless said):",
         "",
     ]
@@ -181,6 +209,15 @@ def commit() -> str:
 def now() -> str:
     """Return the local date and time, to the minute."""
     return time.strftime("%Y-%m-%d %H:%M")
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    """Read a bench's results.json and recompute every row's summary from its records."""
+    from lsp_assist.evaluation.metrics import summarize_rows
+
+    result: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    summarize_rows(result["rows"], result["records"])
+    return result
 
 
 def write_json(path: Path, result: dict[str, Any]) -> Path:

@@ -749,7 +749,7 @@ def keystrokes(task: Task) -> int:
 
 def run_bench(config: BenchConfig, command: str) -> dict[str, Any]:
     """Run ``lsp-assist bench``: prepare, run every row, summarise; return the result."""
-    from lsp_assist.evaluation.metrics import summarize
+    from lsp_assist.evaluation.metrics import summarize_rows
 
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
@@ -787,19 +787,11 @@ def run_bench(config: BenchConfig, command: str) -> dict[str, Any]:
     finally:
         if not config.keep:
             workspace.cleanup()
-    by_row = {s.name: [r for r in records if r["row"] == s.name] for s in specs}
-    baseline = summarize(by_row["baseline"]) if "baseline" in by_row else None
-    baseline_cost = baseline["cost"] if baseline is not None else None
     rows = [
-        {
-            "name": s.name,
-            "label": s.label,
-            "note": s.note,
-            "session": sessions.get(s.name, {}),
-            "summary": summarize(by_row[s.name], baseline_cost),
-        }
+        {"name": s.name, "label": s.label, "note": s.note, "session": sessions.get(s.name, {})}
         for s in specs
     ]
+    summarize_rows(rows, records)
     meta = _meta(command, workspace, tasks, config.model, config.seed, load_start, started)
     meta["settings"] = dict(config.settings)
     return {

@@ -124,13 +124,16 @@ def _pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
-def _cells(table: str) -> dict[str, list[str]]:
-    rows = {}
+def _cells(table: str, part: int = 0) -> dict[str, list[str]]:
+    """Return the rows of the ``part``-th table of a report, by label."""
+    tables: list[dict[str, list[str]]] = []
     for line in table.splitlines():
-        if line.startswith("| ") and not line.startswith("| row"):
+        if line.startswith("| row"):
+            tables.append({})
+        elif line.startswith("| ") and tables:
             cells = [c.strip() for c in line.strip("|").split("|")]
-            rows[cells[0]] = cells[1:]
-    return rows
+            tables[-1][cells[0]] = cells[1:]
+    return tables[part]
 
 
 def _share(flags: list[bool]) -> str:
@@ -166,6 +169,26 @@ def test_the_table_says_what_the_records_say(bench: dict[str, Any]) -> None:
         reused = sum(r["reused_tokens"] for r in model)
         assert cells[10] == f"{100 * reused / sum(r['prompt_tokens'] for r in model):.0f}%"
     assert table["baseline: whole file + open files"][5] == "1.00"
+    typing_table = _cells((bench["out"] / "table.md").read_text(), 1)
+    for row in result["rows"]:
+        records = [r for r in result["records"] if r["row"] == row["name"]]
+        typing = [r for r in records if r["kind"] == "typing" and not r["first_at_line"]]
+        cells = typing_table[row["label"]]
+        assert cells[0] == str(len(typing))
+        assert cells[1] == str(sum(1 for r in typing if r.get("cache_hit")))
+        assert cells[3] == f"{np.mean([r['new_tokens'] for r in typing]):,.1f}"
+
+
+def test_the_table_is_recomputed_from_the_records_alone(
+    bench: dict[str, Any], tmp_path: Path
+) -> None:
+    saved = json.loads((bench["out"] / "results.json").read_text())
+    for row in saved["rows"]:
+        row["summary"] = {}  # nothing but the records is read
+    (tmp_path / "results.json").write_text(json.dumps(saved))
+    again = tmp_path / "again"
+    assert main(["bench", "--from-json", str(tmp_path / "results.json"), "--out", str(again)]) == 0
+    assert (again / "table.md").read_text() == (bench["out"] / "table.md").read_text()
 
 
 def test_eval_scores_holes_per_language(tiny: Path, tmp_path: Path) -> None:

@@ -102,9 +102,9 @@ def test_summarize_counts_each_figure_over_its_own_records() -> None:
         rec(kind="in_file", prompt_tokens=200, ttft_ms=0.0, error="timeout", edit_similarity=0.5),
         # typing: the first request at a line does not count; a cache hit evaluates nothing
         rec(kind="typing", first_at_line=True, new_tokens=500),
-        rec(kind="typing", new_tokens=40, prompt_tokens=400, reused_tokens=360),
-        rec(kind="typing", new_tokens=1, prompt_tokens=401, reused_tokens=400),
-        rec(kind="typing", new_tokens=0, cache_hit=True),
+        rec(kind="typing", new_tokens=40, prompt_tokens=400, reused_tokens=360, ttft_ms=40.0),
+        rec(kind="typing", new_tokens=1, prompt_tokens=401, reused_tokens=400, ttft_ms=60.0),
+        rec(kind="typing", new_tokens=0, cache_hit=True, ttft_ms=0.3, latency_ms=0.3),
     ]
     s = summarize(records, baseline_cost=420.0)
     assert s["tasks"] == 3 and s["cross_file_tasks"] == 2 and s["answered"] == 2
@@ -113,6 +113,10 @@ def test_summarize_counts_each_figure_over_its_own_records() -> None:
     assert s["ttft_ms"]["p50"] == pytest.approx(100.0)  # answered only: 50 and 150
     assert s["latency_ms"]["p90"] == pytest.approx(80 + 0.9 * 120)
     assert s["keystrokes"] == 3 and s["reeval_share"] == pytest.approx(1 / 3)
+    assert s["typing_hits"] == 1
+    # over the two keystrokes the model answered, not the hit (nor the line's first)
+    assert s["typing_ttft_ms"]["p50"] == pytest.approx(50.0)
+    assert s["typing_latency_ms"]["p99"] == pytest.approx(80.0)
     assert s["cost"] == pytest.approx(210.0) and s["relative_cost"] == pytest.approx(0.5)
     assert s["exact_match"] == pytest.approx(1 / 3)
     assert s["edit_similarity"] == pytest.approx(0.5)
