@@ -223,6 +223,7 @@ def summarize_eval(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {
             "tasks": len(subset),
             "answered": sum(1 for r in subset if first_line(r.get("suggestion", ""))),
+            "cut": sum(1 for r in subset if r.get("cancelled") or r.get("error")),
             "exact_match": _share([bool(r.get("exact_match")) for r in subset]),
             "edit_similarity": _mean([float(r.get("edit_similarity", 0.0)) for r in subset]),
             "identifier_match": _share([bool(r.get("identifier_match")) for r in subset]),

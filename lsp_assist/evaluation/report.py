@@ -151,6 +151,7 @@ def eval_markdown(result: dict[str, Any]) -> str:
         "",
         "tasks",
         "answered",
+        "cut short",
         "exact",
         "edit sim.",
         "ident.",
@@ -163,6 +164,7 @@ def eval_markdown(result: dict[str, Any]) -> str:
             name,
             str(s["tasks"]),
             str(s["answered"]),
+            str(s["cut"]),
             _pct(s["exact_match"]),
             _num(s["edit_similarity"], 2),
             _pct(s["identifier_match"]),
@@ -172,10 +174,16 @@ def eval_markdown(result: dict[str, Any]) -> str:
 
     rows = [cells("all", summary["overall"])]
     rows += [cells(lang, s) for lang, s in summary["by_language"].items()]
+    note = (
+        "\ncut short: requests cancelled or failed, most often by `promptTimeoutMs` or "
+        "`generationTimeoutMs` (raise them, lower the budget or the threads on a busy machine)\n"
+        if summary["overall"]["cut"]
+        else ""
+    )
     return (
         f"lsp-assist eval: {meta['workspace']} ({meta['model_name']}, seed {meta['seed']}, "
         f"{meta['tasks']['cross_file']} cross-file + {meta['tasks']['in_file']} in-file "
-        f"tasks)\n\n" + markdown(header, rows)
+        f"tasks)\n\n" + markdown(header, rows) + note
     )
 
 

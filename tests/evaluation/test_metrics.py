@@ -130,10 +130,12 @@ def test_summarize_eval_splits_by_language() -> None:
         rec(exact_match=True, suggestion="x", parses=True),
         rec(language="go", kind="in_file", suggestion="", parses=None),
         rec(language="go", suggestion="y", parses=False),
+        rec(language="go", suggestion="", parses=None, cancelled=True),
     ]
     s = summarize_eval(records)
-    assert s["overall"]["tasks"] == 3 and s["overall"]["answered"] == 2
+    assert s["overall"]["tasks"] == 4 and s["overall"]["answered"] == 2
+    assert s["overall"]["cut"] == 1 and s["by_language"]["python"]["cut"] == 0
     assert s["overall"]["parses"] == 0.5
-    assert s["by_language"]["go"]["tasks"] == 2
+    assert s["by_language"]["go"]["tasks"] == 3
     assert s["by_language"]["python"]["exact_match"] == 1.0
     assert s["by_language"]["go"]["cross_file_exact_match"] == 0.0
