@@ -194,9 +194,11 @@ if _out:
         gc.collect()
         _count[0] += 1
         name = os.path.join(_out, "snap-%03d" % _count[0])
-        tracemalloc.take_snapshot().dump(name + ".pickle")
+        snapshot = tracemalloc.take_snapshot()
+        snapshot.dump(name + ".pickle")
+        blocks = sum(stat.count for stat in snapshot.statistics("filename"))
         with open(name + ".tmp", "w") as fh:
-            fh.write(str(tracemalloc.get_traced_memory()[0]))
+            fh.write("%d %d" % (tracemalloc.get_traced_memory()[0], blocks))
         os.replace(name + ".tmp", name + ".done")
 
     signal.signal(signal.SIGUSR1, _dump)
@@ -217,8 +219,11 @@ def trace_env(env: dict[str, str], directory: Path, frames: int = 1) -> dict[str
     }
 
 
-def take_snapshot(client: StdioClient, directory: Path, number: int, timeout: float = 120) -> int:
-    """Ask the server for tracemalloc snapshot ``number``; return its traced bytes."""
+def take_snapshot(
+    client: StdioClient, directory: Path, number: int, timeout: float = 120
+) -> tuple[int, int]:
+    """Ask the server for tracemalloc snapshot ``number``; return its traced bytes and
+    live blocks (allocations)."""
     import signal
 
     done = directory / f"snap-{number:03d}.done"
@@ -228,7 +233,8 @@ def take_snapshot(client: StdioClient, directory: Path, number: int, timeout: fl
         if time.monotonic() > deadline:
             raise TimeoutError(f"no snapshot {number} from the server")
         time.sleep(0.05)
-    return int(done.read_text())
+    size, blocks = done.read_text().split()
+    return int(size), int(blocks)
 
 
 def snapshot_growth(directory: Path, first: int, last: int, top: int = 12) -> list[str]:
@@ -264,7 +270,8 @@ class SoakReport:
     unanswered: int = 0
     seconds: float = 0.0
     samples: list[dict[str, float]] = field(default_factory=list)
-    """One per ``sample_every`` requests: requests, rss_mb, threads, fds (traced_mb)."""
+    """One per ``sample_every`` requests: requests, rss_mb, threads, fds (with a trace:
+    traced_mb and traced_blocks)."""
 
 
 def _typing_spot(text: str) -> tuple[int, str]:
@@ -328,8 +335,9 @@ def soak(
             "fds": float(client.fds()),
         }
         if trace_dir is not None:
-            number = len(report.samples) + 1
-            row["traced_mb"] = round(take_snapshot(client, trace_dir, number) / 2**20, 2)
+            size, blocks = take_snapshot(client, trace_dir, len(report.samples) + 1)
+            row["traced_mb"] = round(size / 2**20, 2)
+            row["traced_blocks"] = float(blocks)
         report.samples.append(row)
 
     sample()
