@@ -25,7 +25,7 @@ import random
 import re
 import shutil
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -319,11 +319,18 @@ def _statement_ok(root: Any, line: int, indent: int, end_byte_col: int) -> bool:
     return not (len(children) == 1 and children[0].type in _STRING_TYPES)
 
 
-def _definition_in(index: Any, target: Path, name: str, depth: int = 0) -> Symbol | None:
-    """Return the top-level callable ``name`` of ``target``, following re-exports twice."""
+def definition_in(
+    index: Any,
+    target: Path,
+    name: str,
+    depth: int = 0,
+    kinds: Collection[str] = CALLABLE_KINDS,
+) -> Symbol | None:
+    """Return the top-level definition ``name`` of ``target`` (one of ``kinds``), following
+    re-exports twice."""
     for sym in index.symbols_of(target):
         if sym.name == name and sym.parent is None:
-            return sym if sym.kind in CALLABLE_KINDS else None
+            return sym if sym.kind in kinds else None
     entry = index.file(target)
     if entry is None or depth >= 2:
         return None
@@ -331,7 +338,7 @@ def _definition_in(index: Any, target: Path, name: str, depth: int = 0) -> Symbo
         if name in imp.names:
             further = index.resolve_import(target, imp)
             if further is not None and further != target:
-                return _definition_in(index, further, name, depth + 1)
+                return definition_in(index, further, name, depth + 1, kinds)
     return None
 
 
@@ -352,7 +359,7 @@ def reachable_calls(index: Any, path: Path) -> list[tuple[re.Pattern[str], str, 
             continue
         if imp.names:
             for name in imp.names:
-                sym = _definition_in(index, target, name)
+                sym = definition_in(index, target, name)
                 if sym is not None and sym.path != path:
                     calls[name] = (re.compile(rf"(?<![\w.]){re.escape(name)}\s*\("), name, sym)
                 elif sym is None and target.stem == name:  # from package import module

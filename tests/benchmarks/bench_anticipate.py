@@ -54,6 +54,7 @@ from lsp_assist.config import ContextSettings  # noqa: E402
 from lsp_assist.context.engine import ContextEngine  # noqa: E402
 from lsp_assist.context.model import Cursor  # noqa: E402
 from lsp_assist.context.syntax import get_parser  # noqa: E402
+from lsp_assist.evaluation.tasks import definition_in  # noqa: E402
 from lsp_assist.index.model import Symbol  # noqa: E402
 
 STATEMENTS = frozenset(
@@ -79,22 +80,6 @@ class Position:
     """The stripped call line (what must not reach the prompt)."""
 
 
-def definition_in(index: Any, target: Path, name: str, depth: int = 0) -> Symbol | None:
-    """Return the top-level function or class ``name`` of ``target``, following re-exports."""
-    for sym in index.symbols_of(target):
-        if sym.name == name and sym.parent is None:
-            return sym if sym.kind in CALLABLE else None
-    entry = index.file(target)
-    if entry is None or depth >= 2:
-        return None
-    for imp in entry.imports:
-        if name in imp.names:
-            further = index.resolve_import(target, imp)
-            if further is not None and further != target:
-                return definition_in(index, further, name, depth + 1)
-    return None
-
-
 def reachable(index: Any, path: Path) -> tuple[dict[str, Symbol], dict[str, Path]]:
     """Return the callables ``path`` imports by name and its imported modules by alias."""
     entry = index.file(path)
@@ -110,7 +95,7 @@ def reachable(index: Any, path: Path) -> tuple[dict[str, Symbol], dict[str, Path
             modules[imp.module.rsplit(".", 1)[-1]] = target
             continue
         for name in imp.names:
-            sym = definition_in(index, target, name)
+            sym = definition_in(index, target, name, kinds=CALLABLE)
             if sym is not None and sym.path != path:
                 names[name] = sym
             elif target.stem == name:  # from pkg import module
