@@ -71,6 +71,29 @@ class Debouncer:
         self._thread.join(timeout=2)
 
 
+def change_events() -> tuple[type[Any], ...]:
+    """Return the watchdog event types the observer subscribes to: changes only.
+
+    Watchdog's default mask also asks inotify for every open and every read-only close,
+    so each file anyone reads in the tree (the scan itself, any Python importing the
+    standard library) queues events; on a tree the size of ``Lib/`` the queue overflows,
+    and watchdog answers an overflow by walking the whole tree again to re-add its
+    watches, which opens every folder and overflows the queue again: a thread at full CPU
+    that made every prefill 3-10x slower (docs/index.md, "Watching").
+    """
+    from watchdog import events
+
+    return (
+        events.FileCreatedEvent,
+        events.FileModifiedEvent,
+        events.FileDeletedEvent,
+        events.FileMovedEvent,
+        events.DirCreatedEvent,
+        events.DirDeletedEvent,
+        events.DirMovedEvent,
+    )
+
+
 def start_observer(roots: list[Path], sink: Callable[[Path, bool], None]) -> Any:
     """Start a watchdog observer on ``roots`` feeding ``sink``; raise OSError if it cannot."""
     from watchdog.events import FileSystemEvent, FileSystemEventHandler
@@ -78,8 +101,6 @@ def start_observer(roots: list[Path], sink: Callable[[Path, bool], None]) -> Any
 
     class Handler(FileSystemEventHandler):
         def on_any_event(self, event: FileSystemEvent) -> None:
-            if event.event_type in ("opened", "closed", "closed_no_write"):
-                return
             src = event.src_path
             sink(Path(src if isinstance(src, str) else src.decode()), bool(event.is_directory))
             dest = getattr(event, "dest_path", "")
@@ -91,7 +112,7 @@ def start_observer(roots: list[Path], sink: Callable[[Path, bool], None]) -> Any
     observer = Observer()
     handler = Handler()
     for root in roots:
-        observer.schedule(handler, str(root), recursive=True)
+        observer.schedule(handler, str(root), recursive=True, event_filter=list(change_events()))
     observer.daemon = True
     observer.start()
     return observer
