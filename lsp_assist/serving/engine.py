@@ -222,21 +222,26 @@ class CompletionEngine:
         with self._backend_lock:
             if self.backend is not None:
                 return self.backend
-            try:
-                backend = self._backend_factory(self.settings)
-                self.model_error = ""
-            except ModelLoadError as exc:
-                self.model_error = str(exc)
-                logger.error("model not loaded: %s", exc)
-                return None
-            except BackendError as exc:
-                self.model_error = str(exc)
-                logger.error("backend not available: %s", exc)
-                return None
-            self._context = None
-            self.adaptive = AdaptiveBudget()
-            if not is_explicit(self.settings):
-                calibrate(backend, self.adaptive)  # before the model counts as loaded
+            # The scan waits between files while the model loads and its speed is timed:
+            # sharing the CPU (and the GIL) with it made the load take as long as the scan
+            # and the calibration choose a budget for a busy machine.
+            gate = self.index.foreground() if self.index is not None else contextlib.nullcontext()
+            with gate:
+                try:
+                    backend = self._backend_factory(self.settings)
+                    self.model_error = ""
+                except ModelLoadError as exc:
+                    self.model_error = str(exc)
+                    logger.error("model not loaded: %s", exc)
+                    return None
+                except BackendError as exc:
+                    self.model_error = str(exc)
+                    logger.error("backend not available: %s", exc)
+                    return None
+                self._context = None
+                self.adaptive = AdaptiveBudget()
+                if not is_explicit(self.settings):
+                    calibrate(backend, self.adaptive)  # before the model counts as loaded
             self.backend = backend
             return self.backend
 
@@ -655,9 +660,11 @@ class CompletionEngine:
         stable = prompt.tokens[: prompt.stable_prefix_len]
         if not stable or (cancel is not None and cancel.cancelled):
             return 0
-        began = time.perf_counter()
-        evaluated = backend.prefill(stable, cache_key=doc.uri, cancel=cancel)
-        self.adaptive.observe(evaluated, time.perf_counter() - began)
+        gate = self.index.foreground() if self.index is not None else contextlib.nullcontext()
+        with gate:  # the scan waits meanwhile, as for a completion
+            began = time.perf_counter()
+            evaluated = backend.prefill(stable, cache_key=doc.uri, cancel=cancel)
+            self.adaptive.observe(evaluated, time.perf_counter() - began)
         return evaluated
 
     def explain(
