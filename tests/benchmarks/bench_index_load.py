@@ -140,6 +140,7 @@ def serve(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     first_ms: float | None = None
     first_answer_s = 0.0
     costs: list[tuple[float, float]] = []
+    records: list[dict[str, Any]] = []
     index_seconds = 0.0
     deadline = time.monotonic() + args.max_seconds
     typed = 0
@@ -171,6 +172,7 @@ def serve(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         else:
             (after if finished else during).append(elapsed)
         last = client.command("lspAssist.status").get("last", {})
+        records.append({"ms": round(elapsed, 1), "during_scan": not finished, "last": last})
         costs.append(
             (
                 float(last.get("context_ms", 0.0)),
@@ -198,6 +200,7 @@ def serve(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         "kv_reuse_ratio": status.get("model", {}).get("stats", {}).get("kv_reuse_ratio"),
         "rss_mb_end": round(rss, 1),
         "peak_rss_mb": round(peak, 1),
+        "records": records,
     }
 
 
@@ -218,6 +221,7 @@ def main() -> None:
     parser.add_argument("--index-only", action="store_true")
     parser.add_argument("--control", action="store_true", help="only the opened file")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--records", default="", help="write each request's figures here")
     args = parser.parse_args()
     root = tree_root(args)
     if args.index_only:
@@ -232,6 +236,9 @@ def main() -> None:
         figures = json.loads(out.stdout.strip().splitlines()[-1])
     else:
         figures = serve(args, root)
+        records = figures.pop("records")
+        if args.records:
+            Path(args.records).write_text(json.dumps(records, indent=1))
     if args.json:
         print(json.dumps(figures))
         return
