@@ -135,9 +135,10 @@ class LoadClient(StdioClient):
     # -- the server's resources -------------------------------------------------------
 
     def index_finished(self) -> bool:
-        """True once the server has ended its indexing progress."""
+        """True once the server has ended its indexing progress (not the model's)."""
         return any(
             n.get("method") == "$/progress"
+            and n.get("params", {}).get("token") == "lsp-assist/index"
             and isinstance(n.get("params", {}).get("value"), dict)
             and n["params"]["value"].get("kind") == "end"
             for n in self.notifications
