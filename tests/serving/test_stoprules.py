@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lsp_assist.backends.base import StopRule
-from lsp_assist.serving.stoprules import indent_of, make_stop_rule, stop_strings
+from lsp_assist.serving.stoprules import LoopFinder, indent_of, make_stop_rule, stop_strings
 
 
 def stream(rule: StopRule, text: str, step: int = 1) -> str:
@@ -72,6 +72,27 @@ def test_max_lines() -> None:
     assert stream(rule, "a = 1\nb = 2\nc = 3\nd = 4\n") == "a = 1\nb = 2\nc = 3"
     one = make_stop_rule(multiline=True, cursor_indent=0, line_prefix="", max_lines=1)
     assert stream(one, "a = 1\nb = 2") == "a = 1"
+
+
+def test_a_looping_identifier_stops_after_its_first_copy() -> None:
+    # what Gemma-3-270M wrote at a half-typed name in the typing replay, up to 48 tokens
+    looping = ".is_file_type_or_other_type_or_other_type_or_other_type_or_other_type"
+    for multiline in (False, True):
+        rule = make_stop_rule(
+            multiline=multiline, cursor_indent=4, line_prefix="    if x", max_lines=8
+        )
+        for step in (1, 3, 7, len(looping)):
+            assert stream(rule, looping, step) == ".is_file_type_or_other", (multiline, step)
+
+
+def test_repetition_that_is_code_goes_on() -> None:
+    rule = make_stop_rule(multiline=False, cursor_indent=0, line_prefix="x = ", max_lines=1)
+    for text in ("[0, 0, 0, 0, 0, 0, 0, 0]", "'-' * 8 + '--------------'", "a + a + a + a"):
+        assert stream(rule, text) == text
+    finder = LoopFinder()
+    assert finder("self.x, self.y, self.z") is None
+    assert finder("abcdabcdabcd") == 4
+    assert finder("zzz") is None  # a text that is not a continuation starts afresh
 
 
 def test_stop_strings() -> None:
