@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tree_sitter import Tree
+
 from lsp_assist.backends.base import ModelInfo
 from lsp_assist.config import ContextSettings
 from lsp_assist.context.budget import PRIORITY, PROMPT_ORDER, BudgetPlan
@@ -39,7 +41,7 @@ from lsp_assist.context.summaries import (
 from lsp_assist.context.syntax import TreeCache
 from lsp_assist.context.tokens import CachedCounter
 from lsp_assist.context.zone import Zone, estimate_ratio, select_zone, zone_from_span
-from lsp_assist.errors import ContextError
+from lsp_assist.errors import ContextError, IndexError_
 from lsp_assist.index.model import FileEntry, Import, IndexLookup
 
 log = logging.getLogger(__name__)
@@ -98,25 +100,6 @@ class _LineState:
     plan: BudgetPlan
 
 
-def _default_relative(index: IndexLookup) -> Callable[[Path], str]:
-    rel = getattr(index, "relative", None)
-    if callable(rel):
-
-        def via_index(path: Path) -> str:
-            return str(rel(path))
-
-        return via_index
-    cwd = Path.cwd()
-
-    def fallback(path: Path) -> str:
-        try:
-            return path.relative_to(cwd).as_posix()
-        except ValueError:
-            return path.as_posix()
-
-    return fallback
-
-
 class ContextEngine:
     """Builds layered, budgeted prompts laid out for KV cache reuse."""
 
@@ -138,7 +121,7 @@ class ContextEngine:
         self.model = model
         self.format: PromptFormat = detect_format(model)
         self.settings = settings or ContextSettings()
-        self._relative = relative or _default_relative(index)
+        self._relative = relative or index.relative
         self._rel_cache: dict[Path, str] = {}
         self.n_ctx = n_ctx
         self.repo_name = repo_name or self._guess_repo_name()
@@ -169,10 +152,8 @@ class ContextEngine:
     # -- state ---------------------------------------------------------------------
 
     def _guess_repo_name(self) -> str:
-        roots = getattr(self.index, "roots", None)
-        if isinstance(roots, list | tuple) and roots:
-            return Path(str(roots[0])).name
-        return ""
+        roots = self.index.roots
+        return roots[0].name if roots else ""
 
     def update_settings(self, settings: ContextSettings) -> None:
         """Use new settings from the next build on."""
@@ -200,18 +181,16 @@ class ContextEngine:
         with self._recent_lock:
             return list(reversed(self._recent))
 
-    def _tree(self, cursor: Cursor) -> object:
+    def _tree(self, cursor: Cursor) -> Tree | None:
         """Return the syntax tree of the cursor's text, seeded from the index's tree."""
         if not self.trees.has(cursor.path, cursor.language):
-            tree_of = getattr(self.index, "tree_of", None)
-            if callable(tree_of):
-                try:
-                    if self.index.text_of(cursor.path) == cursor.text:
-                        seed = tree_of(cursor.path)
-                        if seed is not None:
-                            self.trees.put(cursor.path, cursor.language, cursor.text, seed.copy())
-                except Exception:  # the index's tree is an optimisation only
-                    log.debug("tree_of failed for %s", cursor.path, exc_info=True)
+            try:
+                if self.index.text_of(cursor.path) == cursor.text:
+                    seed = self.index.tree_of(cursor.path)
+                    if seed is not None:
+                        self.trees.put(cursor.path, cursor.language, cursor.text, seed.copy())
+            except IndexError_:  # the index's tree is an optimisation only
+                log.debug("tree_of failed for %s", cursor.path, exc_info=True)
         return self.trees.tree(cursor.path, cursor.language, cursor.text)
 
     def _zone_hint(
@@ -223,7 +202,7 @@ class ContextEngine:
         return memo[3], memo[4]
 
     def _summary_entries(
-        self, cursor: Cursor, tree: object, lines: list[str], zone: Zone
+        self, cursor: Cursor, tree: Tree | None, lines: list[str], zone: Zone
     ) -> list[SummaryEntry]:
         """Return the file summary, reused while the text outside the zone is unchanged.
 
@@ -271,7 +250,7 @@ class ContextEngine:
     def _file_entry(self, path: Path) -> FileEntry | None:
         try:
             return self.index.file(path)
-        except Exception:  # an index failure must not break the prompt
+        except IndexError_:  # an index failure must not break the prompt
             log.debug("index.file failed for %s", path, exc_info=True)
             return None
 
@@ -616,7 +595,7 @@ class ContextEngine:
     def _file_summary(
         self,
         cursor: Cursor,
-        tree: object,
+        tree: Tree | None,
         lines: list[str],
         zone: Zone,
         entry: FileEntry | None,
@@ -681,7 +660,7 @@ class ContextEngine:
         groups: list[tuple[str, list[Path]]] = [("imported", list(files))]
         try:
             groups.append(("imports this file", list(self.index.importers_of(cursor.path))))
-        except Exception:
+        except IndexError_:
             log.debug("importers_of failed", exc_info=True)
         groups.append(("recently opened", [*self.recent_files(), *cursor.open_files]))
         seen: set[Path] = {cursor.path}

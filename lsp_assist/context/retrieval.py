@@ -41,6 +41,7 @@ from pathlib import Path
 
 from lsp_assist.context.formats import comment_prefix
 from lsp_assist.context.usage import IdentCache, Usage, usage_profile
+from lsp_assist.errors import IndexError_
 from lsp_assist.index.model import FileEntry, Import, IndexLookup, Symbol
 
 log = logging.getLogger(__name__)
@@ -268,7 +269,7 @@ class Retriever:
         """Return ``index.file(path)``, None when the index fails (never breaks the prompt)."""
         try:
             return self.index.file(path)
-        except Exception:  # an index failure must not break the prompt
+        except IndexError_:  # an index failure must not break the prompt
             log.debug("index.file failed for %s", path, exc_info=True)
             return None
 
@@ -287,7 +288,7 @@ class Retriever:
             return self._resolved[key]
         try:
             target = self.index.resolve_import(path, imp)
-        except Exception:  # an index failure must not break the prompt
+        except IndexError_:  # an index failure must not break the prompt
             log.debug("resolve_import failed for %s", imp.module, exc_info=True)
             target = None
         self._resolved[key] = target
@@ -690,7 +691,7 @@ class Retriever:
         for name in names:
             try:
                 symbols = self.index.lookup(name)
-            except Exception:
+            except IndexError_:
                 log.debug("lookup failed for %s", name, exc_info=True)
                 continue
             symbols = [s for s in symbols if s.path != path and s.kind != "module"]

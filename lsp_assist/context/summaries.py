@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+
+from tree_sitter import Node, Tree
 
 from lsp_assist.context.zone import node_lines
 from lsp_assist.index.model import FileEntry
@@ -138,7 +139,7 @@ def _clip(text: str) -> str:
     return "\n".join(out).rstrip()
 
 
-def _name_of(node: Any, data: bytes) -> str:
+def _name_of(node: Node, data: bytes) -> str:
     name = node.child_by_field_name("name")
     if name is None:
         for child in node.named_children:
@@ -150,7 +151,7 @@ def _name_of(node: Any, data: bytes) -> str:
     return data[name.start_byte : name.end_byte].decode("utf-8", errors="replace")
 
 
-def _find_body(node: Any) -> Any | None:
+def _find_body(node: Node) -> Node | None:
     body = node.child_by_field_name("body")
     if body is not None and body.type in _BODY_TYPES:
         return body
@@ -170,11 +171,11 @@ class _Builder:
     def text(self, a: int, b: int) -> str:
         return self.data[a:b].decode("utf-8", errors="replace")
 
-    def starts_in_zone(self, node: Any) -> bool:
+    def starts_in_zone(self, node: Node) -> bool:
         """True when the zone shows the node's first line (it is left to the zone)."""
         return self.zone[0] <= int(node.start_point[0]) <= self.zone[1]
 
-    def add(self, outer: Any, text: str, symbol: str, parent: int | None) -> int:
+    def add(self, outer: Node, text: str, symbol: str, parent: int | None) -> int:
         indent = _line_start_text(self.lines, outer.start_point[0], outer.start_point[1])
         self.entries.append(
             SummaryEntry(
@@ -186,14 +187,14 @@ class _Builder:
         )
         return len(self.entries) - 1
 
-    def walk(self, nodes: list[Any], parent: int | None) -> None:
+    def walk(self, nodes: list[Node], parent: int | None) -> None:
         for node in nodes:
             if node.type in _TRANSPARENT:
                 self.walk(list(node.children), parent)
             elif node.is_named and node.type not in _SKIP:
                 self.visit(node, node, parent)
 
-    def visit(self, outer: Any, node: Any, parent: int | None) -> None:
+    def visit(self, outer: Node, node: Node, parent: int | None) -> None:
         if self.starts_in_zone(outer):
             return
         kind = node.type
@@ -262,7 +263,7 @@ class _Builder:
 
 
 def file_summary(
-    tree: Any | None, text: str, lines: list[str], language: str, zone: tuple[int, int]
+    tree: Tree | None, text: str, lines: list[str], language: str, zone: tuple[int, int]
 ) -> list[SummaryEntry]:
     """Return the symbol map of a file outside the editing zone ``zone`` (inclusive lines)."""
     if tree is None:

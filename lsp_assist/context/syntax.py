@@ -12,7 +12,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from tree_sitter import Parser, Tree
 
 from lsp_assist.errors import IndexError_
 from lsp_assist.index import languages
@@ -23,7 +24,7 @@ log = logging.getLogger(__name__)
 _ALIASES = {"javascriptreact": "javascript", "jsx": "javascript", "typescriptreact": "tsx"}
 
 
-def get_parser(language: str) -> Any | None:
+def get_parser(language: str) -> Parser | None:
     """Return this thread's tree-sitter parser for ``language``, or None without a grammar.
 
     Parsers are not thread-safe; ``lsp_assist.index.languages`` keeps one per thread.
@@ -66,7 +67,7 @@ def _diff(old: bytes, new: bytes) -> tuple[int, int, int]:
 @dataclass(slots=True)
 class _Entry:
     data: bytes
-    tree: Any
+    tree: Tree
 
 
 class TreeCache:
@@ -82,14 +83,14 @@ class TreeCache:
         with self._lock:
             return (str(path), language) in self._entries
 
-    def put(self, path: Path, language: str, text: str, tree: Any) -> None:
+    def put(self, path: Path, language: str, text: str, tree: Tree) -> None:
         """Cache ``tree`` as the tree of ``text`` (a copy the cache may edit in place)."""
         with self._lock:
             self._entries[(str(path), language)] = _Entry(data=text.encode("utf-8"), tree=tree)
             if len(self._entries) > self.max_files:
                 self._entries.popitem(last=False)
 
-    def tree(self, path: Path, language: str, text: str) -> Any | None:
+    def tree(self, path: Path, language: str, text: str) -> Tree | None:
         """Return the tree of ``text`` (None when the language has no grammar)."""
         parser = get_parser(language)
         if parser is None:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+
+from tree_sitter import Node, Tree
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +75,7 @@ def zone_from_span(
     return Zone(start_line=start, end_line=end, before=before, typed=typed, after=after)
 
 
-def node_lines(node: Any) -> tuple[int, int]:
+def node_lines(node: Node) -> tuple[int, int]:
     """Return a node's first and last line (a node ending at column 0 ends the line before)."""
     start = int(node.start_point[0])
     end = int(node.end_point[0])
@@ -89,10 +90,10 @@ class _Block:
 
     first: int
     last: int
-    node: Any | None = None
+    node: Node | None = None
 
 
-def _named(node: Any) -> list[_Block]:
+def _named(node: Node) -> list[_Block]:
     return [_Block(*node_lines(c), c) for c in node.children if c.is_named]
 
 
@@ -102,7 +103,7 @@ STARVED = 0.6
 _BODY_SUFFIXES = ("block", "body", "clause", "compound_statement", "declaration_list")
 
 
-def _has_statements(node: Any, depth: int = 2) -> bool:
+def _has_statements(node: Node, depth: int = 2) -> bool:
     """True when ``node`` is, or within ``depth`` levels holds, a block of statements."""
     if str(node.type).endswith(_BODY_SUFFIXES):
         return True
@@ -207,9 +208,9 @@ class _Grower:
                 self.take(block, side)
 
 
-def _neighbours(chain: list[Any], point: tuple[int, int], forward: bool) -> Iterator[_Block]:
+def _neighbours(chain: list[Node], point: tuple[int, int], forward: bool) -> Iterator[_Block]:
     """Yield the named nodes next to the cursor, nearest first, climbing the ancestors."""
-    inner: Any | None = None
+    inner: Node | None = None
     for node in chain:
         kids = [c for c in node.children if c.is_named]
         if inner is None:
@@ -241,7 +242,7 @@ def _paragraphs(lines: list[str]) -> list[_Block]:
 
 
 def select_zone(
-    tree: Any | None,
+    tree: Tree | None,
     lines: list[str],
     line: int,
     col: int,
@@ -286,7 +287,7 @@ def select_zone(
         if exact(kept) <= budget:
             return kept
 
-    chain: list[Any] = []
+    chain: list[Node] = []
     point = (line, 0)
     if tree is not None and n:
         point = (line, len(lines[line][:col].encode("utf-8")))

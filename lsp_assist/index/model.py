@@ -1,14 +1,18 @@
 """The index's value types: symbols, imports, per-file entries, and the lookup contract.
 
 These are the types the context engine consumes. The concrete index lives in
-``lsp_assist.index.workspace.WorkspaceIndex`` and satisfies :class:`IndexLookup`.
+``lsp_assist.index.workspace.WorkspaceIndex`` and satisfies :class:`IndexLookup`;
+:class:`EmptyIndex` is the lookup with nothing in it (a document outside any workspace).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
+
+from tree_sitter import Tree
 
 SymbolKind = Literal[
     "function",
@@ -73,7 +77,21 @@ class FileEntry:
 
 
 class IndexLookup(Protocol):
-    """The lookups the context engine needs from the index."""
+    """The lookups the context engine needs from the index.
+
+    A lookup raises nothing but ``lsp_assist.errors.IndexError_``: whatever fails below
+    it (the file system, tree-sitter, the cache's blobs) is answered as "not found" or
+    mapped to ``IndexError_`` inside the index.
+    """
+
+    @property
+    def roots(self) -> Sequence[Path]:
+        """The workspace folders, the first naming the repository (may be empty)."""
+        ...
+
+    def relative(self, path: Path) -> str:
+        """Return the display path of ``path`` (workspace-relative where it is inside)."""
+        ...
 
     def file(self, path: Path) -> FileEntry | None:
         """Return the entry of ``path`` (open buffer state if open) or None."""
@@ -106,3 +124,56 @@ class IndexLookup(Protocol):
     def is_denied(self, path: Path) -> bool:
         """True when a file must never be indexed nor read into a prompt (secrets)."""
         ...
+
+    def tree_of(self, path: Path) -> Tree | None:
+        """Return the syntax tree of a file's current text (None without one)."""
+        ...
+
+
+class EmptyIndex:
+    """An :class:`IndexLookup` with nothing in it, for a document outside any workspace."""
+
+    @property
+    def roots(self) -> Sequence[Path]:
+        """No workspace folders."""
+        return ()
+
+    def relative(self, path: Path) -> str:
+        """Return the file's name (there is no workspace to be relative to)."""
+        return path.name
+
+    def file(self, path: Path) -> FileEntry | None:
+        """Return None: no file is indexed."""
+        return None
+
+    def lookup(self, name: str) -> list[Symbol]:
+        """Return no symbols."""
+        return []
+
+    def lookup_prefix(self, prefix: str, limit: int = 50) -> list[Symbol]:
+        """Return no symbols."""
+        return []
+
+    def symbols_of(self, path: Path) -> list[Symbol]:
+        """Return no symbols."""
+        return []
+
+    def resolve_import(self, from_path: Path, imp: Import) -> Path | None:
+        """Return None: nothing to resolve to."""
+        return None
+
+    def importers_of(self, path: Path) -> list[Path]:
+        """Return no importers."""
+        return []
+
+    def text_of(self, path: Path) -> str | None:
+        """Return None: the index reads no file."""
+        return None
+
+    def is_denied(self, path: Path) -> bool:
+        """Return False: the empty index denies nothing (it reads nothing either)."""
+        return False
+
+    def tree_of(self, path: Path) -> Tree | None:
+        """Return None: no trees."""
+        return None

@@ -43,6 +43,7 @@ from lsp_assist.documents.document import (
     uri_to_path,
 )
 from lsp_assist.errors import BackendError, GenerationCancelled, LspAssistError, ModelLoadError
+from lsp_assist.index import EmptyIndex
 from lsp_assist.serving.adaptive_budget import (
     AdaptiveBudget,
     budget_for,
@@ -274,7 +275,7 @@ class CompletionEngine:
             return None
         from lsp_assist.context.engine import ContextEngine
 
-        index = self.index if self.index is not None else _EmptyIndex()
+        index = self.index if self.index is not None else EmptyIndex()
         relative = self.index.relative if self.index is not None else None
         context = ContextEngine(
             index, backend, backend.info, self.settings.context, relative=relative
@@ -765,37 +766,3 @@ def _inside(tree: Any, point: tuple[int, int], kind: str) -> bool:
             return True
         node = node.parent
     return False
-
-
-class _EmptyIndex:
-    """An index with nothing in it, for a document outside any workspace."""
-
-    def file(self, path: Path) -> None:
-        return None
-
-    def lookup(self, name: str) -> list[Any]:
-        return []
-
-    def lookup_prefix(self, prefix: str, limit: int = 50) -> list[Any]:
-        return []
-
-    def symbols_of(self, path: Path) -> list[Any]:
-        return []
-
-    def resolve_import(self, from_path: Path, imp: Any) -> None:
-        return None
-
-    def importers_of(self, path: Path) -> list[Path]:
-        return []
-
-    def text_of(self, path: Path) -> str | None:
-        return None
-
-    def is_denied(self, path: Path) -> bool:
-        return False
-
-    def tree_of(self, path: Path) -> None:
-        return None
-
-    def relative(self, path: Path) -> str:
-        return path.name
