@@ -125,6 +125,9 @@ class FakeIndex:
         rel = self.relative(path) if path.is_relative_to(self.root) else path.name
         return any(fnmatch.fnmatch(rel, g) or fnmatch.fnmatch(path.name, g) for g in self.deny)
 
+    def tree_of(self, path: Path) -> None:
+        return None
+
 
 GEMMA_LIKE = ModelInfo(path="gemma.gguf", bos_id=2, eos_id=1, special_tokens={"<bos>": 2})
 SMOLLM_LIKE = ModelInfo(
