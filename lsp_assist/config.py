@@ -98,6 +98,14 @@ class ContextSettings:
     related_threshold: float = 0.3
     similar_threshold: float = 0.2
     recent_files: int = 10
+    layer_vector: bool = False
+    """Vector retrieval (docs/context.md, "Vector retrieval"): off until it earns its cost."""
+    vector_threshold: float = 0.5
+    """Cosine similarity under which a vector match is dropped."""
+    vector_wait_ms: int = 0
+    """How long a build waits for its query's embedding (not ready: no vectors this time)."""
+    vector_model: str = ""
+    """A BERT-family embedding GGUF; empty: the packaged all-MiniLM-L6-v2."""
 
 
 @dataclass(kw_only=True)
@@ -257,6 +265,7 @@ _FIXED_BOUNDS = {
     "draft_tokens": MAX_DRAFT_TOKENS,
     "remote_retries": MAX_REMOTE_RETRIES,
     "cold_prompt_ms": MAX_TIMEOUT_MS,
+    "vector_wait_ms": MAX_DEBOUNCE_MS,
     **dict.fromkeys(_TOKEN_COUNTS, MAX_TOKENS),
     **dict.fromkeys(_TIMEOUTS, MAX_TIMEOUT_MS),
 }
@@ -304,7 +313,7 @@ def _shown(raw: Any) -> str:
 
 def _check_range(section: str, name: str, value: Any) -> None:
     """Raise ValueError for values of the right type that make no sense."""
-    non_negative = {"threads", "gpu_layers", "remote_retries", "debounce_ms"}
+    non_negative = {"threads", "gpu_layers", "remote_retries", "debounce_ms", "vector_wait_ms"}
     if isinstance(value, int) and not isinstance(value, bool):
         if name in non_negative and value < 0:
             raise ValueError("must be >= 0")

@@ -43,6 +43,7 @@ class SimilarHit:
     chunk: Chunk
     source: str
     score: float
+    reason: str = "identifier overlap (Jaccard)"
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]+")

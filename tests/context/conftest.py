@@ -1,12 +1,14 @@
-"""Fixtures of the context engine tests: a small Python workspace behind a fake index."""
+"""Fixtures of the context engine tests: a small Python workspace through the real index."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .fakes import FakeIndex
+from lsp_assist.index.workspace import WorkspaceIndex
+from tests.support.workspace import scanned_index
 
 BILLING = '''"""Billing: totals and taxes."""
 TAX_RATE = 0.2
@@ -98,9 +100,16 @@ FILES = {
 
 
 @pytest.fixture()
-def shop() -> FakeIndex:
-    """The shop workspace; shop/secrets.py is denied."""
-    return FakeIndex(Path("/ws"), dict(FILES), deny=("*secrets*",))
+def shop(tmp_path: Path) -> Iterator[WorkspaceIndex]:
+    """The shop workspace on disk, scanned by the real index; shop/secrets.py is denied."""
+    index = scanned_index(tmp_path / "ws", FILES, deny_globs=["*secrets*"])
+    yield index
+    index.stop()
+
+
+def shop_path(index: WorkspaceIndex, rel: str = "shop/cart.py") -> Path:
+    """Return the absolute path of a file of the shop workspace."""
+    return index.roots[0] / rel
 
 
 def cart_position(marker: str) -> tuple[int, int]:

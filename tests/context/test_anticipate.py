@@ -9,18 +9,15 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-import pytest
-
 from lsp_assist.config import ContextSettings
 from lsp_assist.context.engine import ContextEngine
 from lsp_assist.context.model import AssembledPrompt, Cursor, LayerItem
 from lsp_assist.context.retrieval import Candidate, Retriever
 from lsp_assist.context.tokens import ApproxTokenizer
 from lsp_assist.index.model import Symbol
+from tests.support.workspace import scanned_index
 
 from .fakes import GEMMA_LIKE
-
-WorkspaceIndex = pytest.importorskip("lsp_assist.index.workspace").WorkspaceIndex
 
 CURSOR = "<|>"
 
@@ -103,15 +100,10 @@ def workspace(tmp_path: Path, main: str = MAIN) -> tuple[object, Cursor]:
         "app/render.py": RENDER,
         "app/legacy.py": LEGACY,
     }
-    for rel, text in files.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
     offset = main.index(CURSOR)
     text = main.replace(CURSOR, "")
+    index = scanned_index(tmp_path, {**files, "app/main.py": text})
     path = (tmp_path / "app" / "main.py").resolve()
-    path.write_text(text)
-    index = WorkspaceIndex([tmp_path])
-    index.scan()
     line = main.count("\n", 0, offset)
     column = offset - (main.rfind("\n", 0, offset) + 1)
     return index, Cursor(path=path, language="python", text=text, line=line, column=column)

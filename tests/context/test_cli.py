@@ -8,20 +8,16 @@ from pathlib import Path
 import pytest
 
 from lsp_assist.cli.main import main
+from tests.support.workspace import write_files
 
 from .conftest import CART, FILES
 
 pytest.importorskip("llama_cpp")
-pytest.importorskip("lsp_assist.index.workspace")
 
 
 @pytest.fixture()
 def workspace(tmp_path: Path) -> Path:
-    for rel, text in FILES.items():
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return tmp_path
+    return write_files(tmp_path, FILES)
 
 
 def _small_model() -> str:

@@ -1,4 +1,7 @@
-"""The layered context engine on a small Python workspace: layers, budget, determinism, secrets."""
+"""The layered context engine on a small Python workspace: layers, budget, determinism, secrets.
+
+The workspace is on disk and indexed by the real ``WorkspaceIndex`` (the ``shop`` fixture).
+"""
 
 from __future__ import annotations
 
@@ -12,36 +15,32 @@ from hypothesis import strategies as st
 from lsp_assist.config import ContextSettings
 from lsp_assist.context.engine import ContextEngine, explain
 from lsp_assist.context.model import Cursor
+from lsp_assist.context.retrieval import Retriever
 from lsp_assist.context.tokens import ApproxTokenizer
 from lsp_assist.errors import ContextError
+from lsp_assist.index.workspace import WorkspaceIndex
+from tests.support.workspace import rewrite, scanned_index
 
-from .conftest import CART, FILES, cart_position
-from .fakes import (
-    CODELLAMA_LIKE,
-    CODESTRAL_LIKE,
-    GEMMA_LIKE,
-    QWEN_LIKE,
-    SMOLLM_LIKE,
-    FakeIndex,
-)
+from .conftest import CART, FILES, cart_position, shop_path
+from .fakes import CODELLAMA_LIKE, CODESTRAL_LIKE, GEMMA_LIKE, QWEN_LIKE, SMOLLM_LIKE
 
-CART_PATH = Path("/ws/shop/cart.py")
 MODELS = [GEMMA_LIKE, SMOLLM_LIKE, QWEN_LIKE, CODESTRAL_LIKE, CODELLAMA_LIKE]
 
 
-def engine_for(index: FakeIndex, model=GEMMA_LIKE, **changes: object) -> ContextEngine:
+def engine_for(index: WorkspaceIndex, model=GEMMA_LIKE, **changes: object) -> ContextEngine:
     settings = dataclasses.replace(ContextSettings(), **changes)  # type: ignore[arg-type]
     return ContextEngine(index, ApproxTokenizer(model.special_tokens), model, settings)
 
 
-def cursor_at(marker: str, text: str = CART, **kw: object) -> Cursor:
+def cursor_at(index: WorkspaceIndex, marker: str, text: str = CART, **kw: object) -> Cursor:
     line, col = cart_position(marker)
-    return Cursor(path=CART_PATH, language="python", text=text, line=line, column=col, **kw)  # type: ignore[arg-type]
+    path = shop_path(index)
+    return Cursor(path=path, language="python", text=text, line=line, column=col, **kw)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.path)
-def test_called_definition_is_in_prompt_and_lookalike_is_not(shop: FakeIndex, model) -> None:
-    prompt = engine_for(shop, model).build(cursor_at("result = compute_total("))
+def test_called_definition_is_in_prompt_and_lookalike_is_not(shop: WorkspaceIndex, model) -> None:
+    prompt = engine_for(shop, model).build(cursor_at(shop, "result = compute_total("))
     related = {layer.name: layer for layer in prompt.layers}["related"]
     assert [i.symbol for i in related.items if i.symbol == "compute_total"]
     assert all(i.source == "shop/billing.py" for i in related.items)
@@ -50,8 +49,8 @@ def test_called_definition_is_in_prompt_and_lookalike_is_not(shop: FakeIndex, mo
     assert "billing_old" not in prompt.prompt
 
 
-def test_layers_in_prompt_order(shop: FakeIndex) -> None:
-    prompt = engine_for(shop).build(cursor_at("result = compute_total("))
+def test_layers_in_prompt_order(shop: WorkspaceIndex) -> None:
+    prompt = engine_for(shop).build(cursor_at(shop, "result = compute_total("))
     names = [layer.name for layer in prompt.layers]
     assert names == [
         "instructions",
@@ -67,13 +66,14 @@ def test_layers_in_prompt_order(shop: FakeIndex) -> None:
     assert "== related" in text and "compute_total" in text
 
 
-def test_secret_file_never_reaches_prompt(shop: FakeIndex) -> None:
-    secrets = Path("/ws/shop/secrets.py")
+def test_secret_file_never_reaches_prompt(shop: WorkspaceIndex) -> None:
+    secrets = shop_path(shop, "shop/secrets.py")
     for strategy in ("layered", "baseline"):
         eng = engine_for(shop)
         eng.note_opened(secrets)
         prompt = eng.build(
-            cursor_at("creds = load_credentials(", open_files=(secrets,)), strategy=strategy
+            cursor_at(shop, "creds = load_credentials(", open_files=(secrets,)),
+            strategy=strategy,
         )
         assert "sk-very-secret" not in prompt.prompt
         assert "hunter2" not in prompt.prompt
@@ -84,11 +84,11 @@ def test_secret_file_never_reaches_prompt(shop: FakeIndex) -> None:
         )
 
 
-def test_determinism_same_state_same_bytes(shop: FakeIndex) -> None:
-    cur = cursor_at("cart.add(")
+def test_determinism_same_state_same_bytes(shop: WorkspaceIndex) -> None:
+    cur = cursor_at(shop, "cart.add(")
     a = engine_for(shop, QWEN_LIKE).build(cur)
     engine = engine_for(shop, QWEN_LIKE)
-    engine.build(cursor_at("self.items = []"))
+    engine.build(cursor_at(shop, "self.items = []"))
     b = engine.build(cur)
     assert a.prompt == b.prompt
     assert a.tokens == b.tokens
@@ -96,7 +96,7 @@ def test_determinism_same_state_same_bytes(shop: FakeIndex) -> None:
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.path)
-def test_typing_within_a_line_changes_only_the_tail(shop: FakeIndex, model) -> None:
+def test_typing_within_a_line_changes_only_the_tail(shop: WorkspaceIndex, model) -> None:
     engine = engine_for(shop, model)
     line, _col = cart_position("        return result")
     typed = "return self.items[0].price * 2 + compute_total(self.items)"
@@ -107,7 +107,7 @@ def test_typing_within_a_line_changes_only_the_tail(shop: FakeIndex, model) -> N
         lines[line] = "        " + typed[:k]
         text = "\n".join(lines)
         prompt = engine.build(
-            Cursor(path=CART_PATH, language="python", text=text, line=line, column=8 + k)
+            Cursor(path=shop_path(shop), language="python", text=text, line=line, column=8 + k)
         )
         if prev is not None:
             stable = prev.tokens[: prev.stable_prefix_len]
@@ -128,24 +128,24 @@ def test_typing_within_a_line_changes_only_the_tail(shop: FakeIndex, model) -> N
     strategy=st.sampled_from(["layered", "baseline"]),
 )
 def test_budget_never_exceeded(
-    shop: FakeIndex, offset: int, budget: int, model, strategy: str
+    shop: WorkspaceIndex, offset: int, budget: int, model, strategy: str
 ) -> None:
     line = CART.count("\n", 0, offset)
     col = offset - (CART.rfind("\n", 0, offset) + 1)
     cur = Cursor(
-        path=CART_PATH,
+        path=shop_path(shop),
         language="python",
         text=CART,
         line=line,
         column=col,
-        open_files=(Path("/ws/shop/billing.py"), Path("/ws/shop/billing_old.py")),
+        open_files=(shop_path(shop, "shop/billing.py"), shop_path(shop, "shop/billing_old.py")),
     )
     prompt = engine_for(shop, model).build(cur, budget=budget, strategy=strategy)
     assert prompt.total_tokens <= budget
     assert 0 <= prompt.stable_prefix_len <= prompt.total_tokens
 
 
-def test_layers_can_be_switched_off(shop: FakeIndex) -> None:
+def test_layers_can_be_switched_off(shop: WorkspaceIndex) -> None:
     engine = engine_for(
         shop,
         layer_related=False,
@@ -153,19 +153,19 @@ def test_layers_can_be_switched_off(shop: FakeIndex) -> None:
         layer_file_summary=False,
         layer_project_summary=False,
     )
-    prompt = engine.build(cursor_at("result = compute_total("))
+    prompt = engine.build(cursor_at(shop, "result = compute_total("))
     tokens = prompt.layer_tokens()
     assert tokens["related"] == tokens["similar"] == 0
     assert tokens["file_summary"] == tokens["project_summary"] == 0
     assert "subtotal" not in prompt.prompt
 
 
-def test_threshold_drops_weak_candidates(shop: FakeIndex) -> None:
+def test_threshold_drops_weak_candidates(shop: WorkspaceIndex) -> None:
     text = CART.replace(
         "    def remove(self, name):\n", "    def remove(self, name):\n        compute_totals([])\n"
     )
     line, col = cart_position("print(cart.total(")
-    cur = Cursor(path=CART_PATH, language="python", text=text, line=line + 1, column=col)
+    cur = Cursor(path=shop_path(shop), language="python", text=text, line=line + 1, column=col)
     weak = {
         i.symbol: i.score
         for layer in engine_for(shop, related_threshold=0.2).build(cur).layers
@@ -183,75 +183,76 @@ def test_threshold_drops_weak_candidates(shop: FakeIndex) -> None:
     assert "compute_total" in names
 
 
-def test_editing_zone_is_whole_blocks(shop: FakeIndex) -> None:
+def test_editing_zone_is_whole_blocks(shop: WorkspaceIndex) -> None:
     engine = engine_for(shop, QWEN_LIKE, editing_zone_lines=12)
-    prompt = engine.build(cursor_at("self.items.append("))
+    prompt = engine.build(cursor_at(shop, "self.items.append("))
     zone = {layer.name: layer for layer in prompt.layers}["editing_zone"]
     first = zone.text.lstrip("\n").split("\n", 1)[0]
     assert first.strip().startswith(("def ", "class ", "@", '"""')), first
     assert "def add(self, item):" in zone.text
 
 
-def test_file_summary_elides_bodies_outside_zone(shop: FakeIndex) -> None:
+def test_file_summary_elides_bodies_outside_zone(shop: WorkspaceIndex) -> None:
     engine = engine_for(shop, editing_zone_lines=8)
-    prompt = engine.build(cursor_at("print(cart.total("))
+    prompt = engine.build(cursor_at(shop, "print(cart.total("))
     summary = {layer.name: layer for layer in prompt.layers}["file_summary"]
     assert "def remove(self, name): ..." in summary.text
     assert "self.items = [i for i" not in summary.text
 
 
-def test_baseline_stuffs_whole_file_and_open_files(shop: FakeIndex) -> None:
-    billing = Path("/ws/shop/billing.py")
+def test_baseline_stuffs_whole_file_and_open_files(shop: WorkspaceIndex) -> None:
+    billing = shop_path(shop, "shop/billing.py")
     prompt = engine_for(shop).build(
-        cursor_at("result = compute_total(", open_files=(billing,)), strategy="baseline"
+        cursor_at(shop, "result = compute_total(", open_files=(billing,)), strategy="baseline"
     )
     assert prompt.strategy == "baseline"
     assert "class Invoice:" in prompt.prompt
     assert "class Item:" in prompt.prompt
-    layered = engine_for(shop).build(cursor_at("result = compute_total(", open_files=(billing,)))
+    layered = engine_for(shop).build(
+        cursor_at(shop, "result = compute_total(", open_files=(billing,))
+    )
     assert layered.total_tokens < prompt.total_tokens
 
 
-def test_recent_files_feed_similar_code(shop: FakeIndex) -> None:
+def test_recent_files_feed_similar_code(shop: WorkspaceIndex) -> None:
     other = """def process_order(cart):
     for item in cart.items:
         if item.price > MAX_ITEMS:
             raise ValueError("cart is full")
         cart.items.append(item)
 """
-    shop.set_text("shop/checkout.py", other)
+    checkout = rewrite(shop, "shop/checkout.py", other)
     engine = engine_for(shop, similar_threshold=0.1)
-    engine.note_opened(Path("/ws/shop/checkout.py"))
-    prompt = engine.build(cursor_at("self.items.append("))
+    engine.note_opened(checkout)
+    prompt = engine.build(cursor_at(shop, "self.items.append("))
     similar = {layer.name: layer for layer in prompt.layers}["similar"]
     assert [i.source for i in similar.items] == ["shop/checkout.py"]
     # rolling memory: only the last M files are kept
     engine.update_settings(dataclasses.replace(engine.settings, recent_files=2))
+    root = shop.roots[0]
     for name in ("a.py", "b.py", "c.py"):
-        engine.note_opened(Path("/ws") / name)
-    assert engine.recent_files() == [Path("/ws/c.py"), Path("/ws/b.py")]
+        engine.note_opened(root / name)
+    assert engine.recent_files() == [root / "c.py", root / "b.py"]
 
 
-def test_retriever_text_follows_the_index_entry(shop: FakeIndex) -> None:
-    from lsp_assist.context.retrieval import Retriever
-
-    class Counting(FakeIndex):
+def test_retriever_text_follows_the_index_entry(shop: WorkspaceIndex) -> None:
+    class Counting(WorkspaceIndex):
         reads = 0
 
         def text_of(self, path: Path) -> str | None:
             Counting.reads += 1
             return super().text_of(path)
 
-    index = Counting(shop.root, {shop.relative(p): shop.text_of(p) or "" for p in shop.entries})
+    index = scanned_index(shop.roots[0], index_class=Counting)
     retriever = Retriever(index, index.relative)
-    path = next(iter(index.entries))
-    rel = index.relative(path)
+    rel = "shop/billing.py"
+    path = shop_path(index, rel)
     first = retriever.text_of(path)
     assert first == index.text_of(path)
     reads = Counting.reads
     assert retriever.text_of(path) is first  # same entry: no new read
     assert Counting.reads == reads
-    index.set_text(rel, "def changed():\n    pass\n")  # a new text gives a new entry
+    rewrite(index, rel, "def changed():\n    pass\n")  # a new text gives a new entry
     assert retriever.text_of(path) == "def changed():\n    pass\n"
     retriever.reset(force=True)
     assert retriever.text_of(path) == "def changed():\n    pass\n"

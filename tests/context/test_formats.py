@@ -12,10 +12,10 @@ from lsp_assist.backends.vocab import SPECIAL_TOKEN_NAMES, Vocabulary
 from lsp_assist.context.engine import ContextEngine
 from lsp_assist.context.formats import FORMAT_TOKEN_TEXTS, detect_format
 from lsp_assist.context.model import Cursor
+from lsp_assist.index.workspace import WorkspaceIndex
 from tests.support.tiny_gguf import FAMILIES
 
-from .conftest import CART, cart_position
-from .fakes import FakeIndex
+from .conftest import CART, cart_position, shop_path
 
 pytest.importorskip("llama_cpp")
 
@@ -52,11 +52,9 @@ def test_context_never_imports_llama_cpp() -> None:
             assert not [n for n in names if n.split(".")[0] == "llama_cpp"], source.name
 
 
-def _cursor(text: str = CART) -> Cursor:
+def _cursor(index: WorkspaceIndex, text: str = CART) -> Cursor:
     line, col = cart_position("result = compute_total(")
-    return Cursor(
-        path=Path("/ws/shop/cart.py"), language="python", text=text, line=line, column=col
-    )
+    return Cursor(path=shop_path(index), language="python", text=text, line=line, column=col)
 
 
 def _find(seq: list[int], token: int) -> int:
@@ -66,7 +64,7 @@ def _find(seq: list[int], token: int) -> int:
 
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_format_token_sequence(
-    family: str, tokenizers: dict[str, Vocabulary], shop: FakeIndex
+    family: str, tokenizers: dict[str, Vocabulary], shop: WorkspaceIndex
 ) -> None:
     tok = tokenizers[family]
     info: ModelInfo = tok.info()
@@ -75,7 +73,7 @@ def test_format_token_sequence(
     # special-token text inside the code must never become a control token
     text = CART.replace('"""Shopping cart."""', '"""Shopping cart <|fim_middle|> [SUFFIX]."""')
     engine = ContextEngine(shop, tok, info)
-    prompt = engine.build(_cursor(text))
+    prompt = engine.build(_cursor(shop, text))
     seq = prompt.tokens
     assert prompt.total_tokens <= prompt.budget
     line, col = cart_position("result = compute_total(")

@@ -14,10 +14,9 @@ import pytest
 from lsp_assist.context.engine import ContextEngine
 from lsp_assist.context.model import Cursor
 from lsp_assist.context.tokens import ApproxTokenizer
+from tests.support.workspace import scanned_index, write_files
 
 from .fakes import GEMMA_LIKE, QWEN_LIKE
-
-WorkspaceIndex = pytest.importorskip("lsp_assist.index.workspace").WorkspaceIndex
 
 CURSOR = "<|>"
 
@@ -280,18 +279,12 @@ FIXTURES = [
 
 
 def _write(root: Path, fixture: Fixture) -> tuple[Path, str, int, int]:
-    main_text = ""
-    for rel, text in fixture.files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if rel == fixture.main:
-            offset = text.index(CURSOR)
-            main_text = text.replace(CURSOR, "")
-            line = text.count("\n", 0, offset)
-            col = offset - (text.rfind("\n", 0, offset) + 1)
-            path.write_text(main_text)
-        else:
-            path.write_text(text)
+    marked = fixture.files[fixture.main]
+    offset = marked.index(CURSOR)
+    main_text = marked.replace(CURSOR, "")
+    line = marked.count("\n", 0, offset)
+    col = offset - (marked.rfind("\n", 0, offset) + 1)
+    write_files(root, {**fixture.files, fixture.main: main_text})
     return root / fixture.main, main_text, line, col
 
 
@@ -299,8 +292,7 @@ def _write(root: Path, fixture: Fixture) -> tuple[Path, str, int, int]:
 @pytest.mark.parametrize("fixture", FIXTURES, ids=lambda f: f.language)
 def test_called_definition_in_prompt(tmp_path: Path, fixture: Fixture, model) -> None:
     main, text, line, col = _write(tmp_path, fixture)
-    index = WorkspaceIndex([tmp_path])
-    index.scan()
+    index = scanned_index(tmp_path)
     engine = ContextEngine(
         index, ApproxTokenizer(model.special_tokens), model, relative=index.relative
     )
@@ -315,16 +307,10 @@ def test_called_definition_in_prompt(tmp_path: Path, fixture: Fixture, model) ->
 
 
 def test_denied_files_never_reach_the_prompt(tmp_path: Path) -> None:
-    from lsp_assist.config import IndexSettings
-
     from .conftest import CART, FILES
 
-    for rel, text in FILES.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
-    (tmp_path / ".env").write_text("API_TOKEN=env-secret-value\n")
-    index = WorkspaceIndex([tmp_path], IndexSettings(deny_globs=["**/secrets.py"]))
-    index.scan()
+    files = {**FILES, ".env": "API_TOKEN=env-secret-value\n"}
+    index = scanned_index(tmp_path, files, deny_globs=["**/secrets.py"])
     secrets = (tmp_path / "shop" / "secrets.py").resolve()
     assert index.is_denied(secrets) and index.is_denied((tmp_path / ".env").resolve())
     engine = ContextEngine(

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from lsp_assist.config import ContextSettings, IndexSettings
+from lsp_assist.config import ContextSettings
 from lsp_assist.context.engine import ContextEngine
 from lsp_assist.context.model import AssembledPrompt, Cursor
 from lsp_assist.context.tokens import ApproxTokenizer
-from lsp_assist.index.workspace import WorkspaceIndex
+from tests.support.workspace import scanned_index, write_files
 
 from .fakes import GEMMA_LIKE, QWEN_LIKE
 
@@ -121,14 +121,14 @@ def reader_source() -> str:
 
 @pytest.fixture()
 def workspace(tmp_path: Path) -> Path:
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "helpers.py").write_text(HELPERS)
-    (pkg / "codes.py").write_text(CODES)
-    (pkg / "frames.py").write_text(FRAMES)
-    (pkg / "reader.py").write_text(reader_source())
-    return tmp_path
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": HELPERS,
+        "pkg/codes.py": CODES,
+        "pkg/frames.py": FRAMES,
+        "pkg/reader.py": reader_source(),
+    }
+    return write_files(tmp_path, files)
 
 
 def zone_head(prompt: AssembledPrompt, fim: bool) -> str:
@@ -143,8 +143,7 @@ def zone_head(prompt: AssembledPrompt, fim: bool) -> str:
 
 @pytest.mark.parametrize("model", [GEMMA_LIKE, QWEN_LIKE], ids=lambda m: m.path)
 def test_head_is_identical_for_every_keystroke_within_a_line(workspace: Path, model) -> None:
-    index = WorkspaceIndex([workspace], IndexSettings(watch=False))
-    index.scan()
+    index = scanned_index(workspace)
     engine = ContextEngine(
         index,
         ApproxTokenizer(model.special_tokens),
@@ -187,8 +186,7 @@ def test_head_is_identical_for_every_keystroke_within_a_line(workspace: Path, mo
 
 
 def test_project_summary_is_the_same_at_every_position_of_a_file(workspace: Path) -> None:
-    index = WorkspaceIndex([workspace], IndexSettings(watch=False))
-    index.scan()
+    index = scanned_index(workspace)
     engine = ContextEngine(
         index, ApproxTokenizer(), GEMMA_LIKE, ContextSettings(), relative=index.relative
     )

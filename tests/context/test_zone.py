@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from tree_sitter import Tree
 
 from lsp_assist.context.syntax import get_parser
 from lsp_assist.context.tokens import ApproxTokenizer, CachedCounter
-from lsp_assist.context.zone import node_lines, select_zone
+from lsp_assist.context.zone import Zone, node_lines, select_zone
 
 COUNTER = CachedCounter(ApproxTokenizer())
 
@@ -60,12 +61,11 @@ def statement_starts(tree: object, lines: list[str]) -> set[int]:
     return starts
 
 
-@pytest.mark.parametrize("fim", [False, True])
-def test_zone_descends_into_a_block_too_large_to_take_whole(fim: bool) -> None:
+def endpoint_zone(budget: int, fim: bool) -> tuple[Zone, Tree, list[str]]:
+    """Select the zone of :func:`endpoint_source` at its cursor (60 lines at most)."""
     text, line = endpoint_source()
     lines = text.split("\n")
     tree = get_parser("python").parse(text.encode())
-    budget = 497
     zone = select_zone(
         tree,
         lines,
@@ -77,6 +77,13 @@ def test_zone_descends_into_a_block_too_large_to_take_whole(fim: bool) -> None:
         fim=fim,
         estimate=lambda s: len(s) // 3 + 1,
     )
+    return zone, tree, lines
+
+
+@pytest.mark.parametrize("fim", [False, True])
+def test_zone_descends_into_a_block_too_large_to_take_whole(fim: bool) -> None:
+    budget = 497
+    zone, tree, lines = endpoint_zone(budget, fim)
     used = COUNTER.count(zone.before) + COUNTER.count(zone.typed) + COUNTER.count(zone.after)
     assert used <= budget
     # the nearest code up to the grant, not the two lines of the old whole-sibling rule
@@ -123,20 +130,7 @@ def test_zone_without_grammar_fills_with_lines() -> None:
 
 @pytest.mark.parametrize("budget", range(150, 500, 23))
 def test_zone_starts_on_a_statement_whatever_the_grant(budget: int) -> None:
-    text, line = endpoint_source()
-    lines = text.split("\n")
-    tree = get_parser("python").parse(text.encode())
-    zone = select_zone(
-        tree,
-        lines,
-        line,
-        8,
-        max_lines=60,
-        budget=budget,
-        count=COUNTER.count,
-        fim=False,
-        estimate=lambda s: len(s) // 3 + 1,
-    )
+    zone, tree, lines = endpoint_zone(budget, fim=False)
     assert COUNTER.count(zone.before) + COUNTER.count(zone.typed) <= budget
     assert COUNTER.count(zone.before) >= budget * 0.6
     # never the second line of a multi-line call: whole statements when there are any

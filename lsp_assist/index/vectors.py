@@ -1,0 +1,666 @@
+"""Vector index: the workspace's definitions as embedding vectors, searched by brute force.
+
+This module owns:
+
+- the **chunker** (:func:`chunk_file`): one chunk per definition from the syntax index
+  (function, method, class header with its docstring and member names), a long
+  definition split into pieces of ``MAX_LINES``; the embedded text starts with the
+  file's path and the enclosing names (``pkg/mod.py Class.method``);
+- :class:`VectorStore`: the vectors in the per-workspace SQLite cache
+  (``index.sqlite3``, beside the symbols): one row per file and model, keyed by the
+  index's content hash, with its chunks and their vectors (float16);
+- :class:`VectorIndex`: a background thread that embeds what changed (only the chunks
+  whose embedded text is new: unchanged definitions keep their vectors), a contiguous
+  float32 matrix of every live chunk, and :meth:`VectorIndex.search` (cosine, a
+  threshold, best first).
+
+The embedding model is whatever the caller's factory returns (anything with ``dim``
+and ``embed(texts) -> (n, dim) float32``, L2-normalised); the serving layer passes
+:class:`lsp_assist.backends.embedding.Embedder`. The model is loaded on the worker
+thread, never on the caller's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import marshal
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from lsp_assist.config import Settings, workspace_cache_dir
+from lsp_assist.errors import IndexError_, LspAssistError
+from lsp_assist.index.model import FileEntry, Symbol
+
+Matrix = npt.NDArray[np.float32]
+"""A float32 vector or matrix (rows are L2-normalised embeddings)."""
+Stored = tuple[str, list["ChunkSpan"], npt.NDArray[np.float16]]
+"""A file's row in the cache: its content hash, its chunks, their float16 vectors."""
+
+logger = logging.getLogger(__name__)
+
+CHUNK_KINDS = frozenset({"function", "method", "class", "interface", "struct", "enum", "type"})
+CLASS_KINDS = frozenset({"class", "interface", "struct", "enum"})
+MAX_LINES = 40
+"""A definition longer than this is embedded as pieces of this many lines."""
+HEADER_LINES = 20
+"""A class's chunk: its header up to its first member, at most this many lines."""
+BATCH = 16
+"""Chunks per embedding call on the worker thread (then it looks at ``busy`` again)."""
+SAVE_BATCH = 200
+"""Files per SQLite transaction."""
+
+
+class Embedding(Protocol):
+    """What the vector index needs from an embedding model."""
+
+    @property
+    def dim(self) -> int:
+        """Vector size."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """Return one L2-normalised float32 row per text."""
+        ...
+
+
+class VectorSource(Protocol):
+    """The index lookups the vector index reads (``WorkspaceIndex`` has them)."""
+
+    def files(self) -> list[Path]:
+        """The indexed workspace files."""
+        ...
+
+    def file(self, path: Path) -> FileEntry | None:
+        """The entry of one file."""
+        ...
+
+    def text_of(self, path: Path) -> str | None:
+        """The text of one file."""
+        ...
+
+    def relative(self, path: Path) -> str:
+        """The display path."""
+        ...
+
+    def is_denied(self, path: Path) -> bool:
+        """True for secrets."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSpan:
+    """One embedded piece of a definition: its lines (0-based, inclusive) and label."""
+
+    start_line: int
+    end_line: int
+    label: str
+    """The enclosing names and the definition's name, e.g. ``Parser.parse_args``."""
+    kind: str
+    key: str
+    """Hash of the embedded text: the same text keeps its vector."""
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    """A chunk that passed the threshold."""
+
+    path: Path
+    span: ChunkSpan
+    score: float
+
+
+def _key(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=12).hexdigest()
+
+
+def _label(sym: Symbol) -> str:
+    return f"{sym.parent}.{sym.name}" if sym.parent else sym.name
+
+
+def chunk_file(rel: str, symbols: Sequence[Symbol], text: str) -> list[tuple[ChunkSpan, str]]:
+    """Return the chunks of one file with the text embedded for each (path and names first)."""
+    lines = text.split("\n")
+    out: list[tuple[ChunkSpan, str]] = []
+    for sym in symbols:
+        if sym.kind not in CHUNK_KINDS or sym.start_line >= len(lines):
+            continue
+        end = min(sym.end_line, len(lines) - 1)
+        label = _label(sym)
+        if sym.kind in CLASS_KINDS:
+            members = [
+                s for s in symbols if s.parent == sym.name and sym.start_line < s.start_line <= end
+            ]
+            # the header: docstring and attributes, up to the first member with a body
+            stop = min(
+                [end, sym.start_line + HEADER_LINES - 1]
+                + [m.start_line - 1 for m in members if m.kind in CHUNK_KINDS]
+            )
+            stop = max(stop, sym.start_line)
+            body = "\n".join(lines[sym.start_line : stop + 1])
+            names = ", ".join(dict.fromkeys(m.name for m in members))
+            embedded = f"{rel} {label}\n{body}" + (f"\nmembers: {names}" if names else "")
+            out.append((ChunkSpan(sym.start_line, stop, label, sym.kind, _key(embedded)), embedded))
+            continue
+        for part, start in enumerate(range(sym.start_line, end + 1, MAX_LINES)):
+            stop = min(end, start + MAX_LINES - 1)
+            body = "\n".join(lines[start : stop + 1])
+            if not body.strip():
+                continue
+            shown = label if part == 0 else f"{label} (part {part + 1})"
+            embedded = f"{rel} {shown}\n{body}"
+            out.append((ChunkSpan(start, stop, shown, sym.kind, _key(embedded)), embedded))
+    return out
+
+
+# ---------------------------------------------------------------------- persistence
+
+
+class VectorStore:
+    """The vectors of one workspace and model in ``<cache_dir>/index.sqlite3`` (thread-safe)."""
+
+    def __init__(self, cache_dir: Path, model_id: str) -> None:
+        self.path = cache_dir / "index.sqlite3"
+        self.model_id = model_id
+        self._lock = threading.Lock()
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (model TEXT, path TEXT, file_key TEXT,"
+                " chunks BLOB, vectors BLOB, PRIMARY KEY (model, path))"
+            )
+        except (sqlite3.Error, OSError) as exc:
+            raise IndexError_(f"cannot open the vector cache {self.path}: {exc}") from exc
+
+    def load(self) -> dict[str, Stored]:
+        """Return every stored file of this model: path -> (file key, chunks, vectors)."""
+        out: dict[str, Stored] = {}
+        try:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT path, file_key, chunks, vectors FROM vectors WHERE model=?",
+                    (self.model_id,),
+                ).fetchall()
+        except sqlite3.Error as exc:
+            raise IndexError_(f"cannot read the vector cache {self.path}: {exc}") from exc
+        for path, file_key, chunks_blob, vectors_blob in rows:
+            try:
+                spans = [ChunkSpan(*t) for t in marshal.loads(chunks_blob)]
+                vectors = np.frombuffer(vectors_blob, dtype=np.float16).reshape(len(spans), -1)
+            except (ValueError, TypeError, EOFError) as exc:
+                logger.warning("vector cache row %s does not decode (%s): re-embedding", path, exc)
+                continue
+            out[path] = (file_key, spans, vectors)
+        return out
+
+    def save(
+        self, rows: Iterable[tuple[str, str, list[ChunkSpan], Matrix]], deleted: Iterable[str]
+    ) -> None:
+        """Write (path, file key, chunks, vectors) rows and delete paths, in one transaction."""
+        data = [
+            (
+                self.model_id,
+                path,
+                file_key,
+                marshal.dumps([(s.start_line, s.end_line, s.label, s.kind, s.key) for s in spans]),
+                np.ascontiguousarray(vectors, dtype=np.float16).tobytes(),
+            )
+            for path, file_key, spans, vectors in rows
+        ]
+        gone = [(self.model_id, p) for p in deleted]
+        if not data and not gone:
+            return
+        try:
+            with self._lock:
+                self._db.execute("BEGIN")
+                try:
+                    self._db.executemany("DELETE FROM vectors WHERE model=? AND path=?", gone)
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)", data
+                    )
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+        except sqlite3.Error as exc:
+            raise IndexError_(f"cannot write the vector cache {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        """Close the database."""
+        with self._lock, contextlib.suppress(sqlite3.Error):
+            self._db.close()
+
+
+# ---------------------------------------------------------------------- the index
+
+
+@dataclass(slots=True)
+class VectorStats:
+    """What the vector index holds and has done."""
+
+    files: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    """Chunks embedded by this process (not from the cache, not reused)."""
+    reused: int = 0
+    """Chunks whose vector was kept (same embedded text) or read from the cache."""
+    embed_seconds: float = 0.0
+    syncs: int = 0
+    pending: int = 0
+    matrix_bytes: int = 0
+    error: str = ""
+    model_seconds: float = 0.0
+    sweep_seconds: float = 0.0
+    """The last full pass's look at every file (embedding not counted)."""
+
+
+@dataclass(slots=True)
+class _File:
+    key: str
+    rows: list[int] = field(default_factory=list)
+
+
+def _file_key(source: VectorSource, path: Path) -> str | None:
+    """The content hash the index has for ``path`` (open buffers: a hash of their text)."""
+    entry = source.file(path)
+    if entry is None:
+        return None
+    if entry.content_hash:
+        return entry.content_hash
+    text = source.text_of(path)
+    return None if text is None else _key(text)
+
+
+def _lower_priority() -> None:
+    """Run this thread (and llama.cpp's work on it) behind the foreground's."""
+    with contextlib.suppress(AttributeError, OSError, PermissionError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+
+
+class VectorIndex:
+    """The workspace's chunks as a contiguous float32 matrix, kept current in the background.
+
+    ``start()`` starts the worker: it loads the model, installs what the cache holds
+    for unchanged files, embeds the rest, then waits for :meth:`notify` (or
+    ``poll_s``) and embeds what changed. :meth:`search` never waits for the worker.
+    """
+
+    def __init__(
+        self,
+        source: VectorSource,
+        embedding: Callable[[], Embedding],
+        *,
+        model_id: str,
+        cache_dir: Path | None = None,
+        poll_s: float = 30.0,
+        busy: Callable[[], bool] | None = None,
+        max_chunks: int = 1_000_000,
+    ) -> None:
+        self.source = source
+        self.model_id = model_id
+        self._factory = embedding
+        self.model: Embedding | None = None
+        self._query_model: Embedding | None = None
+        self.poll_s = poll_s
+        self._busy = busy
+        self.max_chunks = max_chunks
+        self._store: VectorStore | None = None
+        if cache_dir is not None:
+            try:
+                self._store = VectorStore(Path(cache_dir), model_id)
+            except IndexError_ as exc:
+                logger.warning("%s; vectors are not persisted", exc)
+        self._lock = threading.Lock()
+        self._matrix = np.zeros((0, 0), dtype=np.float32)
+        self._n = 0
+        self._alive = np.zeros(0, dtype=bool)
+        self._refs: list[tuple[Path, ChunkSpan] | None] = []
+        self._files: dict[Path, _File] = {}
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._dirty: set[Path] = set()
+        self._full = True
+        self._thread: threading.Thread | None = None
+        self.ready = threading.Event()
+        """Set after the first full pass (the model loaded, every file embedded)."""
+        self.stats = VectorStats()
+
+    # -- worker ------------------------------------------------------------------------
+
+    def start(self, after: threading.Thread | None = None) -> threading.Thread:
+        """Start the worker thread (after ``after``, e.g. the index's background scan)."""
+
+        def run() -> None:
+            _lower_priority()
+            if after is not None:
+                after.join()
+            try:
+                self._ensure_model()
+                while not self._stop.is_set():
+                    self.sync()
+                    self.ready.set()
+                    # looking over a large tree costs: spend at most 2% of the time on it
+                    told = self._wake.wait(max(self.poll_s, 50 * self.stats.sweep_seconds))
+                    self._wake.clear()
+                    if not told:  # nobody said what changed: look at every file
+                        with self._lock:
+                            self._full = True
+            except LspAssistError as exc:
+                self.stats.error = str(exc)
+                logger.warning("vector index stopped: %s", exc)
+            finally:
+                self.ready.set()
+
+        self._thread = threading.Thread(target=run, name="lsp-assist-vectors", daemon=True)
+        self._thread.start()
+        return self._thread
+
+    def notify(self, paths: Iterable[Path] | None = None) -> None:
+        """Say that ``paths`` (None: anything) changed; the worker looks soon."""
+        with self._lock:
+            if paths is None:
+                self._full = True
+            else:
+                self._dirty.update(paths)
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Stop the worker and close the cache."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+        if self._store is not None:
+            self._store.close()
+        # what the factory made is the index's: the query context first (it shares the
+        # weights of the other)
+        closed: list[object] = []
+        for model in (self._query_model, self.model):
+            close = getattr(model, "close", None)
+            if callable(close) and not any(model is c for c in closed):
+                close()
+                closed.append(model)
+        self._query_model = self.model = None
+
+    def _ensure_model(self) -> Embedding:
+        if self.model is None:
+            started = time.perf_counter()
+            model = self._factory()
+            # queries get a context of their own where the model offers one: a query
+            # never waits behind a background batch
+            fork = getattr(model, "fork", None)
+            self._query_model = fork() if callable(fork) else model
+            self.model = model
+            self.stats.model_seconds = time.perf_counter() - started
+        return self.model
+
+    def sync(self) -> VectorStats:
+        """Embed what changed since the last pass (everything on a full pass); blocking."""
+        model = self._ensure_model()
+        with self._lock:
+            full, dirty = self._full, self._dirty
+            self._full, self._dirty = False, set()
+        if full:
+            paths = [p for p in self.source.files() if not self.source.is_denied(p)]
+            listed = set(paths)
+            gone = [p for p in self._files if p not in listed]
+        else:
+            paths = sorted(p for p in dirty if not self.source.is_denied(p))
+            gone = [p for p in dirty if p not in paths]
+        stored = self._store.load() if self._store is not None and self.stats.syncs == 0 else {}
+        began = time.perf_counter()
+        todo: list[tuple[Path, str]] = []
+        for path in paths:
+            key = _file_key(self.source, path)
+            if key is None:
+                gone.append(path)
+                continue
+            known = self._files.get(path)
+            if known is not None and known.key == key:
+                continue
+            cached = stored.get(str(path))
+            if cached is not None and cached[0] == key and cached[2].shape[1:] == (model.dim,):
+                self._install(path, key, cached[1], cached[2].astype(np.float32))
+                self.stats.reused += len(cached[1])
+                continue
+            todo.append((path, key))
+        if full:
+            self.stats.sweep_seconds = time.perf_counter() - began
+        self._remove(gone)
+        if self._store is not None and gone:
+            self._store.save([], [str(p) for p in gone])
+        self.stats.pending = len(todo)
+        rows: list[tuple[str, str, list[ChunkSpan], Matrix]] = []
+        for path, key in todo:
+            if self._stop.is_set():
+                break
+            done = self._embed_file(model, path, key, stored.get(str(path)))
+            self.stats.pending -= 1
+            if done is not None and self._store is not None:
+                rows.append((str(path), key, done[0], done[1]))
+                if len(rows) >= SAVE_BATCH:
+                    self._store.save(rows, [])
+                    rows = []
+        if self._store is not None and rows:
+            self._store.save(rows, [])
+        self.stats.syncs += 1
+        return self.stats
+
+    def _embed_file(
+        self,
+        model: Embedding,
+        path: Path,
+        key: str,
+        cached: Stored | None,
+    ) -> tuple[list[ChunkSpan], Matrix] | None:
+        text = self.source.text_of(path)
+        entry = self.source.file(path)
+        if text is None or entry is None:
+            self._remove([path])
+            return None
+        chunks = chunk_file(self.source.relative(path), entry.symbols, text)
+        known: dict[str, Matrix] = {}
+        with self._lock:
+            old = self._files.get(path)
+            if old is not None:
+                for row in old.rows:
+                    ref = self._refs[row]
+                    if ref is not None:
+                        known[ref[1].key] = self._matrix[row].copy()
+        if cached is not None:
+            for span, vec in zip(cached[1], cached[2], strict=False):
+                known.setdefault(span.key, vec.astype(np.float32))
+        vectors = np.zeros((len(chunks), model.dim), dtype=np.float32)
+        missing = [i for i, (span, _) in enumerate(chunks) if span.key not in known]
+        for i, (span, _) in enumerate(chunks):
+            if span.key in known:
+                vectors[i] = known[span.key]
+        self.stats.reused += len(chunks) - len(missing)
+        for start in range(0, len(missing), BATCH):
+            self._wait_foreground()
+            group = missing[start : start + BATCH]
+            began = time.perf_counter()
+            vectors[group] = model.embed([chunks[i][1] for i in group])
+            self.stats.embed_seconds += time.perf_counter() - began
+            self.stats.embedded += len(group)
+        spans = [span for span, _ in chunks]
+        self._install(path, key, spans, vectors)
+        return spans, vectors
+
+    def _wait_foreground(self) -> None:
+        """Let a request being served go first (at most 5 s at a time)."""
+        if self._busy is None:
+            return
+        deadline = time.monotonic() + 5.0
+        while self._busy() and time.monotonic() < deadline and not self._stop.is_set():
+            time.sleep(0.005)
+
+    # -- the matrix --------------------------------------------------------------------
+
+    def _remove(self, paths: Iterable[Path]) -> None:
+        with self._lock:
+            for path in paths:
+                old = self._files.pop(path, None)
+                if old is None:
+                    continue
+                for row in old.rows:
+                    self._alive[row] = False
+                    self._refs[row] = None
+            self._update_counts()
+
+    def _install(self, path: Path, key: str, spans: list[ChunkSpan], vectors: Matrix) -> None:
+        with self._lock:
+            old = self._files.pop(path, None)
+            if old is not None:
+                for row in old.rows:
+                    self._alive[row] = False
+                    self._refs[row] = None
+            n = len(spans)
+            if self.stats.chunks + n > self.max_chunks:
+                logger.warning("vector index full (%d chunks): %s left out", self.max_chunks, path)
+                self._files[path] = _File(key, [])  # not tried again until it changes
+                self._update_counts()
+                return
+            self._reserve(n, vectors.shape[1] if n else self._matrix.shape[1])
+            rows = list(range(self._n, self._n + n))
+            if n:
+                self._matrix[self._n : self._n + n] = vectors
+                self._alive[self._n : self._n + n] = True
+                self._refs.extend((path, span) for span in spans)
+                self._n += n
+            self._files[path] = _File(key, rows)
+            self._update_counts()
+
+    def _reserve(self, n: int, dim: int) -> None:
+        """Make room for ``n`` more rows: compact when a quarter is dead, else grow x2."""
+        if self._matrix.shape[1] != dim and self._n == 0:
+            self._matrix = np.zeros((0, dim), dtype=np.float32)
+        if self._n + n <= self._matrix.shape[0]:
+            return
+        live = np.flatnonzero(self._alive[: self._n])
+        if len(live) < 0.75 * self._n:
+            remap = {int(old): new for new, old in enumerate(live)}
+            self._matrix[: len(live)] = self._matrix[live]
+            self._alive[:] = False
+            self._alive[: len(live)] = True
+            self._refs = [self._refs[int(i)] for i in live]
+            for f in self._files.values():
+                f.rows = [remap[r] for r in f.rows]
+            self._n = len(live)
+            if self._n + n <= self._matrix.shape[0]:
+                return
+        cap = max(1024, 2 * (self._n + n))
+        matrix = np.zeros((cap, dim), dtype=np.float32)
+        matrix[: self._n] = self._matrix[: self._n]
+        alive = np.zeros(cap, dtype=bool)
+        alive[: self._n] = self._alive[: self._n]
+        self._matrix, self._alive = matrix, alive
+
+    def _update_counts(self) -> None:
+        self.stats.files = len(self._files)
+        self.stats.chunks = int(self._alive[: self._n].sum())
+        self.stats.matrix_bytes = int(self._matrix.nbytes)
+
+    # -- queries -----------------------------------------------------------------------
+
+    def embed_query(self, text: str) -> Matrix | None:
+        """Return the query's vector (None before the model is loaded)."""
+        model = self._query_model
+        if model is None:
+            return None
+        vector: Matrix = model.embed([text])[0]
+        return vector
+
+    def search(
+        self,
+        query: Matrix,
+        *,
+        limit: int,
+        threshold: float,
+        skip: Callable[[Path, ChunkSpan], bool] | None = None,
+    ) -> list[VectorHit]:
+        """Return up to ``limit`` chunks with cosine >= ``threshold``, best first."""
+        with self._lock:
+            n = self._n
+            if n == 0 or self._matrix.shape[1] != query.shape[0]:
+                return []
+            scores = self._matrix[:n] @ query.astype(np.float32)
+            scores[~self._alive[:n]] = -1.0
+            above = np.flatnonzero(scores >= threshold)
+            order = above[np.argsort(-scores[above], kind="stable")]
+            hits: list[VectorHit] = []
+            for row in order:
+                ref = self._refs[int(row)]
+                if ref is None or (skip is not None and skip(ref[0], ref[1])):
+                    continue
+                hits.append(VectorHit(ref[0], ref[1], float(scores[row])))
+                if len(hits) >= limit:
+                    break
+            return hits
+
+    def chunks_of(self, path: Path) -> list[ChunkSpan]:
+        """Return the chunks held for ``path`` (tests, explain)."""
+        with self._lock:
+            f = self._files.get(path)
+            refs = [self._refs[r] for r in f.rows] if f is not None else []
+        return [r[1] for r in refs if r is not None]
+
+
+# ---------------------------------------------------------------------- wiring
+
+
+def embedding_model_path(settings: Settings) -> Path:
+    """Return the embedding GGUF the settings name (default: the packaged MiniLM)."""
+    # backends is imported where it is used: importing the index loads no model code
+    from lsp_assist.backends.embedding import minilm_gguf_path
+
+    given = settings.context.vector_model
+    return Path(given).expanduser() if given else minilm_gguf_path()
+
+
+def start_workspace_vectors(
+    source: VectorSource,
+    settings: Settings,
+    workspace: Path | None,
+    *,
+    after: threading.Thread | None = None,
+) -> VectorIndex | None:
+    """Start the background vector index of a workspace (None when no model can be had).
+
+    Its vectors are kept in the workspace's cache database when the index persists;
+    the worker starts after ``after`` (the index's background scan).
+    """
+    from lsp_assist.backends.embedding import MAX_TOKENS, Embedder
+
+    try:
+        path = embedding_model_path(settings)
+        size = path.stat().st_size
+    except (LspAssistError, OSError) as exc:
+        logger.warning("vector retrieval off: %s", exc)
+        return None
+
+    def load() -> Embedding:
+        return Embedder(path, threads=1)
+
+    cache_dir = (
+        workspace_cache_dir(settings, workspace)
+        if workspace is not None and settings.index.persist
+        else None
+    )
+    model_id = f"{path.name}:{size}:{MAX_TOKENS}:chunks-v1"
+    vectors = VectorIndex(source, load, model_id=model_id, cache_dir=cache_dir)
+    vectors.start(after=after)
+    return vectors
