@@ -17,15 +17,14 @@ from lsp_assist.evaluation.metrics import (
     summarize_eval,
 )
 from lsp_assist.evaluation.tasks import Task
+from tests.evaluation import python_task
 
-TASK = Task(
-    id="x001",
-    kind="cross_file",
-    path="shop/store.py",
-    language="python",
-    line=2,
-    indent=4,
-    target="    item = make_item(name, size)",
+TASK = python_task(
+    "x001",
+    "cross_file",
+    "shop/store.py",
+    2,
+    "    item = make_item(name, size)",
     called="make_item",
     key="make_item",
 )

@@ -19,6 +19,7 @@ from lsp_assist.evaluation.tasks import (
     prompt_leaks,
 )
 from lsp_assist.index.workspace import WorkspaceIndex
+from tests.evaluation import python_task
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "ws"
 
@@ -108,15 +109,7 @@ def test_typed_lines_are_inside_a_block_and_not_a_hole() -> None:
 def test_blanking_keeps_the_indentation_and_the_line_breaks() -> None:
     text = "def f():\r\n    return g(1)\r\n"
     assert blank_line(text, 1, 4) == "def f():\r\n    \r\n"
-    task = Task(
-        id="x",
-        kind="in_file",
-        path="a.py",
-        language="python",
-        line=1,
-        indent=4,
-        target="    return g(1)",
-    )
+    task = python_task("x", "in_file", "a.py", 1, "    return g(1)")
     assert blanked_bytes(text.encode(), task) == b"def f():\r\n    \r\n"
     assert task.expected == "return g(1)"
 
