@@ -88,6 +88,18 @@ def get_parser(lang: str) -> tree_sitter.Parser:
     return parser
 
 
+def parse(lang: str, src: bytes, old: tree_sitter.Tree | None = None) -> tree_sitter.Tree:
+    """Parse ``src`` with this thread's parser (incrementally from ``old``, edited first)."""
+    try:
+        parser = get_parser(lang)
+        tree = parser.parse(src, old) if old is not None else parser.parse(src)
+    except (ValueError, TypeError) as exc:
+        raise IndexError_(f"tree-sitter failed to parse {lang}: {exc}") from exc
+    if tree is None:  # pragma: no cover - only with a timeout set
+        raise IndexError_(f"tree-sitter returned no tree for {lang}")
+    return tree
+
+
 def query_path(lang: str) -> Traversable:
     """Return the resource ``grammars/<lang>/tags.scm``."""
     return GRAMMARS_DIR / lang / "tags.scm"

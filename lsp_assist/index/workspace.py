@@ -29,9 +29,10 @@ from lsp_assist.config import IndexSettings
 from lsp_assist.documents.document import ByteEdit, language_for_path
 from lsp_assist.errors import IndexError_
 from lsp_assist.index.cache import CachedFile, FileCache
-from lsp_assist.index.extract import Extraction, extract, python_doc, summarize
+from lsp_assist.index.extract import Extraction, extract, summarize
 from lsp_assist.index.files import SKIP_DIRS, FileRules, FoundFile, is_binary
-from lsp_assist.index.languages import get_parser, queries_fingerprint
+from lsp_assist.index.incremental import Buffer, edited, new_buffer
+from lsp_assist.index.languages import parse, queries_fingerprint
 from lsp_assist.index.model import FileEntry, Import, Symbol
 from lsp_assist.index.packed import (
     FileSets,
@@ -51,8 +52,6 @@ logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 
-FRESH_PARSE_ON_ERROR_BYTES = 32 * 1024
-"""After an edit that leaves syntax errors, files up to this size are parsed afresh."""
 MAX_YIELD_S = 5.0
 """The longest background work waits for one foreground request before going on anyway."""
 SAVE_BATCH = 500
@@ -84,29 +83,9 @@ class IndexStats:
     languages: dict[str, int] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
-class _Buffer:
-    language: str
-    text: str
-    src: bytes
-    tree: tree_sitter.Tree
-    ext: Extraction
-
-
 def content_hash(data: bytes) -> str:
     """Return the content hash the index uses (BLAKE2b, 128 bits, hex)."""
     return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def _parse(lang: str, src: bytes, old: tree_sitter.Tree | None = None) -> tree_sitter.Tree:
-    try:
-        parser = get_parser(lang)
-        tree = parser.parse(src, old) if old is not None else parser.parse(src)
-    except (ValueError, TypeError) as exc:
-        raise IndexError_(f"tree-sitter failed to parse {lang}: {exc}") from exc
-    if tree is None:  # pragma: no cover - only with a timeout set
-        raise IndexError_(f"tree-sitter returned no tree for {lang}")
-    return tree
 
 
 def _abspath(path: Path | str) -> Path:
@@ -166,7 +145,7 @@ class WorkspaceIndex:
         self._installs = 0
         """Counts entry replacements: a lookup decoded outside the lock is cached only if
         none happened meanwhile."""
-        self._buffers: dict[Path, _Buffer] = {}
+        self._buffers: dict[Path, Buffer] = {}
         self._cache = FileCache(self.settings.file_cache_mb * 1024 * 1024)
         # The import graph: the resolver follows every file-set change at once; each
         # file's own edges are re-resolved when it is installed; edges from other files
@@ -509,7 +488,7 @@ class WorkspaceIndex:
         tree = None
         lang = language_for_path(path)
         if with_tree and lang is not None:
-            tree = _parse(lang, src)
+            tree = parse(lang, src)
         item = CachedFile(
             src=src, tree=tree, text=None, content_hash="", stamp=(st.st_size, st.st_mtime_ns)
         )
@@ -601,23 +580,11 @@ class WorkspaceIndex:
         elif old is not None and stored is not None and not _same_imports(old, stored):
             self._update_edges(path, stored)
 
-    def _entry_from(
-        self, path: Path, lang: str, src: bytes, tree: tree_sitter.Tree, ext: Extraction
-    ) -> FileEntry:
-        return FileEntry(
-            path=path,
-            language=lang,
-            symbols=list(ext.symbols),
-            imports=list(ext.imports),
-            summary=summarize(lang, tree, src, ext.symbols, ext.imports),
-            size=len(src),
-        )
-
     def _index_file(self, found: FoundFile, src: bytes, digest: str) -> FileEntry:
         """Parse one disk file (its tree is not cached: a scan reads every file once)."""
-        tree = _parse(found.language, src)
+        tree = parse(found.language, src)
         ext = extract(found.language, tree, src, found.path)
-        entry = self._entry_from(found.path, found.language, src, tree, ext)
+        entry = _entry_from(found.path, found.language, src, tree, ext)
         entry.mtime = found.mtime_ns / 1e9
         entry.content_hash = digest
         return entry
@@ -888,87 +855,35 @@ class WorkspaceIndex:
         lang = language_for_path(path)
         if lang is None or self._denied(path):
             return
-        src = text.encode("utf-8", "surrogatepass")
-        tree = _parse(lang, src)
-        ext = extract(lang, tree, src, path)
-        entry = self._entry_from(path, lang, src, tree, ext)
-        entry.content_hash = content_hash(src)
+        buf = new_buffer(path, lang, text)
+        entry = _buffer_entry(path, buf)
         with self._lock:
-            self._buffers[path] = _Buffer(lang, text, src, tree, ext)
-            disk = self._entries.get(path)
-            if disk is not None:
-                entry.mtime = disk.mtime
-            self._install(path, entry)
+            self._buffers[path] = buf
+            self._install_buffer_entry(path, entry)
 
     def edit_buffer(self, path: Path, text: str, edit: ByteEdit) -> None:
         """Apply one edit incrementally; ``text`` is the full new text."""
         path = self._norm(path)
         with self._edit_lock:
-            self._edit_buffer(path, text, edit)
-
-    def _edit_buffer(self, path: Path, text: str, edit: ByteEdit) -> None:
-        with self._lock:
-            buf = self._buffers.get(path)
-        if buf is None:
-            self.open_buffer(path, text)
-            return
-        src = text.encode("utf-8", "surrogatepass")
-        # edit a copy: the previous tree may be in use by a reader (tree_of)
-        old_tree = buf.tree.copy()
-        old_tree.edit(
-            start_byte=edit.start_byte,
-            old_end_byte=edit.old_end_byte,
-            new_end_byte=edit.new_end_byte,
-            start_point=edit.start_point,
-            old_end_point=edit.old_end_point,
-            new_end_point=edit.new_end_point,
-        )
-        tree = _parse(buf.language, src, old_tree)
-        if tree.root_node.has_error and len(src) <= FRESH_PARSE_ON_ERROR_BYTES:
-            # Error recovery after an incremental parse can group nodes differently from a
-            # fresh parse of the same text; small files pay for a canonical tree.
-            tree = _parse(buf.language, src)
-            ext = extract(buf.language, tree, src, path)
-            self._replace_buffer(path, buf, text, src, tree, ext)
-            return
-        lo = edit.start_byte
-        hi = edit.new_end_byte
-        for rng in old_tree.changed_ranges(tree):
-            lo = min(lo, rng.start_byte)
-            hi = max(hi, rng.end_byte)
-        parent, chain = _descend(buf.ext, tree.root_node, lo, hi)
-        r0, r1 = _region(parent, lo, hi, len(src), nested=bool(chain))
-        delta = edit.new_end_byte - edit.old_end_byte
-        row_delta = edit.new_end_point[0] - edit.old_end_point[0]
-        old_r1 = r1 - delta
-        ancestors = [(node.end_byte, name, kind) for node, name, kind in chain]
-        fresh = extract(
-            buf.language, tree, src, path, start_byte=r0, end_byte=r1, ancestors=ancestors
-        )
-        ext = _splice(buf.ext, fresh, r0, old_r1, delta, row_delta)
-        if chain:
-            _refresh_ancestors(ext, chain, src, buf.language == "python")
-        self._replace_buffer(path, buf, text, src, tree, ext)
-
-    def _replace_buffer(
-        self,
-        path: Path,
-        buf: _Buffer,
-        text: str,
-        src: bytes,
-        tree: tree_sitter.Tree,
-        ext: Extraction,
-    ) -> None:
-        entry = self._entry_from(path, buf.language, src, tree, ext)
-        entry.content_hash = content_hash(src)
-        with self._lock:
-            if self._buffers.get(path) is not buf:
+            with self._lock:
+                buf = self._buffers.get(path)
+            if buf is None:
+                self.open_buffer(path, text)
                 return
-            self._buffers[path] = _Buffer(buf.language, text, src, tree, ext)
-            disk = self._entries.get(path)
-            if disk is not None:
-                entry.mtime = disk.mtime
-            self._install(path, entry)
+            new = edited(buf, path, text, edit)
+            entry = _buffer_entry(path, new)
+            with self._lock:
+                if self._buffers.get(path) is not buf:
+                    return  # closed or reopened meanwhile
+                self._buffers[path] = new
+                self._install_buffer_entry(path, entry)
+
+    def _install_buffer_entry(self, path: Path, entry: FileEntry) -> None:
+        """Install an open buffer's entry (the disk file's mtime kept); holds the lock."""
+        disk = self._entries.get(path)
+        if disk is not None:
+            entry.mtime = disk.mtime
+        self._install(path, entry)
 
     def close_buffer(self, path: Path) -> None:
         """Forget an open buffer; the disk state of the file is indexed again."""
@@ -996,6 +911,25 @@ class WorkspaceIndex:
         self._save(rows, [])
 
 
+def _entry_from(
+    path: Path, lang: str, src: bytes, tree: tree_sitter.Tree, ext: Extraction
+) -> FileEntry:
+    return FileEntry(
+        path=path,
+        language=lang,
+        symbols=list(ext.symbols),
+        imports=list(ext.imports),
+        summary=summarize(lang, tree, src, ext.symbols, ext.imports),
+        size=len(src),
+    )
+
+
+def _buffer_entry(path: Path, buf: Buffer) -> FileEntry:
+    entry = _entry_from(path, buf.language, buf.src, buf.tree, buf.ext)
+    entry.content_hash = content_hash(buf.src)
+    return entry
+
+
 def _same_imports(old: Stored, new: Stored) -> bool:
     if isinstance(old, PackedEntry) and isinstance(new, PackedEntry):
         return old.imports_blob == new.imports_blob
@@ -1011,246 +945,3 @@ def _row_names(row: PackedEntry, path: Path) -> set[str] | None:
         logger.warning("index cache row of %s unusable (%s); parsing the file", path, exc)
         return None
     return names
-
-
-_CONTAINER_TYPES = frozenset(
-    {
-        "class_definition",
-        "function_definition",
-        "class_declaration",
-        "abstract_class_declaration",
-        "interface_declaration",
-        "enum_declaration",
-        "record_declaration",
-        "internal_module",
-        "function_declaration",
-        "method_definition",
-        "method_declaration",
-        "constructor_declaration",
-        "impl_item",
-        "trait_item",
-        "mod_item",
-        "function_item",
-        "namespace_definition",
-        "class_specifier",
-        "struct_specifier",
-    }
-)
-_WRAPPER_FIELDS = {"decorated_definition": "definition", "export_statement": "declaration"}
-
-
-def _first_named_child_for_byte(node: tree_sitter.Node, byte: int) -> tree_sitter.Node | None:
-    """Return the first named child of ``node`` ending after ``byte`` (binary search).
-
-    tree-sitter 0.26.1's ``Node.first_named_child_for_byte`` can crash the interpreter and
-    ``TreeCursor.goto_first_child_for_byte`` can skip children on error trees."""
-    lo, hi = 0, node.named_child_count
-    while lo < hi:
-        mid = (lo + hi) // 2
-        child = node.named_child(mid)
-        if child is not None and child.end_byte > byte:
-            hi = mid
-        else:
-            lo = mid + 1
-    if lo >= node.named_child_count:
-        return None
-    return node.named_child(lo)
-
-
-def _child_containing(node: tree_sitter.Node, lo: int, hi: int) -> tree_sitter.Node | None:
-    child = _first_named_child_for_byte(node, lo)
-    if child is None or child.start_byte > lo or hi > child.end_byte:
-        return None
-    return child
-
-
-def _descend(
-    ext: Extraction, root: tree_sitter.Node, lo: int, hi: int
-) -> tuple[tree_sitter.Node, list[tuple[tree_sitter.Node, str, str]]]:
-    """Return the innermost definition body holding the whole change, and the chain of
-    definitions (node, name, kind) around it, outermost first (empty: the root)."""
-    parent = root
-    chain: list[tuple[tree_sitter.Node, str, str]] = []
-    while True:
-        child = _child_containing(parent, lo, hi)
-        if child is None:
-            break
-        field = _WRAPPER_FIELDS.get(child.type)
-        if field is not None:
-            inner = child.child_by_field_name(field)
-            if inner is None:
-                break
-            child = inner
-        if child.type not in _CONTAINER_TYPES:
-            break
-        body = child.child_by_field_name("body")
-        if body is None or not (body.start_byte < lo and hi < body.end_byte):
-            break
-        info = _known_definition(ext, child)
-        if info is None:
-            break
-        chain.append((child, info[0], info[1]))
-        parent = body
-    return parent, chain
-
-
-def _known_definition(ext: Extraction, node: tree_sitter.Node) -> tuple[str, str] | None:
-    """Return (name, kind) of the symbol made from ``node`` by the last extraction."""
-    start = node.start_byte
-    index = bisect.bisect_left(ext.starts, start)
-    while index < len(ext.starts) and ext.starts[index] == start:
-        sym = ext.symbols[index]
-        if ext.node_types[index] == node.type and sym.kind in _DESCEND_KINDS:
-            return sym.name, sym.kind
-        index += 1
-    if node.type == "impl_item":
-        index = bisect.bisect_left(ext.scope_starts, start)
-        if index < len(ext.scope_starts) and ext.scope_starts[index] == start:
-            return ext.scopes[index], "scope"
-    return None
-
-
-_DESCEND_KINDS = frozenset({"class", "interface", "struct", "enum", "module", "function", "method"})
-
-
-def _refresh_ancestors(
-    ext: Extraction,
-    chain: list[tuple[tree_sitter.Node, str, str]],
-    src: bytes,
-    python: bool,
-) -> None:
-    """Update the end line (and Python docstring) of the definitions around an edit."""
-    for node, name, kind in chain:
-        if kind == "scope":
-            continue
-        index = bisect.bisect_left(ext.starts, node.start_byte)
-        while index < len(ext.starts) and ext.starts[index] == node.start_byte:
-            sym = ext.symbols[index]
-            if sym.name == name and sym.kind == kind and ext.node_types[index] == node.type:
-                new = Symbol.__new__(Symbol)
-                for slot in Symbol.__slots__:
-                    object.__setattr__(new, slot, getattr(sym, slot))
-                object.__setattr__(new, "end_line", node.end_point[0])
-                if python:
-                    object.__setattr__(new, "doc", python_doc(node, src))
-                ext.symbols[index] = new
-                break
-            index += 1
-
-
-def _region(
-    root: tree_sitter.Node, lo: int, hi: int, size: int, *, nested: bool = False
-) -> tuple[int, int]:
-    """Return the byte range of the children of ``root`` covering [lo, hi], widened by one
-    node on each side and across adjacent comments (doc comments belong to the next node).
-    ``nested``: ``root`` is a definition's body, so the range stays inside it."""
-    floor = root.start_byte if nested else 0
-    ceiling = root.end_byte if nested else size + 1
-    first = _first_named_child_for_byte(root, lo)
-    if first is None:
-        count = root.named_child_count
-        first = root.named_child(count - 1) if count else None
-        if first is None:
-            return floor, ceiling
-    start_node = first
-    prev = first.prev_named_sibling
-    while prev is not None:
-        start_node = prev
-        if "comment" not in prev.type and prev.type not in _ATTACHED:
-            break
-        prev = prev.prev_named_sibling
-    r0 = floor if start_node.prev_named_sibling is None else start_node.start_byte
-    node: tree_sitter.Node | None = first
-    last = first
-    while node is not None and node.start_byte < hi:
-        last = node
-        node = node.next_named_sibling
-    while node is not None:  # one more node, and the comments before it
-        last = node
-        if "comment" not in node.type and node.type not in _ATTACHED:
-            break
-        node = node.next_named_sibling
-    if node is None or last.next_named_sibling is None:
-        return r0, ceiling
-    return r0, last.end_byte
-
-
-_ATTACHED = frozenset({"attribute_item", "decorator", "annotation", "inner_attribute_item"})
-
-
-def _splice(
-    old: Extraction, fresh: Extraction, r0: int, old_r1: int, delta: int, row_delta: int
-) -> Extraction:
-    """Return ``old`` with its symbols/imports/scopes in [r0, old_r1) replaced by ``fresh``."""
-    out = Extraction()
-    _splice_list(
-        old.starts,
-        fresh.starts,
-        out.starts,
-        [
-            (old.symbols, fresh.symbols, out.symbols, _shift_symbol),
-            (old.node_types, fresh.node_types, out.node_types, None),
-        ],
-        r0,
-        old_r1,
-        delta,
-        row_delta,
-    )
-    _splice_list(
-        old.import_starts,
-        fresh.import_starts,
-        out.import_starts,
-        [(old.imports, fresh.imports, out.imports, _shift_import)],
-        r0,
-        old_r1,
-        delta,
-        row_delta,
-    )
-    _splice_list(
-        old.scope_starts,
-        fresh.scope_starts,
-        out.scope_starts,
-        [(old.scopes, fresh.scopes, out.scopes, None)],
-        r0,
-        old_r1,
-        delta,
-        row_delta,
-    )
-    return out
-
-
-def _shift_symbol(sym: Symbol, rows: int) -> Symbol:
-    new = Symbol.__new__(Symbol)
-    for name in Symbol.__slots__:
-        object.__setattr__(new, name, getattr(sym, name))
-    object.__setattr__(new, "start_line", sym.start_line + rows)
-    object.__setattr__(new, "end_line", sym.end_line + rows)
-    return new
-
-
-def _shift_import(imp: Import, rows: int) -> Import:
-    return Import(module=imp.module, names=imp.names, line=imp.line + rows, level=imp.level)
-
-
-def _splice_list(
-    old_starts: list[int],
-    new_starts: list[int],
-    out_starts: list[int],
-    columns: list[tuple[list[Any], list[Any], list[Any], Callable[[Any, int], Any] | None]],
-    r0: int,
-    old_r1: int,
-    delta: int,
-    row_delta: int,
-) -> None:
-    lo = bisect.bisect_left(old_starts, r0)
-    hi = bisect.bisect_left(old_starts, old_r1)
-    out_starts.extend(old_starts[:lo])
-    out_starts.extend(new_starts)
-    out_starts.extend(s + delta for s in old_starts[hi:])
-    for old_items, new_items, out_items, shift in columns:
-        out_items.extend(old_items[:lo])
-        out_items.extend(new_items)
-        tail = old_items[hi:]
-        if row_delta and shift is not None:
-            tail = [shift(item, row_delta) for item in tail]
-        out_items.extend(tail)

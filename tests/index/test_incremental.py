@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lsp_assist.documents.document import Document, Position
-from lsp_assist.index import workspace
+from lsp_assist.index import incremental
 from lsp_assist.index.extract import extract, summarize
 from lsp_assist.index.languages import get_parser
 from lsp_assist.index.workspace import WorkspaceIndex
@@ -263,8 +263,8 @@ def test_spliced_symbols_match_full_extraction(
     and error-free trees equal a fresh parse."""
     root = Path("/tmp/lsp-assist-incremental")
     path = root / f"sample{SUFFIX[lang]}"
-    saved = workspace.FRESH_PARSE_ON_ERROR_BYTES
-    workspace.FRESH_PARSE_ON_ERROR_BYTES = -1
+    saved = incremental.FRESH_PARSE_ON_ERROR_BYTES
+    incremental.FRESH_PARSE_ON_ERROR_BYTES = -1
     try:
         index = WorkspaceIndex([root])
         doc = Document(path.as_uri(), SAMPLES[lang])
@@ -288,4 +288,4 @@ def test_spliced_symbols_match_full_extraction(
                 assert str(tree.root_node) == sexp
                 assert entry.symbols == symbols
     finally:
-        workspace.FRESH_PARSE_ON_ERROR_BYTES = saved
+        incremental.FRESH_PARSE_ON_ERROR_BYTES = saved
