@@ -1,15 +1,15 @@
 """Workspace index: the live symbol index of the workspace folders and open buffers.
 
-Owns :class:`WorkspaceIndex`: the scan (cold, or warm from the SQLite cache), the
-name and prefix tables, the import graph, open buffers kept current incrementally
-(``Tree.edit`` + ``parse(old_tree)``, re-extracting only the top-level nodes an edit
-touched), the LRU of texts and trees, and the watcher that applies disk changes.
-All public methods are thread-safe; lookups work while a background scan runs.
+Owns :class:`WorkspaceIndex`, which ties the index's modules together: the scan (cold,
+or warm from the SQLite cache), the open buffers (reparsed by ``incremental``), reading
+texts and trees through the LRU (``cache``), and applying watcher batches;
+the entries and name table live in ``symbols``, the import graph in ``graph``, the
+foreground gate in ``gate``. All public methods are thread-safe; lookups work while a
+background scan runs.
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import hashlib
 import logging
@@ -17,13 +17,12 @@ import os
 import threading
 import time
 import zlib
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tree_sitter
+from tree_sitter import Tree
 
 from lsp_assist.config import IndexSettings
 from lsp_assist.documents.document import ByteEdit, language_for_path
@@ -31,40 +30,22 @@ from lsp_assist.errors import IndexError_
 from lsp_assist.index.cache import CachedFile, FileCache
 from lsp_assist.index.extract import Extraction, extract, summarize
 from lsp_assist.index.files import SKIP_DIRS, FileRules, FoundFile, is_binary
+from lsp_assist.index.gate import ForegroundGate
+from lsp_assist.index.graph import ImportGraph
 from lsp_assist.index.incremental import Buffer, edited, new_buffer
 from lsp_assist.index.languages import parse, queries_fingerprint
 from lsp_assist.index.model import FileEntry, Import, Symbol
-from lsp_assist.index.packed import (
-    FileSets,
-    PackedEntry,
-    imports_of,
-    make_symbol,
-    names_of,
-    pack,
-    raw_symbols,
-    unpack,
-)
-from lsp_assist.index.resolve import Resolver
+from lsp_assist.index.packed import PackedEntry, imports_of, names_of, pack
 from lsp_assist.index.store import DB_NAME, IndexStore
+from lsp_assist.index.symbols import Stored, SymbolTable
 from lsp_assist.index.watch import Debouncer, Poller, start_observer
 
 logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 
-MAX_YIELD_S = 5.0
-"""The longest background work waits for one foreground request before going on anyway."""
 SAVE_BATCH = 500
 """Rows written to the SQLite cache per transaction while a scan runs."""
-UNPACKED_ENTRIES = 1024
-"""Unpacked :class:`FileEntry` objects kept for ``file()`` (least recently used dropped)."""
-LOOKUP_CACHE_SYMBOLS = 20_000
-"""Symbols kept in the per-name ``lookup`` cache, in all."""
-GRAPH_CHUNK = 200
-"""Files whose imports the graph rebuild resolves between two looks at the foreground gate."""
-
-Stored = PackedEntry | FileEntry
-"""An entry as the index holds it: packed (disk files) or whole (open buffers)."""
 
 
 @dataclass(kw_only=True)
@@ -109,12 +90,6 @@ def _open_store(cache_dir: Path) -> IndexStore | None:
         return None
 
 
-class _Holds(threading.local):
-    """Per thread: how many foreground holds it is inside (it never waits on itself)."""
-
-    count = 0
-
-
 class WorkspaceIndex:
     """The symbol index of one or more workspace folders (satisfies ``IndexLookup``)."""
 
@@ -131,42 +106,16 @@ class WorkspaceIndex:
         self._lock = threading.RLock()
         self._scan_lock = threading.Lock()
         self._edit_lock = threading.Lock()
-        self._entries: dict[Path, Stored] = {}
+        self._stopped = False
+        self._table = SymbolTable(self._lock)
         self._stat: dict[Path, tuple[int, int]] = {}
         """(size, mtime_ns) on disk of files an open buffer shadows (packed entries hold
         their own)."""
         self._disk_files: set[Path] = set()
-        self._names: FileSets[str] = FileSets()
-        self._sorted_names: list[str] = []
-        self._sorted_stale = False
-        self._unpacked: OrderedDict[Path, FileEntry] = OrderedDict()
-        self._lookups: OrderedDict[str, list[Symbol]] = OrderedDict()
-        self._lookup_symbols = 0
-        self._installs = 0
-        """Counts entry replacements: a lookup decoded outside the lock is cached only if
-        none happened meanwhile."""
         self._buffers: dict[Path, Buffer] = {}
         self._cache = FileCache(self.settings.file_cache_mb * 1024 * 1024)
-        # The import graph: the resolver follows every file-set change at once; each
-        # file's own edges are re-resolved when it is installed; edges from other files
-        # that a new file would now satisfy wait for a rebuild (``_graph_exact`` False),
-        # which never runs on a request's thread once background work was started.
-        self._resolver = Resolver(self.roots, (), self._language_of)
-        self._importers: FileSets[Path] = FileSets()
-        self._outgoing: dict[Path, tuple[Path, ...]] = {}
-        self._graph_exact = True
-        self._files_generation = 0
-        self._graph_builds = 0
-        self._graph_touched: set[Path] | None = None
-        self._graph_thread: threading.Thread | None = None
-        self._graph_lock = threading.Lock()
-        self._background = False
-        self._scanning = False
-        self._foreground = 0
-        self._foreground_cond = threading.Condition()
-        self._held = _Holds()
-        self.paused_s = 0.0
-        """Seconds background work has waited for foreground requests, in all."""
+        self._gate = ForegroundGate()
+        self._graph = ImportGraph(self.roots, self._lock, self._table, self._gate, self._is_stopped)
         self._progress = (0, 0)
         self._store: IndexStore | None = None
         self._persisted: dict[str, PackedEntry] | None = None
@@ -175,7 +124,6 @@ class WorkspaceIndex:
         self._observer: Any = None
         self._debouncer: Debouncer | None = None
         self._poller: Poller | None = None
-        self._stopped = False
 
     def _norm(self, path: Path | str) -> Path:
         """Return the absolute form of ``path``; through symlinks only to reach a root."""
@@ -194,6 +142,11 @@ class WorkspaceIndex:
     def progress(self) -> tuple[int, int]:
         """(files done, files total) of the current or last scan."""
         return self._progress
+
+    @property
+    def paused_s(self) -> float:
+        """Seconds background work has waited for foreground requests, in all."""
+        return self._gate.paused_s
 
     def files(self) -> list[Path]:
         """Return the indexed workspace files (open buffers outside the roots excluded)."""
@@ -229,129 +182,39 @@ class WorkspaceIndex:
         """Hold off the scan and the graph rebuild while a request is served (nests).
 
         Background work looks at the gate between two files and waits while any holder
-        is inside, at most ``MAX_YIELD_S`` at a time (so it always makes progress)."""
-        with self._foreground_cond:
-            self._foreground += 1
-        self._held.count += 1
-        try:
+        is inside, at most ``gate.MAX_YIELD_S`` at a time (so it always makes progress)."""
+        with self._gate.hold():
             yield
-        finally:
-            self._held.count -= 1
-            with self._foreground_cond:
-                self._foreground -= 1
-                if not self._foreground:
-                    self._foreground_cond.notify_all()
 
     def _yield_to_foreground(self) -> None:
-        if not self._foreground or self._held.count:
-            return
-        started = time.monotonic()
-        deadline = started + MAX_YIELD_S
-        with self._foreground_cond:
-            while self._foreground and not self._stopped:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self._foreground_cond.wait(left)
-        self.paused_s += time.monotonic() - started
+        self._gate.wait(self._is_stopped)
+
+    def _is_stopped(self) -> bool:
+        return self._stopped
 
     # ------------------------------------------------------------------ lookups
-    def _entry(self, path: Path) -> FileEntry | None:
-        """Return the whole entry of ``path`` (unpacked through a small LRU); holds the lock."""
-        stored = self._entries.get(path)
-        if stored is None or isinstance(stored, FileEntry):
-            return stored
-        entry = self._unpacked.get(path)
-        if entry is not None:
-            self._unpacked.move_to_end(path)
-            return entry
-        entry = unpack(stored, path)
-        self._unpacked[path] = entry
-        if len(self._unpacked) > UNPACKED_ENTRIES:
-            self._unpacked.popitem(last=False)
-        return entry
-
     def file(self, path: Path) -> FileEntry | None:
         """Return the entry of ``path`` (open buffer state if open) or None."""
         path = self._norm(path)
         with self._lock:
-            return self._entry(path)
+            return self._table.entry(path)
 
     def lookup(self, name: str) -> list[Symbol]:
         """Return every symbol named exactly ``name``."""
-        out: list[Symbol] = []
-        packed: list[tuple[Path, PackedEntry]] = []
-        with self._lock:
-            cached = self._lookups.get(name)
-            if cached is not None:
-                self._lookups.move_to_end(name)
-                return list(cached)
-            installs = self._installs
-            for path in self._names.files(name):
-                stored = self._entries.get(path)
-                if isinstance(stored, PackedEntry):
-                    entry = self._unpacked.get(path)
-                    if entry is None:
-                        packed.append((path, stored))
-                        continue
-                    stored = entry
-                if stored is not None:
-                    out.extend(s for s in stored.symbols if s.name == name)
-        for path, item in packed:  # decoded outside the lock
-            out.extend(make_symbol(raw, path) for raw in raw_symbols(item) if raw[0] == name)
-        with self._lock:
-            if installs == self._installs and len(out) <= LOOKUP_CACHE_SYMBOLS // 4:
-                self._lookups[name] = out
-                self._lookup_symbols += len(out)
-                while self._lookup_symbols > LOOKUP_CACHE_SYMBOLS:
-                    _, dropped = self._lookups.popitem(last=False)
-                    self._lookup_symbols -= len(dropped)
-        return list(out)
-
-    def _forget_lookup(self, name: str) -> None:
-        dropped = self._lookups.pop(name, None)
-        if dropped is not None:
-            self._lookup_symbols -= len(dropped)
-
-    def _sorted(self) -> list[str]:
-        """Return the sorted symbol names (sorted outside the lock when they changed)."""
-        with self._lock:
-            if not self._sorted_stale:
-                return self._sorted_names
-            names = self._names.keys()
-            self._sorted_stale = False
-        names.sort()
-        with self._lock:
-            self._sorted_names = names
-        return names
+        return self._table.lookup(name)
 
     def lookup_prefix(self, prefix: str, limit: int = 50) -> list[Symbol]:
         """Return symbols whose name starts with ``prefix`` (at most ``limit``)."""
-        out: list[Symbol] = []
-        names = self._sorted()
-        index = bisect.bisect_left(names, prefix)
-        while index < len(names) and len(out) < limit:
-            name = names[index]
-            if not name.startswith(prefix):
-                break
-            out.extend(self.lookup(name))
-            index += 1
-        return out[:limit]
+        return self._table.lookup_prefix(prefix, limit)
 
     def symbols_of(self, path: Path) -> list[Symbol]:
         """Return all symbols of one file."""
         entry = self.file(path)
         return list(entry.symbols) if entry is not None else []
 
-    def _language_of(self, path: Path) -> str | None:
-        entry = self._entries.get(path)
-        return entry.language if entry is not None else language_for_path(path)
-
     def resolve_import(self, from_path: Path, imp: Import) -> Path | None:
         """Return the workspace file an import of ``from_path`` resolves to, or None."""
-        from_path = self._norm(from_path)
-        with self._lock:
-            return self._resolver.resolve(from_path, imp)
+        return self._graph.resolve(self._norm(from_path), imp)
 
     def importers_of(self, path: Path) -> list[Path]:
         """Return the files that import ``path``.
@@ -359,104 +222,11 @@ class WorkspaceIndex:
         Without background work (the CLI, a plain ``scan()``) an out-of-date graph is
         rebuilt here; once ``start_background_scan`` ran, the graph a background thread
         last finished is answered at once, however stale."""
-        path = self._norm(path)
-        if not self._background and not self._graph_exact:
-            with self._graph_lock:
-                for _ in range(3):
-                    if self._graph_exact or self._rebuild_graph():
-                        break
-        with self._lock:
-            return sorted(self._importers.files(path))
-
-    def _targets(self, src: Path, imports: list[Import]) -> tuple[Path, ...]:
-        """Return the files ``src``'s imports resolve to; holds the lock."""
-        found: set[Path] = set()
-        for imp in imports:
-            found.update(self._resolver.resolve_all(src, imp))
-        found.discard(src)
-        return tuple(found)
-
-    def _update_edges(self, path: Path, stored: Stored | None) -> None:
-        """Re-resolve one file's imports in the import graph; holds the lock."""
-        importers = self._importers
-        for target in self._outgoing.pop(path, ()):
-            importers.discard(target, path)
-        targets = self._targets(path, imports_of(stored)) if stored is not None else ()
-        if targets:
-            self._outgoing[path] = targets
-            for target in targets:
-                importers.add(target, path)
-        if self._graph_touched is not None:
-            self._graph_touched.add(path)
-
-    def _rebuild_graph(self) -> bool:
-        """Resolve every file's imports afresh (the lock taken per file, the foreground gate
-        looked at between chunks) and publish the graph; True when it is exact."""
-        with self._lock:
-            items = list(self._entries.items())
-            generation = self._files_generation
-            self._graph_touched = set()
-            self._graph_builds += 1
-        importers: FileSets[Path] = FileSets()
-        outgoing: dict[Path, tuple[Path, ...]] = {}
-        for number, (src, stored) in enumerate(items):
-            if number % GRAPH_CHUNK == 0:
-                self._yield_to_foreground()
-                if self._stopped:
-                    with self._lock:
-                        self._graph_touched = None
-                    return False
-            imports = imports_of(stored)
-            if not imports:
-                continue
-            with self._lock:
-                targets = self._targets(src, imports)
-            if targets:
-                outgoing[src] = targets
-                for target in targets:
-                    importers.add(target, src)
-        with self._lock:
-            touched = self._graph_touched or set()
-            self._graph_touched = None
-            self._importers, self._outgoing = importers, outgoing
-            for src in touched:  # installed while the rebuild ran: their edges as they are now
-                self._update_edges(src, self._entries.get(src))
-            self._graph_exact = generation == self._files_generation
-            return self._graph_exact
+        return self._graph.importers_of(self._norm(path))
 
     def wait_graph(self, timeout: float) -> bool:
         """Wait for a running graph rebuild to end; True when the graph is exact."""
-        deadline = time.monotonic() + timeout
-        while True:
-            with self._lock:
-                thread = self._graph_thread
-                if thread is None or self._graph_exact:
-                    return self._graph_exact
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            thread.join(min(left, 0.05))
-
-    def _schedule_graph(self) -> None:
-        """Start the graph rebuild thread when background work owns the graph; holds the lock."""
-        if not self._background or self._graph_exact or self._scanning or self._stopped:
-            return
-        if self._graph_thread is not None and self._graph_thread.is_alive():
-            return  # it checks exactness again before it ends
-
-        def run() -> None:
-            try:
-                with self._graph_lock:
-                    for _ in range(5):
-                        if self._stopped or self._rebuild_graph():
-                            break
-            except Exception:
-                logger.exception("import graph rebuild failed")
-            with self._lock:
-                self._graph_thread = None
-
-        self._graph_thread = threading.Thread(target=run, name="index-graph", daemon=True)
-        self._graph_thread.start()
+        return self._graph.wait(timeout)
 
     # ------------------------------------------------------------------ text and trees
     def _read_allowed(self, path: Path) -> bool:
@@ -495,37 +265,37 @@ class WorkspaceIndex:
         self._cache.put(path, item)
         return item
 
-    def text_of(self, path: Path) -> str | None:
-        """Return the text of a file (open buffer first, then the LRU cache, then disk)."""
+    def _read(self, path: Path, with_tree: bool) -> tuple[Path, Buffer | CachedFile | None]:
+        """Return the normalised path and its open buffer, else its cached or loaded
+        state (None when denied or unreadable)."""
         path = self._norm(path)
         if self._denied(path):
-            return None
+            return path, None
         with self._lock:
             buf = self._buffers.get(path)
-            if buf is not None:
-                return buf.text
-        item = self._load(path, with_tree=False)
+        if buf is not None:
+            return path, buf
+        return path, self._load(path, with_tree)
+
+    def text_of(self, path: Path) -> str | None:
+        """Return the text of a file (open buffer first, then the LRU cache, then disk)."""
+        path, item = self._read(path, with_tree=False)
         if item is None:
             return None
+        if isinstance(item, Buffer):
+            return item.text
         if item.text is None:
             text = item.src.decode("utf-8", "replace")
             self._cache.update_text(path, text)
             return text
         return item.text
 
-    def tree_of(self, path: Path) -> tree_sitter.Tree | None:
+    def tree_of(self, path: Path) -> Tree | None:
         """Return the syntax tree of a file (open buffer, else LRU-cached, else parsed)."""
-        path = self._norm(path)
-        if self._denied(path):
-            return None
-        with self._lock:
-            buf = self._buffers.get(path)
-            if buf is not None:
-                return buf.tree
-        item = self._load(path, with_tree=True)
+        _, item = self._read(path, with_tree=True)
         return item.tree if item is not None else None
 
-    def tree_for(self, path: Path, text: str) -> tree_sitter.Tree | None:
+    def tree_for(self, path: Path, text: str) -> Tree | None:
         """Return the syntax tree of ``path`` only if it was parsed from ``text``, else None.
 
         For a reader on another thread holding a snapshot: the open buffer's text and
@@ -541,44 +311,11 @@ class WorkspaceIndex:
 
     # ------------------------------------------------------------------ index mutation
     def _install(self, path: Path, stored: Stored | None, names: set[str] | None = None) -> None:
-        """Replace the entry of ``path`` (None removes it); caller holds the lock.
-
-        ``names``: the distinct symbol names of ``stored`` when the caller has them."""
-        old = self._entries.pop(path, None)
-        self._unpacked.pop(path, None)
-        self._installs += 1
-        if stored is not None:
-            self._entries[path] = stored
-            if names is None:
-                names = names_of(stored)
-        else:
-            names = set()
-        table = self._names
-        if old is not None:
-            for name in names_of(old) - names:
-                if table.discard(name, path):
-                    self._sorted_stale = True
-                if self._lookups:
-                    self._forget_lookup(name)
-        for name in names:
-            if table.add(name, path):
-                self._sorted_stale = True
-            if self._lookups:
-                self._forget_lookup(name)
-        if (old is None) != (stored is None):
-            self._files_generation += 1
-            if stored is None:
-                self._resolver.discard(path)
-            else:
-                self._resolver.add(path)
-            if self._background or not self._scanning:
-                # a blocking scan's graph is rebuilt when first asked for
-                self._update_edges(path, stored)
-            # other files' imports may resolve differently now
-            self._graph_exact = False
-            self._schedule_graph()
-        elif old is not None and stored is not None and not _same_imports(old, stored):
-            self._update_edges(path, stored)
+        """Replace the entry of ``path`` (None removes it) and follow it in the import
+        graph; caller holds the lock. ``names``: the distinct symbol names of ``stored``
+        when the caller has them."""
+        old = self._table.install(path, stored, names)
+        self._graph.installed(path, old, stored)
 
     def _index_file(self, found: FoundFile, src: bytes, digest: str) -> FileEntry:
         """Parse one disk file (its tree is not cached: a scan reads every file once)."""
@@ -601,7 +338,7 @@ class WorkspaceIndex:
                 self._stat[path] = key
                 stats.skipped_unchanged += 1
                 return
-            current = self._entries.get(path)
+            current = self._table.get(path)
             if isinstance(current, PackedEntry) and (current.size, current.mtime_ns) == key:
                 stats.skipped_unchanged += 1
                 return
@@ -654,7 +391,7 @@ class WorkspaceIndex:
             self._disk_files.discard(path)
             self._stat.pop(path, None)
             if path not in self._buffers:
-                if path in self._entries:
+                if path in self._table:
                     known = True
                 self._install(path, None)
         return known
@@ -664,13 +401,13 @@ class WorkspaceIndex:
         """Scan the roots: parse new or changed files, drop vanished ones (blocking)."""
         with self._scan_lock:
             with self._lock:
-                self._scanning = True
+                self._graph.scanning = True
             try:
                 return self._scan(progress)
             finally:
                 with self._lock:
-                    self._scanning = False
-                    self._schedule_graph()
+                    self._graph.scanning = False
+                    self._graph.schedule()
 
     def _scan(self, progress: Progress | None) -> IndexStats:
         started = time.perf_counter()
@@ -720,7 +457,7 @@ class WorkspaceIndex:
         self._save(rows, deleted)
         with self._lock:
             for item in found:
-                entry = self._entries.get(item.path)
+                entry = self._table.get(item.path)
                 if entry is None:
                     continue
                 stats.files += 1
@@ -752,12 +489,12 @@ class WorkspaceIndex:
 
         From then on the import graph is rebuilt on a thread of its own after the scan and
         after file-set changes, never on the thread of a lookup."""
-        self._background = True
+        self._graph.background = True
 
         def run() -> None:
             try:
                 self.scan(progress)
-            except Exception:
+            except (IndexError_, OSError):
                 logger.exception("background index scan failed")
 
         thread = threading.Thread(target=run, name="index-scan", daemon=True)
@@ -880,7 +617,7 @@ class WorkspaceIndex:
 
     def _install_buffer_entry(self, path: Path, entry: FileEntry) -> None:
         """Install an open buffer's entry (the disk file's mtime kept); holds the lock."""
-        disk = self._entries.get(path)
+        disk = self._table.get(path)
         if disk is not None:
             entry.mtime = disk.mtime
         self._install(path, entry)
@@ -911,9 +648,7 @@ class WorkspaceIndex:
         self._save(rows, [])
 
 
-def _entry_from(
-    path: Path, lang: str, src: bytes, tree: tree_sitter.Tree, ext: Extraction
-) -> FileEntry:
+def _entry_from(path: Path, lang: str, src: bytes, tree: Tree, ext: Extraction) -> FileEntry:
     return FileEntry(
         path=path,
         language=lang,
@@ -928,12 +663,6 @@ def _buffer_entry(path: Path, buf: Buffer) -> FileEntry:
     entry = _entry_from(path, buf.language, buf.src, buf.tree, buf.ext)
     entry.content_hash = content_hash(buf.src)
     return entry
-
-
-def _same_imports(old: Stored, new: Stored) -> bool:
-    if isinstance(old, PackedEntry) and isinstance(new, PackedEntry):
-        return old.imports_blob == new.imports_blob
-    return imports_of(old) == imports_of(new)
 
 
 def _row_names(row: PackedEntry, path: Path) -> set[str] | None:

@@ -19,9 +19,9 @@ def test_close_buffer_restores_disk_imports_incrementally(tmp_path: Path) -> Non
     index.open_buffer(b, "x = 1\n")
     index.open_buffer(c, "import a\ny = 2\n")
     assert index.importers_of(a) == [c]
-    graph = index._importers
+    graph = index._graph.importers
     index.close_buffer(b)
     index.close_buffer(c)
     assert index.importers_of(a) == [b]
-    assert index._importers is graph, "closing a buffer rebuilt the whole import graph"
+    assert index._graph.importers is graph, "closing a buffer rebuilt the whole import graph"
     assert [s.name for s in index.symbols_of(b)] == ["x"]

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from lsp_assist.index import gate as gate_module
+from lsp_assist.index import graph as graph_module
 from lsp_assist.index import workspace as workspace_module
 from lsp_assist.index.model import Import
 from lsp_assist.index.packed import SMALL_GROUP, FileSets
@@ -49,12 +51,12 @@ def test_lookups_during_a_scan_do_not_rebuild_the_import_graph(
     target, importer = _imported(root, files)
     built: list[int] = []
 
-    class CountingResolver(workspace_module.Resolver):  # type: ignore[misc, name-defined]
+    class CountingResolver(graph_module.Resolver):  # type: ignore[misc, name-defined]
         def __init__(self, *args: object, **kwargs: object) -> None:
             built.append(1)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(workspace_module, "Resolver", CountingResolver)
+    monkeypatch.setattr(graph_module, "Resolver", CountingResolver)
     index = WorkspaceIndex([root])
     calls: list[int] = []
 
@@ -70,7 +72,7 @@ def test_lookups_during_a_scan_do_not_rebuild_the_import_graph(
     assert len(calls) > 50
     assert len(built) == 1, f"{len(built)} resolvers built for {len(calls)} lookups"
     assert index.wait_graph(timeout=60)
-    assert index._graph_builds == 1  # once, after the scan, on its own thread
+    assert index._graph.builds == 1  # once, after the scan, on its own thread
     assert importer in index.importers_of(target)
     index.stop()
 
@@ -100,7 +102,7 @@ def test_scan_waits_while_a_foreground_request_is_served(tmp_path: Path) -> None
 def test_scan_makes_progress_under_endless_foreground(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(workspace_module, "MAX_YIELD_S", 0.01)
+    monkeypatch.setattr(gate_module, "MAX_YIELD_S", 0.01)
     root = _tree(tmp_path / "ws", 10)
     index = WorkspaceIndex([root])
     with index.foreground():
@@ -177,7 +179,7 @@ def test_file_sets_change_representation_both_ways(tmp_path: Path) -> None:
 def test_work_on_the_foreground_thread_never_waits_for_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(workspace_module, "MAX_YIELD_S", 30.0)
+    monkeypatch.setattr(gate_module, "MAX_YIELD_S", 30.0)
     root = _tree(tmp_path / "ws", 20)
     target, importer = _imported(root, 20)
     index = WorkspaceIndex([root])
@@ -199,7 +201,7 @@ def test_a_completion_holds_the_foreground_gate(tmp_path: Path) -> None:
     class Probe(MarkerBackend):
         def generate(self, request: GenerationRequest) -> GenerationResult:
             assert engine.index is not None
-            held.append(engine.index._foreground)
+            held.append(engine.index._gate.holders)
             return super().generate(request)
 
     engine, uri = make_engine(tmp_path, Probe())
@@ -208,5 +210,5 @@ def test_a_completion_holds_the_foreground_gate(tmp_path: Path) -> None:
     outcome = engine.complete(CompletionQuery(uri=uri, line=CURSOR_LINE, column=CURSOR_COLUMN))
     assert outcome.text and not outcome.error
     assert held == [1], "the model ran without holding the index's foreground gate"
-    assert engine.index._foreground == 0
+    assert engine.index._gate.holders == 0
     engine.close()
