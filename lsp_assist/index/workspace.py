@@ -2,7 +2,7 @@
 
 Owns :class:`WorkspaceIndex`, which ties the index's modules together: the scan (cold,
 or warm from the SQLite cache), the open buffers (reparsed by ``incremental``), reading
-texts and trees through the LRU (``cache``), and applying watcher batches;
+texts and trees through the LRU (``cache``), and applying watcher batches (``events``);
 the entries and name table live in ``symbols``, the import graph in ``graph``, the
 foreground gate in ``gate``. All public methods are thread-safe; lookups work while a
 background scan runs.
@@ -20,7 +20,6 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tree_sitter import Tree
 
@@ -28,8 +27,9 @@ from lsp_assist.config import IndexSettings
 from lsp_assist.documents.document import ByteEdit, language_for_path
 from lsp_assist.errors import IndexError_
 from lsp_assist.index.cache import CachedFile, FileCache
+from lsp_assist.index.events import Watcher, plan_events
 from lsp_assist.index.extract import Extraction, extract, summarize
-from lsp_assist.index.files import SKIP_DIRS, FileRules, FoundFile, is_binary
+from lsp_assist.index.files import FileRules, FoundFile, is_binary
 from lsp_assist.index.gate import ForegroundGate
 from lsp_assist.index.graph import ImportGraph
 from lsp_assist.index.incremental import Buffer, edited, new_buffer
@@ -38,7 +38,6 @@ from lsp_assist.index.model import FileEntry, Import, Symbol
 from lsp_assist.index.packed import PackedEntry, imports_of, names_of, pack
 from lsp_assist.index.store import DB_NAME, IndexStore
 from lsp_assist.index.symbols import Stored, SymbolTable
-from lsp_assist.index.watch import Debouncer, Poller, start_observer
 
 logger = logging.getLogger(__name__)
 
@@ -121,9 +120,7 @@ class WorkspaceIndex:
         self._persisted: dict[str, PackedEntry] | None = None
         if cache_dir is not None and self.settings.persist:
             self._store = _open_store(Path(cache_dir))
-        self._observer: Any = None
-        self._debouncer: Debouncer | None = None
-        self._poller: Poller | None = None
+        self._watcher: Watcher | None = None
 
     def _norm(self, path: Path | str) -> Path:
         """Return the absolute form of ``path``; through symlinks only to reach a root."""
@@ -504,55 +501,22 @@ class WorkspaceIndex:
     # ------------------------------------------------------------------ watching
     def start_watching(self) -> bool:
         """Start the file watcher; False (and periodic rescans) if it cannot start."""
-        if not self.settings.watch or self._debouncer is not None or self._poller is not None:
-            return self._observer is not None
-        self._debouncer = Debouncer(self._apply_events)
-        try:
-            self._observer = start_observer(self.roots, self._debouncer.add)
-        except Exception as exc:  # inotify limits, missing backends: poll instead
-            logger.warning("file watcher unavailable (%s); rescanning every few seconds", exc)
-            self._debouncer.stop()
-            self._debouncer = None
-            self._poller = Poller(self.scan)
-            return False
-        return True
+        if not self.settings.watch or self._watcher is not None:
+            return self._watcher is not None and self._watcher.observing
+        self._watcher = Watcher(self.roots, self._apply_events, self.scan)
+        return self._watcher.start()
 
     def _apply_events(self, batch: dict[Path, bool]) -> None:
-        full = False
-        files: list[Path] = []
-        for raw, is_dir in batch.items():
-            path = self._norm(raw)
-            root = self.rules.root_of(path)
-            if root is None:
-                continue
-            parts = path.relative_to(root).parts
-            if parts and parts[0] == ".git":
-                if parts[-1] == "exclude":
-                    self.rules.invalidate()
-                    full = True
-                continue
-            if any(part in SKIP_DIRS for part in parts):
-                continue  # node_modules, build output ...: never indexed
-            if path.name == ".gitignore":
-                self.rules.invalidate()
-                full = True
-            elif is_dir or path.is_dir():
-                full = True
-            else:
-                if not path.exists() and language_for_path(path) is None:
-                    with self._lock:
-                        known_dir = any(p.is_relative_to(path) for p in self._disk_files)
-                    if known_dir:  # a deleted folder reported as a file
-                        full = True
-                files.append(path)
-        if full:
+        """Apply one debounced batch of watcher events (a rescan, or the files it names)."""
+        plan = plan_events(batch, self._norm, self.rules, self._holds_files_under)
+        if plan.rescan:
             self.scan()
             return
         rows: list[tuple[str, PackedEntry]] = []
         deleted: list[str] = []
         stats = IndexStats()
         with self._scan_lock:
-            for path in files:
+            for path in plan.files:
                 found = self.rules.eligible(path)
                 if found is None:
                     if self._forget(path):
@@ -564,22 +528,16 @@ class WorkspaceIndex:
                     logger.warning("skipping %s: %s", path, exc)
             self._save(rows, deleted)
 
+    def _holds_files_under(self, path: Path) -> bool:
+        with self._lock:
+            return any(p.is_relative_to(path) for p in self._disk_files)
+
     def stop(self) -> None:
         """Stop the watcher or poller and close the persistent cache."""
         self._stopped = True
-        if self._observer is not None:
-            try:
-                self._observer.stop()
-                self._observer.join(timeout=2)
-            except Exception as exc:  # pragma: no cover - best effort
-                logger.debug("stopping the observer: %s", exc)
-            self._observer = None
-        if self._debouncer is not None:
-            self._debouncer.stop()
-            self._debouncer = None
-        if self._poller is not None:
-            self._poller.stop()
-            self._poller = None
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
         with self._scan_lock:
             if self._store is not None:
                 self._store.close()

@@ -59,7 +59,7 @@ def test_watcher_fallback_polls(tmp_path: Path, monkeypatch: object) -> None:
 
     mp = pytest.MonkeyPatch()
     mp.setattr(watch, "start_observer", broken)
-    mp.setattr("lsp_assist.index.workspace.start_observer", broken)
+    mp.setattr("lsp_assist.index.events.start_observer", broken)
     mp.setattr(watch, "POLL_INTERVAL_S", 0.05)
     original = watch.Poller.__init__
 
