@@ -1,12 +1,14 @@
-"""``lsp-assist context FILE:LINE:COL``: show the prompt the context engine builds, layer by layer.
+"""``lsp-assist context FILE:LINE:COL``: show the prompt serve would send, layer by layer.
 
-The tokenizer and the model info come from the GGUF (``--model``, default the embedded
-model) through :class:`lsp_assist.backends.vocab.Vocabulary`, the reader ``lsp-assist
-serve`` uses, so both detect the same prompt format; the workspace index is scanned
-once. With the adaptive budget (no ``--budget``, no ``contextBudget``, the layered
-strategy) the model's weights are loaded too and its prompt speed timed, the way a
+The prompt comes from :meth:`CompletionEngine.explain`, the path ``lsp-assist serve``
+and its explain command take (the same index, context engine and budget rule), so
+the CLI shows exactly what serve sends. The workspace index is scanned once. With the
+adaptive budget (no ``--budget``, no ``contextBudget``, the layered strategy, the
+local backend) the model's weights are loaded and its prompt speed timed, the way a
 server starts (serving/adaptive_budget.py), so the budget shown is the one a fresh
-server would use; otherwise only the vocabulary is loaded.
+server would use; otherwise only the vocabulary of ``--model`` (default the embedded
+model) is loaded, through :class:`lsp_assist.backends.Vocabulary`, the reader
+``serve`` uses too.
 """
 
 from __future__ import annotations
@@ -14,10 +16,25 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from lsp_assist.backends import (
+    Backend,
+    GenerationRequest,
+    GenerationResult,
+    ModelInfo,
+    create_backend,
+    embedded_model_path,
+)
+from lsp_assist.backends.vocab import Vocabulary
 from lsp_assist.cli.common import location_setup, parse_location
+from lsp_assist.config import Settings
+from lsp_assist.documents import language_for_path
+from lsp_assist.errors import BackendError, LspAssistError
+from lsp_assist.index import IndexLookup
+from lsp_assist.serving import CompletionEngine
+from lsp_assist.serving.adaptive_budget import explain_with_budget, is_explicit
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -48,71 +65,93 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(func=run)
 
 
-def _open_index(workspace: Path, settings: Any) -> Any:
-    from lsp_assist.index.workspace import WorkspaceIndex
+class VocabularyBackend(Backend):
+    """A backend that only tokenizes (a vocabulary-only load): enough to build prompts."""
 
-    index = WorkspaceIndex([workspace], settings.index, cache_dir=None)
-    index.scan()
-    return index
+    name = "vocabulary"
+
+    def __init__(self, path: str | Path) -> None:
+        self.vocab = Vocabulary(path)
+        self._info = self.vocab.info()
+
+    @property
+    def info(self) -> ModelInfo:
+        """Metadata of the model, read from its vocabulary."""
+        return self._info
+
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        """Return the model's token ids for ``text`` (no BOS)."""
+        return self.vocab.tokenize(text, special=special)
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """Return the text of ``tokens``."""
+        return self.vocab.detokenize(tokens)
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        """Refuse: no weights are loaded."""
+        raise BackendError("a vocabulary-only load cannot generate")
+
+    def close(self) -> None:
+        """Release the vocabulary."""
+        self.vocab.close()
 
 
-def _language(path: Path, index: Any) -> str:
-    entry = index.file(path)
+def _needs_weights(settings: Settings, strategy: str | None) -> bool:
+    """True when the budget adapts: the model's prompt speed must be timed."""
+    layered = (strategy or settings.context.strategy) == "layered"
+    return layered and not is_explicit(settings) and settings.model.backend == "local"
+
+
+def _language(path: Path, index: IndexLookup | None) -> str:
+    entry = index.file(path) if index is not None else None
     if entry is not None and entry.language:
         return str(entry.language)
-    from lsp_assist.documents.document import language_for_path
-
     return language_for_path(path) or "text"
+
+
+def _open(engine: CompletionEngine, path: Path) -> str:
+    """Open ``path`` as an editor buffer (what serve sees after didOpen); return its URI."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise LspAssistError(f"cannot read {path}: {exc}") from exc
+    language = _language(path, engine.index)
+    return engine.open_document(path.as_uri(), text, language_id=language).uri
 
 
 def run(args: argparse.Namespace) -> int:
     """Build the prompt once and print it (or its JSON form)."""
-    from lsp_assist.backends.models import embedded_model_path
-    from lsp_assist.backends.vocab import Vocabulary
-    from lsp_assist.context.engine import ContextEngine
-    from lsp_assist.context.model import Cursor
-    from lsp_assist.errors import LspAssistError
-    from lsp_assist.serving.adaptive_budget import BudgetDecision, explain_with_budget, measure
-
     found = location_setup(args)
     if found is None:
         return 2
     settings, path, line, column, workspace = found
-    backend: Any = None
+    settings.model.model_path = (
+        args.model or settings.model.model_path or str(embedded_model_path())
+    )
+    weights = _needs_weights(settings, args.strategy)
+
+    def backend_factory(chosen: Settings) -> Backend:
+        if weights:
+            return create_backend(chosen.model)
+        return VocabularyBackend(chosen.model.model_path)
+
+    engine = CompletionEngine(settings, workspace=workspace, backend_factory=backend_factory)
     try:
-        model_path = args.model or settings.model.model_path or str(embedded_model_path())
-        settings.model.model_path = model_path
-        decision: BudgetDecision | None = None
-        if (args.strategy or settings.context.strategy) == "layered":
-            decision, backend = measure(settings)
-        if backend is not None:
-            counter, info = backend, backend.info
-        else:
-            vocab = Vocabulary(model_path)
-            counter, info = vocab, vocab.info()
-        index = _open_index(workspace, settings)
-        text = path.read_text(encoding="utf-8", errors="replace")
-        engine = ContextEngine(index, counter, info, settings.context, relative=index.relative)
-        open_files = tuple(Path(p).resolve() for p in args.open)
-        for other in reversed(open_files):
-            engine.note_opened(other)
-        cursor = Cursor(
-            path=path,
-            language=_language(path, index),
-            text=text,
-            line=line,
-            column=column,
-            open_files=open_files,
-        )
-        budget = decision.tokens if decision is not None else args.budget
-        prompt = engine.build(cursor, strategy=args.strategy, budget=budget)
-        prompt.budget_reason = decision.reason if decision is not None else ""
+        if engine.index is not None:
+            engine.index.scan()
+        # opened last first: the first --open is the most recently used buffer
+        for other in reversed([Path(p).resolve() for p in args.open]):
+            if other.is_file():
+                _open(engine, other)
+            else:
+                print(f"warning: --open {other}: no such file", file=sys.stderr)
+        uri = _open(engine, path)
+        prompt = engine.explain(uri, line, column, strategy=args.strategy)
     except LspAssistError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
-        if backend is not None:
-            backend.close()
+        engine.close()
     if args.json:
         data = {
             "strategy": prompt.strategy,

@@ -49,6 +49,11 @@ MAX_GROUP_FACTOR = 2.0
 """A share group spends at most this many times its own share (see ``grant``)."""
 
 
+def estimate_tokens(text: str) -> int:
+    """Return a cheap, usually high estimate of the tokens of ``text`` (3 chars a token)."""
+    return len(text) // 3 + 1
+
+
 @dataclass(kw_only=True)
 class BudgetPlan:
     """Grants each layer its share plus the unused share of the layers before it."""

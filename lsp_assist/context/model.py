@@ -104,6 +104,25 @@ class AssembledPrompt:
         """Return tokens spent per layer name."""
         return {layer.name: layer.tokens for layer in self.layers}
 
+    def explain(self) -> str:
+        """Return a human-readable, layer-by-layer account of the prompt."""
+        out = [
+            f"strategy {self.strategy}, format {self.format}, "
+            f"{self.total_tokens}/{self.budget} tokens, "
+            f"{self.stable_prefix_len} stable, built in {self.build_ms:.1f} ms",
+        ]
+        for layer in self.layers:
+            out.append("")
+            out.append(f"== {layer.name}: {layer.tokens} tokens (grant {layer.budget}) ==")
+            for item in layer.items:
+                what = f"{item.source}"
+                if item.symbol:
+                    what += f" {item.symbol}"
+                out.append(f"  - {what} [score {item.score:.2f}; {item.reason}; {item.tokens} tok]")
+            if layer.text:
+                out.append(layer.text.rstrip("\n"))
+        return "\n".join(out) + "\n"
+
     def to_json(self) -> dict[str, Any]:
         """Return the JSON form used by ``lsp-assist context --json``."""
         return {

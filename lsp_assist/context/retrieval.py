@@ -26,7 +26,8 @@ current file are left to the file summary, so nothing duplicates the editing zon
 :meth:`Retriever.select` spends the layer's grant: the definitions called at the
 cursor in full first, then a compact signature of every other candidate, best first,
 then bodies (whole definitions, else signature + doc) for the candidates that matter,
-while they fit.
+while they fit. :func:`related_layer` renders the choice as the prompt's ``related``
+layer.
 """
 
 from __future__ import annotations
@@ -40,7 +41,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lsp_assist.context.formats import comment_prefix
+from lsp_assist.context.layout import PieceMaker, Rendered, cost
+from lsp_assist.context.model import Cursor, LayerItem
 from lsp_assist.context.usage import IdentCache, Usage, usage_profile
+from lsp_assist.context.zone import Zone
 from lsp_assist.errors import IndexError_
 from lsp_assist.index.model import FileEntry, Import, IndexLookup, Symbol
 
@@ -872,3 +876,66 @@ class Retriever:
                     chosen[cand.key] = Chosen(cand, text, form, cost)
                     break
         return sorted(chosen.values(), key=lambda c: c.candidate.key)
+
+
+_REFERENCE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\s*(?:\(|\.|::|->)(?:\s*[A-Za-z_][A-Za-z0-9_]*)?")
+"""A finished call or attribute chain (``name(``, ``name.``, ``name::``, ``name->``)."""
+
+
+def related_layer(
+    retriever: Retriever,
+    maker: PieceMaker,
+    cursor: Cursor,
+    zone: Zone,
+    imports: list[Import],
+    recent: set[Path],
+    budget: int,
+    threshold: float,
+) -> tuple[Rendered, list[Candidate]]:
+    """Return the ``related`` layer within ``budget`` tokens and the candidates it holds."""
+    # On the cursor line only finished calls and attribute chains count (``name(``,
+    # ``name.``): every other word being typed would reshuffle the layer.
+    typed_refs = " ".join(_REFERENCE.findall(zone.typed))
+    near_lines = (zone.before.split("\n")[-3:]) if zone.before else []
+    near = "\n".join([*near_lines, typed_refs, zone.after.split("\n", 1)[0]])
+    zone_text = zone.before + typed_refs + "\n" + zone.after
+    candidates = retriever.candidates(
+        path=cursor.path,
+        language=cursor.language,
+        zone_text=zone_text,
+        near_text=near,
+        typed_partial=partial_identifier(zone.typed),
+        imports=imports,
+        recent=recent,
+        threshold=threshold,
+        text=cursor.text,
+        cursor_line=cursor.line,
+        cursor_text=typed_refs,
+    )
+    chosen = retriever.select(
+        candidates,
+        budget,
+        maker.counter.count,
+        lambda source: cost(maker.source_header("related", source, "From ", cursor.language)),
+    )
+    out = Rendered()
+    current = None
+    for pick in chosen:
+        cand, text = pick.candidate, pick.text
+        if cand.source != current:
+            out.pieces += maker.source_header("related", cand.source, "From ", cursor.language)
+            current = cand.source
+        piece = maker.piece("related", text)
+        out.pieces.append(piece)
+        sym = cand.symbol
+        out.items.append(
+            LayerItem(
+                source=cand.source,
+                symbol=f"{sym.parent}.{sym.name}" if sym.parent else sym.name,
+                score=cand.score,
+                reason=cand.reason + pick.note,
+                tokens=len(piece.ids),
+                text=text,
+            )
+        )
+    return out, [pick.candidate for pick in chosen]

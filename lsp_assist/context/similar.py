@@ -8,6 +8,7 @@ are dropped; the rest compete for what the related definitions left of their sha
 A window is two consecutive blocks of ``STRIDE`` lines, so a file is indexed once per
 text as the identifier set of each block (one regex pass); a search intersects the
 query with each block and scores only the windows that share something with it.
+:func:`similar_layer` renders the hits as the prompt's ``similar`` layer.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lsp_assist.context.retrieval import KEYWORDS, identifiers
+from lsp_assist.context.layout import PieceMaker, Rendered, cost
+from lsp_assist.context.model import Cursor, LayerItem
+from lsp_assist.context.retrieval import KEYWORDS, Candidate, Retriever, identifiers
+from lsp_assist.context.zone import Zone
 
 WINDOW = 12
 STRIDE = 6
@@ -175,3 +179,68 @@ class SimilarCode:
             if len(hits) >= limit:
                 break
         return hits
+
+
+def similar_layer(
+    similar: SimilarCode,
+    retriever: Retriever,
+    maker: PieceMaker,
+    cursor: Cursor,
+    zone: Zone,
+    recent: set[Path],
+    related: list[Candidate],
+    budget: int,
+    threshold: float,
+) -> Rendered:
+    """Return the ``similar`` layer: windows of ``recent`` files like the zone, within ``budget``.
+
+    Windows overlapping a definition the related layer holds are left out.
+    """
+    files: list[tuple[Path, str]] = []
+    for path in sorted(recent, key=str):
+        if path == cursor.path or retriever.denied(path):
+            continue
+        text = retriever.text_of(path)
+        if text:
+            files.append((path, text))
+    out = Rendered()
+    if not files:
+        return out
+
+    def exclude(path: Path, a: int, b: int) -> bool:
+        return any(
+            c.symbol.path == path and not (b < c.symbol.start_line or a > c.symbol.end_line)
+            for c in related
+        )
+
+    hits = similar.search(
+        zone.before + zone.after,
+        files,
+        threshold=threshold,
+        relative=retriever.relative,
+        exclude=exclude,
+    )
+    spent = 0
+    kept = []
+    for hit in hits:
+        caption = f"Similar code (lines {hit.chunk.start_line + 1}-{hit.chunk.end_line + 1}) in "
+        pieces = maker.source_header("similar", hit.source, caption, cursor.language)
+        pieces.append(maker.piece("similar", hit.chunk.text + "\n"))
+        tokens = cost(pieces)
+        if spent + tokens <= budget:
+            kept.append((hit, pieces))
+            spent += tokens
+    kept.sort(key=lambda pair: (pair[0].source, pair[0].chunk.start_line))
+    for hit, pieces in kept:
+        out.pieces += pieces
+        out.items.append(
+            LayerItem(
+                source=hit.source,
+                symbol=f"lines {hit.chunk.start_line + 1}-{hit.chunk.end_line + 1}",
+                score=hit.score,
+                reason="identifier overlap (Jaccard)",
+                tokens=cost(pieces),
+                text=hit.chunk.text,
+            )
+        )
+    return out

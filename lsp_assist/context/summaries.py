@@ -5,18 +5,33 @@ index entry): imports, class and function signatures with elided bodies, and sho
 top-level constants and declarations, in file order, leaving out what the editing
 zone already shows. Each entry is one chunk; the budget keeps the entries nearest
 the zone and drops the farthest. The project summary is one line per related file
-from the index (its one-line purpose and the names it exposes).
+from the index (its one-line purpose and the names it exposes). :class:`FileOutline`
+and :func:`project_summary_layer` render them as the prompt's ``file_summary`` and
+``project_summary`` layers.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from tree_sitter import Node, Tree
 
-from lsp_assist.context.zone import node_lines
-from lsp_assist.index.model import FileEntry
+from lsp_assist.context.budget import estimate_tokens
+from lsp_assist.context.formats import comment_prefix
+from lsp_assist.context.layout import Piece, PieceMaker, Rendered, cost
+from lsp_assist.context.model import Cursor, LayerItem
+from lsp_assist.context.retrieval import Retriever
+from lsp_assist.context.zone import Zone, node_lines
+from lsp_assist.errors import IndexError_
+from lsp_assist.index.model import FileEntry, Import
+
+log = logging.getLogger(__name__)
+
+MAX_PROJECT_LINES = 12
+"""Related files named per group of the project summary."""
 
 _IMPORTS = frozenset(
     {
@@ -341,3 +356,143 @@ def project_line(rel: str, entry: FileEntry | None, *, max_names: int = 6) -> st
     if len(line) > MAX_LINE:
         line = line[: MAX_LINE - 4] + " ..."
     return line
+
+
+class FileOutline:
+    """The ``file_summary`` layer: the buffer's symbol map outside the zone, memoised per file."""
+
+    def __init__(self) -> None:
+        self._memo: dict[Path, tuple[tuple[int, int], int, list[SummaryEntry]]] = {}
+
+    def entries(
+        self, cursor: Cursor, tree: Tree | None, lines: list[str], zone: Zone
+    ) -> list[SummaryEntry]:
+        """Return the file summary, reused while the text outside the zone is unchanged.
+
+        A half-typed line inside the zone can make the parser's error recovery swallow
+        later definitions; reusing the summary keeps the prompt stable meanwhile.
+        """
+        key = (zone.start_line, zone.end_line)
+        outside = hash(
+            (tuple(lines[: zone.start_line]), tuple(lines[zone.end_line + 1 :]), len(lines))
+        )
+        memo = self._memo.get(cursor.path)
+        if memo is not None and memo[0] == key and memo[1] == outside:
+            return memo[2]
+        entries = file_summary(tree, cursor.text, lines, cursor.language, key)
+        if len(self._memo) > 64:
+            self._memo.clear()
+        self._memo[cursor.path] = (key, outside, entries)
+        return entries
+
+    def layer(
+        self,
+        maker: PieceMaker,
+        cursor: Cursor,
+        tree: Tree | None,
+        lines: list[str],
+        zone: Zone,
+        entry: FileEntry | None,
+        budget: int,
+        rel: str,
+    ) -> Rendered:
+        """Return the outline of the file within ``budget`` tokens, nearest the zone first."""
+        c = comment_prefix(cursor.language)
+        entries = self.entries(cursor, tree, lines, zone)
+        fixed: list[Piece] = []
+        if not maker.format.has_repo_tokens:
+            fixed.append(maker.piece("file_summary", f"{c} Outline of {rel} (bodies elided):\n"))
+        purpose = entry.summary.strip().split("\n", 1)[0] if entry is not None else ""
+        if purpose:
+            fixed.append(maker.piece("file_summary", f"{c} {purpose}\n"))
+        closing = [maker.piece("file_summary", f"{c} ...\n")]
+        fixed_cost = cost(fixed) + cost(closing)
+        if not entries or fixed_cost >= budget:
+            return Rendered()
+        # one chunk for the whole outline: sized with cheap estimates, then counted
+        # exactly (a tokenizer call per entry is slow with large vocabularies)
+        target = budget - fixed_cost
+        span = (zone.start_line, zone.end_line)
+        costs = [estimate_tokens(e.text) for e in entries]
+        est_budget = target
+        best: tuple[list[int], Piece] | None = None
+        for _ in range(4):
+            keep = select_entries(entries, costs, span, est_budget)
+            if not keep:
+                break
+            piece = maker.piece("file_summary", "".join(entries[i].text for i in keep))
+            exact = len(piece.ids)
+            if exact <= target:
+                if best is None or exact > len(best[1].ids):
+                    best = (keep, piece)
+                if exact >= target * 0.9 or len(keep) == len(entries):
+                    break
+            est_budget = max(1, int(est_budget * target / max(1, exact)) - (exact > target))
+        if best is None:
+            return Rendered()
+        keep, piece = best
+        total_chars = max(1, len(piece.text))
+        items = [
+            LayerItem(
+                source=rel,
+                symbol=entries[i].symbol,
+                reason=f"line {entries[i].start_line + 1}",
+                tokens=round(len(piece.ids) * len(entries[i].text) / total_chars),
+                text=entries[i].text,
+            )
+            for i in keep
+            if not entries[i].closing
+        ]
+        return Rendered(pieces=[*fixed, piece, *closing], items=items)
+
+
+def project_summary_layer(
+    retriever: Retriever,
+    maker: PieceMaker,
+    cursor: Cursor,
+    imports: list[Import],
+    recent: list[Path],
+    budget: int,
+) -> Rendered:
+    """Return one line per related file (imported, importing, ``recent``) within ``budget``."""
+    c = comment_prefix(cursor.language)
+    files, _ = retriever.imported(cursor.path, imports)
+    groups: list[tuple[str, list[Path]]] = [("imported", list(files))]
+    try:
+        groups.append(("imports this file", list(retriever.index.importers_of(cursor.path))))
+    except IndexError_:
+        log.debug("importers_of failed", exc_info=True)
+    groups.append(("recently opened", [*recent, *cursor.open_files]))
+    seen: set[Path] = {cursor.path}
+    lines: list[tuple[str, str]] = []
+    for reason, paths in groups:
+        for path in sorted(set(paths), key=retriever.relative):
+            if path in seen or retriever.denied(path):
+                continue
+            seen.add(path)
+            rel = retriever.relative(path)
+            lines.append((reason, project_line(rel, retriever.entry(path))))
+            if len(lines) >= MAX_PROJECT_LINES:
+                break
+    if not lines:
+        return Rendered()
+    header = maker.piece("project_summary", f"{c} Related files:\n")
+    spent = len(header.ids)
+    chosen: list[tuple[str, str, Piece]] = []
+    for reason, text in lines:
+        piece = maker.piece("project_summary", f"{c} {text}\n")
+        if spent + len(piece.ids) <= budget:
+            chosen.append((reason, text, piece))
+            spent += len(piece.ids)
+    if not chosen:
+        return Rendered()
+    items = [
+        LayerItem(
+            source=text.split(":", 1)[0].split(" (", 1)[0],
+            reason=reason,
+            tokens=len(p.ids),
+            text=text,
+        )
+        for reason, text, p in chosen
+    ]
+    return Rendered(pieces=[header] + [p for _, _, p in chosen], items=items)

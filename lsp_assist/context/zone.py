@@ -11,7 +11,8 @@ grant is filled with the code nearest the cursor. A line is never cut (a single
 over-long line is the only thing ever trimmed).
 
 The zone is returned in three parts so the prompt can keep everything but the
-typed part of the cursor line stable while the user types within that line.
+typed part of the cursor line stable while the user types within that line;
+:func:`zone_pieces` renders them as the prompt's ``editing_zone`` layer.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from tree_sitter import Node, Tree
+
+from lsp_assist.context.layout import Parts, PieceMaker, cost
+from lsp_assist.context.model import LayerItem
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,3 +391,21 @@ def _shrink(
     while total(zone) > budget and zone.after:
         zone = replace(zone, after=zone.after[: len(zone.after) // 2])
     return zone
+
+
+def zone_pieces(maker: PieceMaker, parts: Parts, zone: Zone, rel: str) -> int:
+    """Set the zone's pieces and explain item in ``parts``; return their tokens."""
+    parts.before = [maker.piece("editing_zone", zone.before)] if zone.before else []
+    parts.after = [maker.piece("editing_zone", zone.after)] if zone.after else []
+    parts.typed = [maker.piece("editing_zone", zone.typed)] if zone.typed else []
+    for piece in parts.typed:
+        piece.volatile = True
+    zone_cost = cost(parts.before + parts.after + parts.typed)
+    parts.items["editing_zone"] = [
+        LayerItem(
+            source=rel,
+            reason=f"lines {zone.start_line + 1}-{zone.end_line + 1}",
+            tokens=zone_cost,
+        )
+    ]
+    return zone_cost

@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
@@ -229,14 +230,18 @@ class TextView:
         return _position_at(self._state, offset)
 
 
-def _clamp(state: TextState, line: int, column: int) -> Position:
-    lines = state.lines
+def clamp_position(lines: Sequence[str], line: int, column: int) -> Position:
+    """Return the nearest valid position in ``lines`` (past the end clamps to the end)."""
     if line < 0:
         return Position(0, 0)
     if line >= len(lines):
         last = len(lines) - 1
         return Position(last, len(lines[last]))
     return Position(line, max(0, min(column, len(lines[line]))))
+
+
+def _clamp(state: TextState, line: int, column: int) -> Position:
+    return clamp_position(state.lines, line, column)
 
 
 def _offset(state: TextState, position: Position) -> int:

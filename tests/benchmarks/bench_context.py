@@ -259,7 +259,7 @@ def main() -> int:
         "files": len(files),
         "samples": args.samples,
         "budget": args.budget,
-        "baseline_budget": baseline_engine._baseline_budget(None),
+        "baseline_budget": baseline_engine.baseline.budget(None),
         "layered_tokens_mean": round(mean_l, 1),
         "layered_tokens_p90": pct([float(x) for x in layered_tokens], 90),
         "baseline_tokens_mean": round(mean_b, 1),
