@@ -21,10 +21,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench_common import pct, start_server
-from lsprotocol import types
+from bench_common import pct
 
-from lsp_assist.cli.demo_cmd import inline_request, line_edit
+from lsp_assist.evaluation.client import (
+    inline_request,
+    line_edit,
+    open_document,
+    start_server,
+    stop_server,
+    wait_loaded,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "docs" / "examples" / "shop"
@@ -38,26 +44,15 @@ async def run(model: str, keystrokes: int) -> dict[str, Any]:
     options: dict[str, Any] = {"cacheDir": str(tmp / "cache"), "debounceMs": 0, "maxTokens": 16}
     if model:
         options["modelPath"] = model
-    client = await start_server("bench", workspace, options)
+    client, _ = await start_server("bench", workspace, options)
     path = workspace / "shop" / "checkout.py"
     text = path.read_text().rstrip() + "\n"
     uri = path.as_uri()
-    client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(
-                uri=uri, language_id="python", version=1, text=text
-            )
-        )
-    )
-    while True:
-        status = await client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="lspAssist.status")
-        )
-        if status["model"]["loaded"] or status["model"]["error"]:
-            break
-        await asyncio.sleep(0.2)
-    if status["model"]["error"]:
-        raise SystemExit(status["model"]["error"])
+    open_document(client, uri, text, "python")
+    try:
+        await wait_loaded(client)
+    except RuntimeError as exc:
+        raise SystemExit(str(exc)) from exc
 
     lines = text.split("\n")
     line = len(lines) - 1
@@ -103,9 +98,7 @@ async def run(model: str, keystrokes: int) -> dict[str, Any]:
         # Then type one character of the scripted text (a keystroke the cache cannot know).
         type_char(next(source))
         done += 1
-    await client.shutdown_async(None)
-    client.exit(None)
-    await client.stop()
+    await stop_server(client)
     shutil.rmtree(tmp, ignore_errors=True)
     return {
         "requests_to_model": len(overhead),

@@ -38,10 +38,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench_common import pct, start_server  # noqa: E402
+from bench_common import pct  # noqa: E402
 from lsprotocol import types  # noqa: E402
 
-from lsp_assist.cli.demo_cmd import inline_request, line_edit  # noqa: E402
+from lsp_assist.evaluation.client import (  # noqa: E402
+    inline_request,
+    line_edit,
+    start_server,
+    stop_server,
+    wait_loaded,
+)
 
 FILES = ["asyncio/base_events.py", "tarfile.py", "argparse.py"]
 EXCLUDE = ["test/**", "tests/**", "idlelib/**", "lib2to3/**", "turtledemo/**", "ensurepip/**"]
@@ -83,25 +89,12 @@ async def run(
         options["modelPath"] = model
     # the server imports lsp_assist from the checkout this script sits in
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    client = await start_server("bench-typing", stdlib, options, env)
+    client, _ = await start_server("bench-typing", stdlib, options, env=env)
 
-    async def status() -> dict[str, Any]:
-        return dict(
-            await client.workspace_execute_command_async(
-                types.ExecuteCommandParams(command="lspAssist.status")
-            )
-            or {}
-        )
-
-    while True:
-        state = await status()
-        model_state = state["model"]
-        done, total = state["index"]["files_done"], state["index"]["files_total"]
-        if model_state["error"]:
-            raise SystemExit(model_state["error"])
-        if model_state["loaded"] and total and done >= total:
-            break
-        await asyncio.sleep(0.5)
+    try:
+        await wait_loaded(client)
+    except RuntimeError as exc:
+        raise SystemExit(str(exc)) from exc
 
     rng = random.Random(seed)
     texts = {name: (stdlib / name).read_text(encoding="utf-8") for name in files}
@@ -170,9 +163,7 @@ async def run(
                 }
             )
             sent += 1
-    await client.shutdown_async(None)
-    client.exit(None)
-    await client.stop()
+    await stop_server(client)
     return {"records": records, "lines": len({(r["file"], r["line"]) for r in records})}
 
 
