@@ -7,7 +7,7 @@ import json
 import sys
 
 from lsp_assist.cli.common import add_model_flags, location_setup, parse_location
-from lsp_assist.serving.engine import CompletionEngine, CompletionQuery
+from lsp_assist.serving import CompletionEngine, CompletionQuery
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

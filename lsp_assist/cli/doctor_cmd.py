@@ -10,8 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lsp_assist.backends import Vocabulary, embedded_model_path
 from lsp_assist.cli.common import add_model_flags, settings_from_args
 from lsp_assist.config import cache_root, workspace_cache_dir
+from lsp_assist.index import available_languages
+from lsp_assist.serving import measure
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,6 +42,7 @@ def cpu_flags() -> set[str]:
 def llama_build() -> dict[str, Any]:
     """Return llama.cpp's compiled features and whether AMX is in use."""
     try:
+        # local: a missing or broken llama-cpp-python is reported, not a failed start
         import llama_cpp
     except ImportError as exc:
         return {"installed": False, "error": str(exc)}
@@ -64,8 +68,6 @@ def llama_build() -> dict[str, Any]:
 
 def model_report(path: Path) -> dict[str, Any]:
     """Return a model's metadata from a vocabulary-only load."""
-    from lsp_assist.backends.vocab import Vocabulary
-
     vocab = Vocabulary(path)
     try:
         info = vocab.info()
@@ -90,8 +92,6 @@ def model_report(path: Path) -> dict[str, Any]:
 
 def budget_report(settings: Any) -> dict[str, Any]:
     """Return the prompt budget a server would start with (loads and times the model)."""
-    from lsp_assist.serving.adaptive_budget import measure
-
     try:
         decision, backend = measure(settings)
     except Exception as exc:  # doctor reports every failure instead of stopping
@@ -111,8 +111,6 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         "llama_cpp": llama_build(),
     }
     try:
-        from lsp_assist.backends.models import embedded_model_path
-
         path = (
             Path(settings.model.model_path) if settings.model.model_path else embedded_model_path()
         )
@@ -121,8 +119,6 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         report["model"] = {"error": str(exc)}
     report["budget"] = budget_report(settings)
     try:
-        from lsp_assist.index.languages import available_languages
-
         report["grammars"] = available_languages()
     except Exception as exc:
         report["grammars"] = {"error": str(exc)}

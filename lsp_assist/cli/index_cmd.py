@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from lsp_assist.config import env_overrides, parse_settings, workspace_cache_dir
 from lsp_assist.errors import LspAssistError
+from lsp_assist.index import WorkspaceIndex
 
 logger = logging.getLogger(__name__)
 
@@ -71,8 +72,6 @@ def _peak_rss_mb() -> float:
 
 def run(args: argparse.Namespace) -> int:
     """Index ``args.path`` and print the summary; return the exit code."""
-    from lsp_assist.index.workspace import WorkspaceIndex
-
     root: Path = args.path
     if not root.is_dir():
         print(f"lsp-assist index: not a folder: {root}", file=sys.stderr)

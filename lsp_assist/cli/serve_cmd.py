@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     )
     for warning in warnings:
         logger.warning(warning)
+    # local: pygls and the server load only for serve, not at every command's start
     from lsp_assist.lsp.server import create_server
 
     if not args.tcp:

@@ -12,8 +12,14 @@ from datetime import datetime
 from pathlib import Path
 
 from lsp_assist.config import env_overrides, parse_settings
-from lsp_assist.telemetry.metrics import all_metrics_dirs, metrics_dir, read_records
-from lsp_assist.telemetry.stats import compute_stats, format_stats, plot_stats
+from lsp_assist.telemetry import (
+    all_metrics_dirs,
+    compute_stats,
+    format_stats,
+    metrics_dir,
+    plot_stats,
+    read_records,
+)
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 

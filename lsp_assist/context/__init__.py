@@ -1,7 +1,20 @@
 """Context: the layered, budgeted prompt for a cursor position (see docs/context.md).
 
-Entry points: ``lsp_assist.context.engine.ContextEngine`` and ``explain``; value types
-in ``lsp_assist.context.model``. The tokenizer and the ``ModelInfo`` come from the
-backend or from ``lsp_assist.backends.vocab.Vocabulary`` (a vocabulary-only load): this
+Entry points: :class:`ContextEngine` and :func:`explain`; value types :class:`Cursor`,
+:class:`AssembledPrompt` and its layers. The tokenizer and the ``ModelInfo`` come from
+the backend or from ``lsp_assist.backends.Vocabulary`` (a vocabulary-only load): this
 package never imports llama_cpp.
 """
+
+from lsp_assist.context.engine import ContextEngine, explain
+from lsp_assist.context.model import AssembledPrompt, Cursor, Layer, LayerItem, TokenCounter
+
+__all__ = [
+    "AssembledPrompt",
+    "ContextEngine",
+    "Cursor",
+    "Layer",
+    "LayerItem",
+    "TokenCounter",
+    "explain",
+]

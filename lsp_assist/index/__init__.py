@@ -1,5 +1,10 @@
-"""Index: the live tree-sitter symbol index of the workspace."""
+"""Index: the live tree-sitter symbol index of the workspace.
 
+:class:`WorkspaceIndex` is the index itself; the value types and the
+:class:`IndexLookup` protocol the context engine reads it through are in ``model``.
+"""
+
+from lsp_assist.index.languages import available_languages
 from lsp_assist.index.model import (
     EmptyIndex,
     FileEntry,
@@ -8,5 +13,15 @@ from lsp_assist.index.model import (
     Symbol,
     SymbolKind,
 )
+from lsp_assist.index.workspace import WorkspaceIndex
 
-__all__ = ["EmptyIndex", "FileEntry", "Import", "IndexLookup", "Symbol", "SymbolKind"]
+__all__ = [
+    "EmptyIndex",
+    "FileEntry",
+    "Import",
+    "IndexLookup",
+    "Symbol",
+    "SymbolKind",
+    "WorkspaceIndex",
+    "available_languages",
+]

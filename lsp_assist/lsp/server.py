@@ -33,11 +33,10 @@ from pygls.protocol.language_server import lsp_method
 
 from lsp_assist import __version__
 from lsp_assist.config import Settings, parse_settings
-from lsp_assist.documents.document import uri_to_path
+from lsp_assist.documents import uri_to_path
 from lsp_assist.lsp.document_sync import OwnDocumentSync
 from lsp_assist.lsp.transport import peek_request_id
-from lsp_assist.serving.engine import CompletionEngine
-from lsp_assist.serving.scheduler import Scheduler
+from lsp_assist.serving import CompletionEngine, Scheduler
 
 logger = logging.getLogger(__name__)
 
@@ -381,6 +380,7 @@ def workspace_root(params: types.InitializeParams) -> Path | None:
 
 def create_server(settings: Settings | None = None) -> LspAssistServer:
     """Return a server with every feature registered."""
+    # local: the feature modules import LspAssistServer from this module (a real cycle)
     from lsp_assist.lsp.features import register_all
 
     server = LspAssistServer(settings)

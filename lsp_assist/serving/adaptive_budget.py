@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lsp_assist.backends.base import Backend
+from lsp_assist.backends import Backend, create_backend
 from lsp_assist.config import Settings
-from lsp_assist.context.model import AssembledPrompt
+from lsp_assist.context import AssembledPrompt, explain
 from lsp_assist.errors import LspAssistError
 
 logger = logging.getLogger(__name__)
@@ -339,8 +339,6 @@ def measure(
     estimator = AdaptiveBudget()
     if not is_explicit(settings) and settings.model.backend == "local":
         if backend is None:
-            from lsp_assist.backends.factory import create_backend
-
             backend = create_backend(settings.model)
         calibrate(backend, estimator)
     return choose(settings, estimator), backend
@@ -348,7 +346,5 @@ def measure(
 
 def explain_with_budget(prompt: AssembledPrompt) -> str:
     """Return the context engine's explain text headed by the budget's reason."""
-    from lsp_assist.context.engine import explain
-
     head = f"budget: {prompt.budget_reason}\n" if prompt.budget_reason else ""
     return head + explain(prompt)

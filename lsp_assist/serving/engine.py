@@ -2,7 +2,9 @@
 
 documents -> index -> context -> backend -> post-processing, with telemetry around it.
 The LSP handlers and the CLI both call this class; the scheduler runs its blocking
-``complete`` on the model's own single-thread executor.
+``complete`` on the model's own single-thread executor. Around it: the request and
+outcome types (``model``, re-exported here), the trigger rules (``triggers``), the
+metrics record (``records``), the prompt budget (``adaptive_budget``).
 
 The engine sees only snapshots. Edits change the live :class:`Document` on the event
 loop while the model thread works, so a request carries a :class:`DocumentSnapshot`
@@ -19,31 +21,33 @@ import contextlib
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from lsp_assist.backends.base import (
+from tree_sitter import Tree
+
+from lsp_assist.backends import (
     BACKEND_FIELDS,
-    USAGE_FIELDS,
     Backend,
     CancelToken,
     GenerationRequest,
-    Usage,
+    create_backend,
 )
 from lsp_assist.config import Settings, workspace_cache_dir
-from lsp_assist.context.model import AssembledPrompt, Cursor
-from lsp_assist.documents import ByteEdit, Document, DocumentStore, Position
-from lsp_assist.documents.document import (
+from lsp_assist.context import AssembledPrompt, ContextEngine, Cursor
+from lsp_assist.documents import (
+    ByteEdit,
+    Document,
     DocumentSnapshot,
+    DocumentStore,
+    Position,
     TextView,
     language_for_path,
     uri_to_path,
 )
 from lsp_assist.errors import BackendError, GenerationCancelled, LspAssistError, ModelLoadError
-from lsp_assist.index import EmptyIndex
+from lsp_assist.index import EmptyIndex, WorkspaceIndex
 from lsp_assist.serving.adaptive_budget import (
     AdaptiveBudget,
     budget_for,
@@ -51,101 +55,28 @@ from lsp_assist.serving.adaptive_budget import (
     choose,
     is_explicit,
 )
+from lsp_assist.serving.model import Change, CompletionOutcome, CompletionQuery
+from lsp_assist.serving.postprocess import decide_multiline, postprocess
+from lsp_assist.serving.records import metrics_record
+from lsp_assist.serving.stoprules import make_stop_rule, stop_strings
+from lsp_assist.serving.triggers import oversized_reason, skip_reason
+from lsp_assist.serving.typethrough import TypeThroughCache
+from lsp_assist.telemetry import MetricsLog, metrics_dir
 
-if TYPE_CHECKING:
-    from lsp_assist.context.engine import ContextEngine
-    from lsp_assist.index.workspace import WorkspaceIndex
-    from lsp_assist.telemetry.metrics import MetricsLog
+__all__ = [
+    "BackendFactory",
+    "Change",
+    "CompletionEngine",
+    "CompletionOutcome",
+    "CompletionQuery",
+]
 
 logger = logging.getLogger(__name__)
-
-Change = tuple[Position | None, Position | None, str]
-"""One content change: start, end (None, None for a full replacement), new text."""
-
-
-@dataclass(kw_only=True)
-class CompletionQuery:
-    """A request for a suggestion at a position of an open (or on-disk) document."""
-
-    uri: str
-    line: int
-    column: int
-    """0-based column in code points."""
-    trigger: str = "invoked"
-    """invoked, automatic, or cli."""
-    version: int | None = None
-    cancel: CancelToken = field(default_factory=CancelToken)
-    strategy: str | None = None
-    task_type: str = "completion"
-    request_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-    received_at: float = field(default_factory=time.perf_counter)
-    """When the request arrived (``time.perf_counter``): where ttft_ms and latency_ms start."""
-    snapshot: DocumentSnapshot | None = None
-    """The buffer as it was when the request arrived, taken on the thread that applies
-    edits (the event loop); None lets the engine take it when it runs (the CLI)."""
-    queued_at: float | None = None
-    """When the scheduler handed the query to the model thread (after the debounce)."""
-
-    @property
-    def expected_version(self) -> int | None:
-        """The buffer version the request was made for (``version``, else the snapshot's)."""
-        if self.version is not None:
-            return self.version
-        return self.snapshot.version if self.snapshot is not None else None
-
-
-@dataclass(kw_only=True)
-class CompletionOutcome(Usage):
-    """A suggestion (possibly empty) and what producing it cost (the :class:`Usage` fields)."""
-
-    request_id: str
-    text: str = ""
-    line: int = 0
-    column: int = 0
-    version: int | None = None
-    """The buffer version the suggestion was made for."""
-    multiline: bool = False
-    skipped: str = ""
-    """Why no model call was made (automatic-trigger rules, stale version, no model)."""
-    cache_hit: bool = False
-    cancelled: bool = False
-    error: str = ""
-    strategy: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        """Return the JSON form used by ``lsp-assist complete --json``."""
-        times = {
-            name: round(getattr(self, name), 2) for name in USAGE_FIELDS if name.endswith("_ms")
-        }
-        return {
-            "request_id": self.request_id,
-            "text": self.text,
-            "version": self.version,
-            "multiline": self.multiline,
-            "skipped": self.skipped,
-            "cache_hit": self.cache_hit,
-            "cancelled": self.cancelled,
-            "error": self.error,
-            "strategy": self.strategy,
-            "prompt_tokens": self.prompt_tokens,
-            "reused_tokens": self.reused_tokens,
-            "output_tokens": self.output_tokens,
-            **times,
-            "layers": dict(self.layer_tokens),
-            "draft": {
-                "enabled": self.drafting,
-                "proposed": self.draft_proposed,
-                "accepted": self.draft_accepted,
-            },
-        }
-
 
 BackendFactory = Callable[[Settings], Backend]
 
 
 def _default_backend_factory(settings: Settings) -> Backend:
-    from lsp_assist.backends.factory import create_backend
-
     return create_backend(settings.model)
 
 
@@ -175,8 +106,6 @@ class CompletionEngine:
         """URIs of open documents too big for model work (see ``oversized``)."""
         self.index: WorkspaceIndex | None = None
         self._build_index()
-        from lsp_assist.serving.typethrough import TypeThroughCache
-
         self.typethrough = TypeThroughCache(self.settings.completion.cache_entries)
         self.metrics: MetricsLog | None = None
         self._open_metrics()
@@ -190,8 +119,6 @@ class CompletionEngine:
         if self.workspace is None:
             return
         try:
-            from lsp_assist.index.workspace import WorkspaceIndex
-
             cache_dir = (
                 workspace_cache_dir(self.settings, self.workspace)
                 if self.settings.index.persist
@@ -207,8 +134,6 @@ class CompletionEngine:
             self.metrics = None
             return
         try:
-            from lsp_assist.telemetry.metrics import MetricsLog, metrics_dir
-
             directory = metrics_dir(self.settings, self.workspace)
             directory.mkdir(parents=True, exist_ok=True)
             self.metrics = MetricsLog(
@@ -273,8 +198,6 @@ class CompletionEngine:
         backend = self.backend
         if backend is None:
             return None
-        from lsp_assist.context.engine import ContextEngine
-
         index = self.index if self.index is not None else EmptyIndex()
         relative = self.index.relative if self.index is not None else None
         context = ContextEngine(
@@ -308,12 +231,7 @@ class CompletionEngine:
 
     def oversized(self, doc: TextView) -> str:
         """Return why a document is too big for model work and parsing ('' = it is not)."""
-        limit = self.settings.index.max_file_bytes
-        if len(doc.text) > limit:
-            return f"document larger than maxFileBytes ({limit})"
-        if doc.longest_line > self.settings.completion.max_line_chars:
-            return f"a line longer than maxLineChars ({self.settings.completion.max_line_chars})"
-        return ""
+        return oversized_reason(doc, self.settings)
 
     def _note_oversized(self, doc: Document, reason: str) -> None:
         if reason and doc.uri not in self._oversized:
@@ -398,41 +316,13 @@ class CompletionEngine:
         doc = self.documents.get(query.uri)
         return expected is not None and doc is not None and doc.version != expected
 
-    def _tree(self, doc: DocumentSnapshot) -> Any:
+    def _tree(self, doc: DocumentSnapshot) -> Tree | None:
         """The index's syntax tree of the snapshot's text (None when it has moved on)."""
         if self.index is None or not doc.language_id:
             return None
         return self.index.tree_for(doc.path, doc.text)
 
     # -- completions --------------------------------------------------------------
-
-    def _skip_reason(
-        self,
-        doc: DocumentSnapshot,
-        pos: Position,
-        trigger: str,
-        settings: Settings,
-        tree: Any,
-    ) -> str:
-        """Return why an automatic trigger should not call the model here ('' = go)."""
-        if trigger != "automatic":
-            return ""
-        completion = settings.completion
-        line = doc.line(pos.line)
-        before, after = line[: pos.column], line[pos.column :]
-        if before and (before[-1].isalnum() or before[-1] == "_") and after[:1].isalnum():
-            return "mid-word"
-        if len(after.strip()) > completion.max_chars_right_of_cursor:
-            return "text right of cursor"
-        if (completion.skip_in_comments or completion.skip_in_strings) and tree is not None:
-            row, col = doc.point_at(pos)
-            # A comment runs to the end of its line, so the character before the
-            # cursor decides; a string must enclose the cursor itself.
-            if completion.skip_in_comments and _inside(tree, (row, max(0, col - 1)), "comment"):
-                return "inside a comment"
-            if completion.skip_in_strings and _inside(tree, (row, col), "string"):
-                return "inside a string"
-        return ""
 
     def cached(self, query: CompletionQuery) -> CompletionOutcome | None:
         """Serve a query from the type-through cache when the user typed into a suggestion.
@@ -516,7 +406,7 @@ class CompletionEngine:
             outcome.skipped = too_big
             return outcome
         tree = self._tree(doc)
-        reason = self._skip_reason(doc, pos, query.trigger, settings, tree)
+        reason = skip_reason(doc, pos, query.trigger, settings.completion, tree)
         if reason:
             outcome.skipped = reason
             return outcome
@@ -555,16 +445,13 @@ class CompletionEngine:
         query: CompletionQuery,
         doc: DocumentSnapshot,
         pos: Position,
-        tree: Any,
+        tree: Tree | None,
         prompt: AssembledPrompt,
         backend: Backend,
         settings: Settings,
         outcome: CompletionOutcome,
         started: float,
     ) -> None:
-        from lsp_assist.serving.postprocess import decide_multiline, postprocess
-        from lsp_assist.serving.stoprules import make_stop_rule, stop_strings
-
         completion = settings.completion
         line_text = doc.line(pos.line)
         prefix, suffix = line_text[: pos.column], line_text[pos.column :]
@@ -732,37 +619,15 @@ class CompletionEngine:
         metrics = self.metrics
         if metrics is None:
             return
-        from lsp_assist.telemetry.metrics import MetricsRecord
-
-        record = MetricsRecord(
-            ts=time.time(),
-            request_id=outcome.request_id,
-            task_type=query.task_type,
+        record = metrics_record(
+            outcome,
+            query,
             language=doc.language_id,
-            strategy=outcome.strategy,
             trigger=trigger,
-            cancelled=outcome.cancelled,
-            cache_hit=outcome.cache_hit,
-            error=outcome.error,
+            prompt=prompt,
+            log_prompts=metrics.log_prompts,
         )
-        outcome.copy_usage(record)
-        if metrics.log_prompts:
-            record.completion = outcome.text
-            if prompt is not None:
-                record.prompt = prompt.prompt
         try:
             metrics.record(record)
         except OSError as exc:
             logger.warning("could not write metrics: %s", exc)
-
-
-def _inside(tree: Any, point: tuple[int, int], kind: str) -> bool:
-    """True when the node at ``point`` or one of its near ancestors is a ``kind`` node."""
-    node = tree.root_node.descendant_for_point_range(point, point)
-    for _ in range(4):
-        if node is None:
-            return False
-        if kind in node.type and "interpolation" not in node.type:
-            return True
-        node = node.parent
-    return False

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from lsp_assist.backends.base import CancelToken
-from lsp_assist.serving.engine import CompletionEngine, CompletionOutcome, CompletionQuery
+from lsp_assist.backends import CancelToken
+from lsp_assist.serving.engine import CompletionEngine
+from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 
-from lsp_assist.backends.base import StopRule
+from lsp_assist.backends import StopRule
 
 log = logging.getLogger(__name__)
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from lsp_assist.errors import LspAssistError
 from lsp_assist.lsp.server import LspAssistServer
+from lsp_assist.serving import explain_with_budget
 
 
 def register(server: LspAssistServer) -> None:
@@ -30,8 +31,6 @@ def register(server: LspAssistServer) -> None:
             prompt = await ls.scheduler.run(ls.engine.explain, snapshot or uri, line, column)
         except LspAssistError as exc:
             return {"error": str(exc)}
-        from lsp_assist.serving.adaptive_budget import explain_with_budget
-
         result: dict[str, Any] = prompt.to_json()
         result["text"] = explain_with_budget(prompt)
         return result

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from lsp_assist.documents import Position
-from lsp_assist.documents.document import DocumentSnapshot
+from lsp_assist.documents import DocumentSnapshot, Position
 from lsp_assist.lsp.server import LspAssistServer
-from lsp_assist.serving.engine import CompletionQuery
+from lsp_assist.serving import CompletionQuery
 
 ACCEPT_COMMAND = "lspAssist.accept"
 

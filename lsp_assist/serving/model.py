@@ -1,0 +1,95 @@
+"""Serving's value types: a completion request (:class:`CompletionQuery`) and its result.
+
+:class:`CompletionOutcome` carries the :class:`~lsp_assist.backends.base.Usage` fields
+(token counts and times) by inheritance; they are defined once, in ``backends/base.py``.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from lsp_assist.backends import USAGE_FIELDS, CancelToken, Usage
+from lsp_assist.documents import DocumentSnapshot, Position
+
+Change = tuple[Position | None, Position | None, str]
+"""One content change: start, end (None, None for a full replacement), new text."""
+
+
+@dataclass(kw_only=True)
+class CompletionQuery:
+    """A request for a suggestion at a position of an open (or on-disk) document."""
+
+    uri: str
+    line: int
+    column: int
+    """0-based column in code points."""
+    trigger: str = "invoked"
+    """invoked, automatic, or cli."""
+    version: int | None = None
+    cancel: CancelToken = field(default_factory=CancelToken)
+    strategy: str | None = None
+    task_type: str = "completion"
+    request_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    received_at: float = field(default_factory=time.perf_counter)
+    """When the request arrived (``time.perf_counter``): where ttft_ms and latency_ms start."""
+    snapshot: DocumentSnapshot | None = None
+    """The buffer as it was when the request arrived, taken on the thread that applies
+    edits (the event loop); None lets the engine take it when it runs (the CLI)."""
+    queued_at: float | None = None
+    """When the scheduler handed the query to the model thread (after the debounce)."""
+
+    @property
+    def expected_version(self) -> int | None:
+        """The buffer version the request was made for (``version``, else the snapshot's)."""
+        if self.version is not None:
+            return self.version
+        return self.snapshot.version if self.snapshot is not None else None
+
+
+@dataclass(kw_only=True)
+class CompletionOutcome(Usage):
+    """A suggestion (possibly empty) and what producing it cost (the :class:`Usage` fields)."""
+
+    request_id: str
+    text: str = ""
+    line: int = 0
+    column: int = 0
+    version: int | None = None
+    """The buffer version the suggestion was made for."""
+    multiline: bool = False
+    skipped: str = ""
+    """Why no model call was made (automatic-trigger rules, stale version, no model)."""
+    cache_hit: bool = False
+    cancelled: bool = False
+    error: str = ""
+    strategy: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the JSON form used by ``lsp-assist complete --json``."""
+        times = {
+            name: round(getattr(self, name), 2) for name in USAGE_FIELDS if name.endswith("_ms")
+        }
+        return {
+            "request_id": self.request_id,
+            "text": self.text,
+            "version": self.version,
+            "multiline": self.multiline,
+            "skipped": self.skipped,
+            "cache_hit": self.cache_hit,
+            "cancelled": self.cancelled,
+            "error": self.error,
+            "strategy": self.strategy,
+            "prompt_tokens": self.prompt_tokens,
+            "reused_tokens": self.reused_tokens,
+            "output_tokens": self.output_tokens,
+            **times,
+            "layers": dict(self.layer_tokens),
+            "draft": {
+                "enabled": self.drafting,
+                "proposed": self.draft_proposed,
+                "accepted": self.draft_accepted,
+            },
+        }

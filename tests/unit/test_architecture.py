@@ -1,0 +1,390 @@
+"""The import invariants of docs/architecture.md, checked on the source of every module.
+
+Each module of lsp_assist is parsed with ``ast`` and every import is read: at module
+level, inside functions and under ``if TYPE_CHECKING``. A failure names the module, the
+line and the import. The checker itself is tested on synthetic modules at the end, so a
+rule that stopped seeing violations would fail too.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "lsp_assist"
+ROOT = Path(__file__).resolve().parents[2] / PACKAGE
+
+LAYERS: dict[str, int] = {
+    "errors": 0,
+    "config": 1,
+    "": 2,  # the root package lsp_assist itself (its __init__)
+    "documents": 3,
+    "backends": 3,
+    "index": 4,
+    "context": 5,
+    "telemetry": 5,
+    "serving": 6,
+    "lsp": 7,
+    "evaluation": 7,
+    "cli": 8,
+}
+"""A module may import its own package and packages of a lower layer only; two packages
+on one layer never import each other."""
+
+STAGES = ("documents", "index", "context", "backends", "serving", "telemetry")
+"""The pipeline's packages: plain Python, no pygls."""
+
+PROTOCOL_LIBS = ("pygls", "lsprotocol")
+RUNTIME_LIBS = ("llama_cpp", "matplotlib")
+"""Heavy imports that are never made at module level (only where they are used)."""
+
+LLAMA_CPP_HOME = "lsp_assist.backends.vocab"
+"""Inside the pipeline, the one module that imports llama_cpp (``llama_cpp_lib``)."""
+
+CONTRACT_ONLY = ("context", "telemetry")
+"""Packages that may import only the backend contract (``backends.base``) of backends."""
+
+PUBLIC_NAMES_FROM = ("serving", "lsp")
+"""Packages whose imports of other packages go through the packages' public names."""
+
+LOCAL_IMPORTS_SAY_WHY = ("", "errors", "config", "documents", "serving", "telemetry", "lsp")
+"""Packages where an in-package import inside a function carries a comment saying why."""
+
+
+@dataclass(frozen=True)
+class Imported:
+    """One import statement's target as the checker sees it."""
+
+    module: str
+    """The importing module, e.g. lsp_assist.serving.engine."""
+    target: str
+    """The module imported from, absolute (``from .x import y`` resolved)."""
+    names: tuple[str, ...]
+    """Names taken by ``from target import ...`` (empty for ``import target``)."""
+    line: int
+    local: bool
+    """Inside a function (not run at import)."""
+    commented: bool
+    """A comment on the line or the line above (why a local import is local)."""
+
+    def __str__(self) -> str:
+        what = f"from {self.target} import {', '.join(self.names)}" if self.names else ""
+        where = "(function-local) " if self.local else ""
+        return f"{self.module}:{self.line}: {where}{what or 'import ' + self.target}"
+
+
+def package_of(module: str) -> str:
+    """The first-level package of an lsp_assist module ('' for the root package)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == PACKAGE else ""
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    """The dotted name of a source file under the package root."""
+    parts = [root.name, *path.relative_to(root).with_suffix("").parts]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(module: str, source: str, *, is_package: bool = False) -> list[Imported]:
+    """Every import in ``source`` (module ``module``), with where it stands."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    found: list[Imported] = []
+
+    def commented(line: int) -> bool:
+        here = lines[line - 1] if line <= len(lines) else ""
+        above = lines[line - 2].strip() if line >= 2 else ""
+        return "#" in here or above.startswith("#")
+
+    def visit(node: ast.AST, local: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inside = local or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            if isinstance(child, ast.Import):
+                seen = commented(child.lineno)
+                for alias in child.names:
+                    found.append(Imported(module, alias.name, (), child.lineno, local, seen))
+            elif isinstance(child, ast.ImportFrom):
+                target = child.module or ""
+                if child.level:
+                    base = module.split(".")
+                    base = base[: len(base) - child.level + (1 if is_package else 0)]
+                    target = ".".join([*base, target] if target else base)
+                names = tuple(alias.name for alias in child.names)
+                found.append(
+                    Imported(module, target, names, child.lineno, local, commented(child.lineno))
+                )
+            visit(child, inside)
+
+    visit(tree, False)
+    return found
+
+
+def project_imports() -> list[Imported]:
+    """Every import of every module of the package on disk."""
+    found: list[Imported] = []
+    for path in sorted(ROOT.rglob("*.py")):
+        name = module_name(path)
+        found.extend(
+            imports_of(name, path.read_text(encoding="utf-8"), is_package=path.stem == "__init__")
+        )
+    return found
+
+
+# -- the rules: each returns the offending imports ------------------------------------
+
+
+def upward(imports: Iterable[Imported]) -> Iterator[str]:
+    """Imports of a package on the same or a higher layer than the importer's own."""
+    for imp in imports:
+        if imp.target != PACKAGE and not imp.target.startswith(PACKAGE + "."):
+            continue
+        source, target = package_of(imp.module), package_of(imp.target)
+        if source == target:
+            continue
+        if source not in LAYERS or target not in LAYERS:
+            yield f"{imp} (package not in LAYERS: add it to docs/architecture.md and here)"
+        elif LAYERS[target] >= LAYERS[source]:
+            yield f"{imp} ({target or PACKAGE} is not below {source or PACKAGE})"
+
+
+def protocol_in_stages(imports: Iterable[Imported]) -> Iterator[str]:
+    """pygls or lsprotocol imported by a pipeline stage."""
+    for imp in imports:
+        if package_of(imp.module) in STAGES and imp.target.split(".")[0] in PROTOCOL_LIBS:
+            yield str(imp)
+
+
+def runtime_at_import(imports: Iterable[Imported]) -> Iterator[str]:
+    """A heavy runtime (llama_cpp, matplotlib) imported at module level."""
+    for imp in imports:
+        if imp.target.split(".")[0] in RUNTIME_LIBS and not imp.local:
+            yield str(imp)
+
+
+def llama_cpp_outside_home(imports: Iterable[Imported]) -> Iterator[str]:
+    """llama_cpp imported by a pipeline stage other than its one home module."""
+    for imp in imports:
+        if imp.target.split(".")[0] != "llama_cpp":
+            continue
+        if package_of(imp.module) in STAGES and imp.module != LLAMA_CPP_HOME:
+            yield str(imp)
+
+
+def beyond_the_contract(imports: Iterable[Imported]) -> Iterator[str]:
+    """context or telemetry importing more of backends than its contract (backends.base)."""
+    for imp in imports:
+        if package_of(imp.module) not in CONTRACT_ONLY or package_of(imp.target) != "backends":
+            continue
+        if imp.target != f"{PACKAGE}.backends.base":
+            yield str(imp)
+
+
+def not_public(imports: Iterable[Imported], public: dict[str, set[str]]) -> Iterator[str]:
+    """serving/lsp reaching into another package's modules instead of its public names.
+
+    ``public`` maps a package to its ``__all__``; a top-level module (config, errors)
+    is its own public face.
+    """
+    for imp in imports:
+        if imp.target != PACKAGE and not imp.target.startswith(PACKAGE + "."):
+            continue
+        source, target = package_of(imp.module), package_of(imp.target)
+        if source not in PUBLIC_NAMES_FROM or source == target or target not in public:
+            continue
+        face = f"{PACKAGE}.{target}" if target else PACKAGE
+        if imp.target != face:
+            yield f"{imp} (import it from {face})"
+        else:
+            for name in imp.names:
+                if name not in public[target]:
+                    yield f"{imp} ({name} is not in {face}.__all__)"
+
+
+def silent_local(imports: Iterable[Imported]) -> Iterator[str]:
+    """A function-local in-package import with no comment saying why it is local."""
+    for imp in imports:
+        if (
+            imp.local
+            and package_of(imp.module) in LOCAL_IMPORTS_SAY_WHY
+            and imp.target.startswith(PACKAGE + ".")
+            and not imp.commented
+        ):
+            yield f"{imp} (move it to the top, or say why it must stay local)"
+
+
+def package_all(package: str, root: Path = ROOT) -> set[str]:
+    """The names in a package's ``__all__``, read from its ``__init__`` source."""
+    tree = ast.parse((root / package / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            value = ast.literal_eval(node.value)
+            return {str(name) for name in value}
+    return set()
+
+
+# -- on the project -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def project() -> list[Imported]:
+    found = project_imports()
+    assert len({imp.module for imp in found}) > 50, "the checker found too few modules"
+    return found
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()}
+    packages.discard("grammars")
+    modules = {p.stem for p in ROOT.glob("*.py") if p.stem != "__init__"}
+    assert packages | modules == set(LAYERS) - {""}
+
+
+def test_no_import_runs_up_the_layers(project: list[Imported]) -> None:
+    assert list(upward(project)) == []
+
+
+def test_no_pygls_in_the_stages(project: list[Imported]) -> None:
+    assert list(protocol_in_stages(project)) == []
+
+
+def test_heavy_runtimes_load_only_where_used(project: list[Imported]) -> None:
+    assert list(runtime_at_import(project)) == []
+
+
+def test_llama_cpp_has_one_home_in_the_pipeline(project: list[Imported]) -> None:
+    assert list(llama_cpp_outside_home(project)) == []
+
+
+def test_context_and_telemetry_see_only_the_backend_contract(project: list[Imported]) -> None:
+    assert list(beyond_the_contract(project)) == []
+
+
+def test_serving_and_lsp_use_public_names(project: list[Imported]) -> None:
+    public = {name: package_all(name) for name in LAYERS if (ROOT / name / "__init__.py").is_file()}
+    assert list(not_public(project, public)) == []
+
+
+def test_local_imports_say_why(project: list[Imported]) -> None:
+    assert list(silent_local(project)) == []
+
+
+def test_public_names_exist() -> None:
+    # __all__ is read from the source above; here the names must really be there
+    import importlib
+
+    for package in STAGES:
+        module = importlib.import_module(f"{PACKAGE}.{package}")
+        names = package_all(package)
+        assert names, f"{PACKAGE}.{package} has no __all__"
+        missing = sorted(name for name in names if not hasattr(module, name))
+        assert missing == [], f"{PACKAGE}.{package}.__all__ names what it lacks: {missing}"
+
+
+def test_importing_the_pipeline_loads_no_runtime() -> None:
+    # The static rules see one module at a time; this sees what an import drags in.
+    stages = ", ".join(f"{PACKAGE}.{name}" for name in STAGES)
+    code = (
+        f"import sys, {stages}\n"
+        f"print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}}"
+        f" & {{*{PROTOCOL_LIBS!r}, *{RUNTIME_LIBS!r}}})))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT.parent)}  # this checkout's package
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [], f"importing {stages} loaded {done.stdout.strip()}"
+
+
+# -- the checker on synthetic modules ---------------------------------------------------
+
+
+def _check(module: str, source: str, *, is_package: bool = False) -> list[Imported]:
+    return imports_of(module, source, is_package=is_package)
+
+
+def test_checker_sees_an_upward_import_at_module_level_in_functions_and_for_types() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "from lsp_assist.documents import Document\n"
+        "from lsp_assist.serving.engine import CompletionEngine\n"
+        "if TYPE_CHECKING:\n"
+        "    from lsp_assist.context import ContextEngine\n"
+        "def f():\n"
+        "    import lsp_assist.lsp.server\n"
+    )
+    found = list(upward(_check("lsp_assist.index.fake", source)))
+    assert len(found) == 3, found
+    assert found[0].startswith("lsp_assist.index.fake:3: from lsp_assist.serving.engine import")
+    assert "lsp_assist.index.fake:5:" in found[1] and "context is not below index" in found[1]
+    assert found[2].startswith("lsp_assist.index.fake:7: (function-local) import lsp_assist.lsp")
+
+
+def test_checker_resolves_relative_imports_and_same_layer_neighbours() -> None:
+    # ..serving from lsp_assist.context.fake is lsp_assist.serving: upward
+    assert len(list(upward(_check("lsp_assist.context.fake", "from ..serving import x\n")))) == 1
+    # from . import in a package __init__ stays inside the package
+    init = _check("lsp_assist.context", "from . import engine\n", is_package=True)
+    assert init[0].target == "lsp_assist.context" and list(upward(init)) == []
+    # two packages on one layer: documents and backends never import each other
+    assert len(list(upward(_check("lsp_assist.documents.x", "import lsp_assist.backends\n")))) == 1
+    assert list(upward(_check("lsp_assist.serving.x", "from lsp_assist.index import y\n"))) == []
+
+
+def test_checker_sees_pygls_and_llama_cpp_where_they_do_not_belong() -> None:
+    source = "from pygls.lsp.server import LanguageServer\ndef f():\n    import llama_cpp\n"
+    assert len(list(protocol_in_stages(_check("lsp_assist.serving.fake", source)))) == 1
+    assert list(protocol_in_stages(_check("lsp_assist.lsp.fake", source))) == []
+    assert len(list(llama_cpp_outside_home(_check("lsp_assist.context.fake", source)))) == 1
+    assert list(llama_cpp_outside_home(_check(LLAMA_CPP_HOME, source))) == []
+    at_top = _check("lsp_assist.backends.vocab", "import llama_cpp\nimport matplotlib.pyplot\n")
+    assert len(list(runtime_at_import(at_top))) == 2
+    assert list(runtime_at_import(_check("lsp_assist.backends.vocab", source))) == []
+
+
+def test_checker_sees_context_reaching_past_the_contract() -> None:
+    fine = _check("lsp_assist.context.fake", "from lsp_assist.backends.base import ModelInfo\n")
+    assert list(beyond_the_contract(fine)) == []
+    vocab = _check("lsp_assist.context.fake", "from lsp_assist.backends.vocab import Vocabulary\n")
+    assert len(list(beyond_the_contract(vocab))) == 1
+
+
+def test_checker_sees_private_paths_and_unexported_names() -> None:
+    public = {"index": {"WorkspaceIndex"}, "documents": {"Document"}, "": {"__version__"}}
+    source = (
+        "from __future__ import annotations\n"
+        "from lsp_assist import __version__\n"
+        "from lsp_assist.index.workspace import WorkspaceIndex\n"
+        "from lsp_assist.index import WorkspaceIndex, Secret\n"
+        "from lsp_assist.documents import Document\n"
+        "from lsp_assist.serving.triggers import skip_reason\n"
+        "from lsp_assist.config import Settings\n"
+    )
+    found = list(not_public(_check("lsp_assist.serving.engine", source), public))
+    assert len(found) == 2, found
+    assert "import it from lsp_assist.index" in found[0]
+    assert "Secret is not in lsp_assist.index.__all__" in found[1]
+
+
+def test_checker_sees_a_local_import_without_a_reason() -> None:
+    source = (
+        "def f():\n"
+        "    from lsp_assist.index import a\n"
+        "def g():\n"
+        "    # local: a real cycle\n"
+        "    from lsp_assist.index import b\n"
+        "    from lsp_assist.index import c  # heavy\n"
+    )
+    found = list(silent_local(_check("lsp_assist.serving.fake", source)))
+    assert len(found) == 1 and found[0].startswith("lsp_assist.serving.fake:2:"), found
