@@ -29,7 +29,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "workspace", nargs="?", type=Path, help="folder (default: the installed standard library)"
     )
     parser.add_argument("--model", metavar="GGUF", help="model (default: the embedded model)")
-    parser.add_argument("--model2", metavar="GGUF", help="add a row with this model")
+    parser.add_argument(
+        "--model2",
+        metavar="GGUF|TYPE",
+        help="add a row (the defaults) with this GGUF, or with --model requantized to TYPE "
+        "(Q8_0, Q4_0, ...; made once into the cache, see `lsp-assist quantize`)",
+    )
     parser.add_argument(
         "--tasks",
         type=int,
@@ -86,7 +91,13 @@ def run(args: argparse.Namespace) -> int:
     from lsp_assist.backends.models import embedded_model_path
     from lsp_assist.errors import LspAssistError
     from lsp_assist.evaluation import report
-    from lsp_assist.evaluation.runner import STDLIB_EXCLUDE, BenchConfig, run_bench, split_tasks
+    from lsp_assist.evaluation.runner import (
+        ROW_NAMES,
+        STDLIB_EXCLUDE,
+        BenchConfig,
+        run_bench,
+        split_tasks,
+    )
 
     if args.from_json is not None:
         return write_outputs(args.out, report.read_results(args.from_json))
@@ -102,25 +113,34 @@ def run(args: argparse.Namespace) -> int:
     if not workspace.is_dir():
         print(f"error: not a folder: {workspace}", file=sys.stderr)
         return 2
+    rows = [r.strip() for r in args.rows.split(",")] if args.rows else None
+    unknown = sorted(set(rows or ()) - set(ROW_NAMES))
+    if unknown or (rows and "model2" in rows and not args.model2):
+        why = f"unknown rows {','.join(unknown)}" if unknown else "row model2 needs --model2"
+        print(f"error: --rows: {why} (rows: {','.join(ROW_NAMES)})", file=sys.stderr)
+        return 2
+    settings = dict(item.partition("=")[::2] for item in args.setting)
     try:
-        model = args.model or str(embedded_model_path())
+        model = Path(args.model or embedded_model_path()).resolve()
+        wanted = args.model2 and (rows is None or "model2" in rows)
+        model2 = second_model(model, args.model2, settings) if wanted else None
     except LspAssistError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     cross, in_file = split_tasks(args.tasks)
     config = BenchConfig(
         workspace=workspace,
-        model=str(Path(model).resolve()),
-        model2=str(Path(args.model2).resolve()) if args.model2 else "",
+        model=str(model),
+        model2=str(model2) if model2 else "",
         cross_file=cross,
         in_file=in_file,
         typing=args.typing_lines,
         seed=args.seed,
-        rows=[r.strip() for r in args.rows.split(",")] if args.rows else None,
+        rows=rows,
         exclude=exclude,
         open_files=args.open_files,
         peer_window=args.peer_window,
-        settings=dict(item.partition("=")[::2] for item in args.setting),
+        settings=settings,
         scratch=args.work.resolve() if args.work else None,
         keep=args.keep,
     )
@@ -131,6 +151,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return write_outputs(args.out, result)
+
+
+def second_model(model: Path, value: str, values: dict[str, str]) -> Path:
+    """Return --model2's GGUF: the file named, or ``model`` requantized (into the cache)."""
+    from lsp_assist.config import machine_cpus, parse_settings
+    from lsp_assist.evaluation.quantize import quant_type, quantized_path
+    from lsp_assist.evaluation.quantize import second_model as resolve
+
+    kind = quant_type(value)
+    if kind is not None and not Path(value).is_file():
+        target = quantized_path(model, kind)
+        state = "reusing" if target.is_file() else "writing (once)"
+        print(f"--model2 {kind}: {state} {target}", file=sys.stderr)
+    settings, _ = parse_settings(values)
+    return resolve(model, value, threads=settings.model.threads or machine_cpus())
 
 
 def write_outputs(out: Path, result: dict[str, Any]) -> int:

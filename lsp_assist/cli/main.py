@@ -9,7 +9,18 @@ from collections.abc import Sequence
 
 # Each module lsp_assist.cli.<name>_cmd defines register(subparsers) which adds its
 # parser and sets ``func`` (args -> exit code) as the parser default.
-COMMANDS = ("serve", "complete", "context", "index", "doctor", "stats", "demo", "bench", "eval")
+COMMANDS = (
+    "serve",
+    "complete",
+    "context",
+    "index",
+    "doctor",
+    "stats",
+    "demo",
+    "bench",
+    "eval",
+    "quantize",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

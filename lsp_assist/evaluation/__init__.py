@@ -4,6 +4,7 @@ tasks.py chooses the lines to complete (seeded, target removed from everything t
 server sees); client.py drives ``lsp-assist serve`` over stdio as an editor does;
 runner.py runs each row (the server with settings switched, or the peer prompt sent to
 llama-cpp-python's OpenAI-compatible server, peer.py); metrics.py scores suggestions
-and summarises rows; report.py writes the table, the JSON records and the plots.
+and summarises rows; report.py writes the table, the JSON records and the plots;
+quantize.py makes the second quantization of ``--model2 TYPE`` and ``lsp-assist quantize``.
 tasks.py, metrics.py and peer.py's prompt builder hold no pygls. docs/evaluation.md.
 """

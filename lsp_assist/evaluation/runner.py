@@ -64,6 +64,8 @@ STDLIB_EXCLUDE = [
     "dist-packages/**",
 ]
 """What the default workspace (the installed standard library) leaves out."""
+ROW_NAMES = ("baseline", "layered", "retrieval", "speculative", "model2", "peer")
+"""The rows ``--rows`` can pick, in the table's order (model2 only with ``--model2``)."""
 _METRIC_KEYS = (
     "request_id",
     "strategy",

@@ -43,6 +43,7 @@ def test_help_documents_every_subcommand() -> None:
         "demo",
         "bench",
         "eval",
+        "quantize",
     ):
         assert name in out.stdout
         sub = run_cli(name, "--help")

@@ -38,28 +38,34 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def bench(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("bench")
     work = out / "work"
-    code = main(
-        [
-            "bench",
-            str(FIXTURE),
-            "--model",
-            str(tiny),
-            "--tasks",
-            "3",
-            "--typing-lines",
-            "1",
-            "--rows",
-            "baseline,retrieval,peer",
-            "--out",
-            str(out),
-            "--work",
-            str(work),
-            "--keep",
-            *FAST,
-        ]
-    )
+    cache = out / "user-cache"
+    with pytest.MonkeyPatch.context() as patch:
+        # --model2 Q8_0 writes the requantized tiny model under the user cache
+        patch.setenv("XDG_CACHE_HOME", str(cache))
+        code = main(
+            [
+                "bench",
+                str(FIXTURE),
+                "--model",
+                str(tiny),
+                "--model2",
+                "Q8_0",
+                "--tasks",
+                "3",
+                "--typing-lines",
+                "1",
+                "--rows",
+                "baseline,retrieval,model2,peer",
+                "--out",
+                str(out),
+                "--work",
+                str(work),
+                "--keep",
+                *FAST,
+            ]
+        )
     result = json.loads((out / "results.json").read_text())
-    return {"code": code, "out": out, "work": work, "result": result}
+    return {"code": code, "out": out, "work": work, "result": result, "cache": cache}
 
 
 def test_the_bench_writes_its_outputs(bench: dict[str, Any]) -> None:
@@ -68,7 +74,7 @@ def test_the_bench_writes_its_outputs(bench: dict[str, Any]) -> None:
     for name in ("table.md", "results.json", "latency.png", "tokens.png", "ttft_vs_tokens.png"):
         assert (out / name).stat().st_size > 0, name
     result = bench["result"]
-    assert [r["name"] for r in result["rows"]] == ["baseline", "retrieval", "peer"]
+    assert [r["name"] for r in result["rows"]] == ["baseline", "retrieval", "model2", "peer"]
     assert result["meta"]["tasks"]["cross_file"] == 2 and result["meta"]["tasks"]["in_file"] == 1
 
 
@@ -92,6 +98,25 @@ def test_every_row_runs_every_task_and_keystroke(bench: dict[str, Any]) -> None:
             for r in holes:
                 parts = r["queue_ms"] + r["context_ms"] + r["prefill_ms"] + r["debounce_ms"]
                 assert parts <= r["ttft_ms"] + 5, r
+
+
+def test_model2_is_the_model_requantized_and_its_own_row(bench: dict[str, Any], tiny: Path) -> None:
+    from gguf import GGUFReader
+
+    result = bench["result"]
+    made = bench["cache"] / "lsp-assist" / "models" / "tiny.q8_0.gguf"
+    reader = GGUFReader(made)
+    assert int(reader.fields["general.file_type"].parts[-1][0]) == 7  # LLAMA_FTYPE_MOSTLY_Q8_0
+    assert any(t.tensor_type.name == "Q8_0" for t in reader.tensors)
+    sessions = {r["name"]: r["session"] for r in result["rows"]}
+    assert sessions["model2"]["settings"]["modelPath"] == str(made)
+    assert sessions["retrieval"]["settings"]["modelPath"] == str(tiny.resolve())
+    # the defaults (drafting on) with the second model; everything else as the other rows
+    assert sessions["model2"]["settings"]["draft"] == "prompt-lookup"
+    label = next(r["label"] for r in result["rows"] if r["name"] == "model2")
+    assert "tiny.q8_0.gguf" in label
+    mine = [r for r in result["records"] if r["row"] == "model2"]
+    assert {r["task"] for r in mine} == {t["id"] for t in result["tasks"]}
 
 
 def test_the_target_line_never_reaches_a_prompt(bench: dict[str, Any]) -> None:
