@@ -192,7 +192,7 @@ class Embedder:
         *,
         threads: int = 1,
         max_tokens: int = MAX_TOKENS,
-        batch_tokens: int = 1024,
+        batch_tokens: int = 256,
         share: Embedder | None = None,
     ) -> None:
         self._owner = share is None

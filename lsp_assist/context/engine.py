@@ -50,6 +50,7 @@ from lsp_assist.context.similar import SimilarCode, similar_layer
 from lsp_assist.context.summaries import FileOutline, project_summary_layer
 from lsp_assist.context.syntax import TreeCache
 from lsp_assist.context.tokens import CachedCounter
+from lsp_assist.context.vector import VectorLayer, query_text
 from lsp_assist.context.zone import (
     Zone,
     estimate_ratio,
@@ -117,6 +118,8 @@ class ContextEngine:
         self.trees = TreeCache()
         self.retriever = Retriever(index, self.relative)
         self.similar = SimilarCode()
+        self.vectors: VectorLayer | None = None
+        """Vector retrieval (``layerVector``): given by whoever owns the vector index."""
         self.outline = FileOutline()
         self._recent: OrderedDict[Path, None] = OrderedDict()
         self._zone_memo: dict[Path, tuple[int, int, int, int, int]] = {}
@@ -243,6 +246,9 @@ class ContextEngine:
             reused = self._reuse_line(cursor, lines, state, total, rel)
             if reused is not None:
                 return reused
+        vectors = self.vectors if settings.layer_vector else None
+        if vectors is not None:  # embedded while the zone and related layers are built
+            vectors.prefetch(cursor.path, query_text(lines, line, col))
 
         plan = BudgetPlan.split(total, settings)
 
@@ -342,6 +348,7 @@ class ContextEngine:
                 chosen,
                 similar_budget,
                 settings.similar_threshold,
+                vectors=vectors.hybrid(cursor.path, settings) if vectors is not None else None,
             )
             parts.similar, parts.items["similar"] = similar.pieces, similar.items
         plan.spend("similar", cost(parts.similar))

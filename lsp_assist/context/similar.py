@@ -191,10 +191,15 @@ def similar_layer(
     related: list[Candidate],
     budget: int,
     threshold: float,
+    *,
+    vectors: Callable[[list[SimilarHit], Callable[[Path, int, int], bool]], list[SimilarHit]]
+    | None = None,
 ) -> Rendered:
     """Return the ``similar`` layer: windows of ``recent`` files like the zone, within ``budget``.
 
-    Windows overlapping a definition the related layer holds are left out.
+    Windows overlapping a definition the related layer holds are left out. ``vectors``
+    (vector retrieval, ``context/vector.py``) turns the windows and that exclusion into
+    the fused list of windows and vector matches.
     """
     files: list[tuple[Path, str]] = []
     for path in sorted(recent, key=str):
@@ -204,7 +209,7 @@ def similar_layer(
         if text:
             files.append((path, text))
     out = Rendered()
-    if not files:
+    if not files and vectors is None:
         return out
 
     def exclude(path: Path, a: int, b: int) -> bool:
@@ -220,6 +225,8 @@ def similar_layer(
         relative=retriever.relative,
         exclude=exclude,
     )
+    if vectors is not None:
+        hits = vectors(hits, exclude)
     spent = 0
     kept = []
     for hit in hits:
@@ -238,7 +245,7 @@ def similar_layer(
                 source=hit.source,
                 symbol=f"lines {hit.chunk.start_line + 1}-{hit.chunk.end_line + 1}",
                 score=hit.score,
-                reason="identifier overlap (Jaccard)",
+                reason=hit.reason,
                 tokens=cost(pieces),
                 text=hit.chunk.text,
             )

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lsp_assist.config import ContextSettings
 from lsp_assist.context.similar import Chunk, SimilarHit
 from lsp_assist.errors import LspAssistError
 from lsp_assist.index.vectors import ChunkSpan, Matrix, VectorIndex
@@ -185,6 +186,24 @@ class VectorLayer:
             reason = f"vector cosine {hit.score:.2f} ({hit.span.kind} {hit.span.label})"
             out.append(SimilarHit(chunk, self._relative(hit.path), hit.score, reason))
         return out
+
+    def hybrid(
+        self, path: Path, settings: ContextSettings
+    ) -> Callable[[list[SimilarHit], Callable[[Path, int, int], bool]], list[SimilarHit]]:
+        """Return what the similar layer calls: its windows fused with this path's matches."""
+
+        def fuse(
+            lexical: list[SimilarHit], exclude: Callable[[Path, int, int], bool]
+        ) -> list[SimilarHit]:
+            found = self.search(
+                path,
+                threshold=settings.vector_threshold,
+                wait_ms=settings.vector_wait_ms,
+                exclude=exclude,
+            )
+            return merge(lexical, found)
+
+        return fuse
 
 
 def merge(lexical: list[SimilarHit], vector: list[SimilarHit]) -> list[SimilarHit]:

@@ -103,3 +103,50 @@ def test_search_skips_the_current_file_and_excluded_spans(tmp_path: Path) -> Non
     kept = layer.search(other, threshold=0.1, wait_ms=2000, exclude=lambda p, a, b: a == 0)
     assert 0 not in {h.chunk.start_line for h in kept if h.chunk.path == cart}
     layer.stop()
+
+
+MAIN = (
+    "from shop.cart import cart_total\n\n\n"
+    "def checkout(order):\n"
+    "    address = order.customer.email\n"
+    "    receipt = render the receipt of the order and mail it to the address\n"
+    "    \n"
+)
+
+
+def test_the_layer_in_a_build_with_the_switch(tmp_path: Path) -> None:
+    from lsp_assist.config import ContextSettings
+    from lsp_assist.context.engine import ContextEngine
+    from lsp_assist.context.model import Cursor
+    from lsp_assist.context.tokens import ApproxTokenizer
+
+    from .fakes import GEMMA_LIKE
+
+    root = tmp_path / "ws"
+    index = scanned_index(root, {**FILES, "shop/checkout.py": MAIN})
+    vectors = VectorIndex(index, BagOfWords, model_id="bag")
+    vectors.sync()
+    main = root.resolve() / "shop" / "checkout.py"
+    cursor = Cursor(path=main, language="python", text=MAIN, line=6, column=4)
+    engine = ContextEngine(
+        index, ApproxTokenizer(GEMMA_LIKE.special_tokens), GEMMA_LIKE, relative=index.relative
+    )
+    engine.vectors = VectorLayer(vectors, text_of=index.text_of, relative=index.relative)
+    off = engine.build(cursor)
+    assert "smtp_deliver" not in off.prompt  # mail.py: neither imported nor open
+
+    on = ContextSettings(layer_vector=True, vector_threshold=0.2, vector_wait_ms=5000)
+    engine.update_settings(on)
+    prompt = engine.build(cursor)
+    similar = next(layer for layer in prompt.layers if layer.name == "similar")
+    reasons = {item.source: item.reason for item in similar.items}
+    assert "smtp_deliver(address, body)" in prompt.prompt
+    assert reasons["shop/mail.py"].startswith("vector cosine")
+    assert "send_receipt" in reasons["shop/mail.py"]
+    # cart_total is the related layer's (imported): not again as a match; cart_clear may be
+    related = next(layer for layer in prompt.layers if layer.name == "related")
+    assert any("cart_total" in item.symbol for item in related.items)
+    assert not any("cart_total" in item.reason for item in similar.items)
+    assert prompt.total_tokens <= prompt.budget
+    assert "vector cosine" in prompt.explain()
+    engine.vectors.stop()
