@@ -221,6 +221,29 @@ def silent_local(imports: Iterable[Imported]) -> Iterator[str]:
             yield f"{imp} (move it to the top, or say why it must stay local)"
 
 
+def hand_copied_usage(module: str, source: str, usage: Iterable[str]) -> Iterator[str]:
+    """Classes of a stage that declare three or more of the ``Usage`` fields themselves.
+
+    The metric fields have one definition, ``backends.base.Usage``; a class carrying
+    them inherits it instead of copying them.
+    """
+    if package_of(module) not in STAGES:
+        return
+    wanted = set(usage)
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ClassDef) or node.name == "Usage":
+            continue
+        own = [
+            stmt.target.id
+            for stmt in node.body
+            if isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and stmt.target.id in wanted
+        ]
+        if len(own) >= 3:
+            yield f"{module}:{node.lineno}: class {node.name} copies Usage fields {own}"
+
+
 def package_all(package: str, root: Path = ROOT) -> set[str]:
     """The names in a package's ``__all__``, read from its ``__init__`` source."""
     tree = ast.parse((root / package / "__init__.py").read_text(encoding="utf-8"))
@@ -251,32 +274,48 @@ def test_every_package_has_a_layer() -> None:
 
 
 def test_no_import_runs_up_the_layers(project: list[Imported]) -> None:
-    assert list(upward(project)) == []
+    found = list(upward(project))
+    assert not found, "\n".join(found)
 
 
 def test_no_pygls_in_the_stages(project: list[Imported]) -> None:
-    assert list(protocol_in_stages(project)) == []
+    found = list(protocol_in_stages(project))
+    assert not found, "\n".join(found)
 
 
 def test_heavy_runtimes_load_only_where_used(project: list[Imported]) -> None:
-    assert list(runtime_at_import(project)) == []
+    found = list(runtime_at_import(project))
+    assert not found, "\n".join(found)
 
 
 def test_llama_cpp_has_one_home_in_the_pipeline(project: list[Imported]) -> None:
-    assert list(llama_cpp_outside_home(project)) == []
+    found = list(llama_cpp_outside_home(project))
+    assert not found, "\n".join(found)
 
 
 def test_context_and_telemetry_see_only_the_backend_contract(project: list[Imported]) -> None:
-    assert list(beyond_the_contract(project)) == []
+    found = list(beyond_the_contract(project))
+    assert not found, "\n".join(found)
 
 
 def test_serving_and_lsp_use_public_names(project: list[Imported]) -> None:
     public = {name: package_all(name) for name in LAYERS if (ROOT / name / "__init__.py").is_file()}
-    assert list(not_public(project, public)) == []
+    found = list(not_public(project, public))
+    assert not found, "\n".join(found)
 
 
 def test_local_imports_say_why(project: list[Imported]) -> None:
-    assert list(silent_local(project)) == []
+    found = list(silent_local(project))
+    assert not found, "\n".join(found)
+
+
+def test_one_definition_of_the_metric_fields() -> None:
+    from lsp_assist.backends.base import USAGE_FIELDS
+
+    found: list[str] = []
+    for path in sorted(ROOT.rglob("*.py")):
+        found += hand_copied_usage(module_name(path), path.read_text("utf-8"), USAGE_FIELDS)
+    assert not found, "\n".join(found)
 
 
 def test_public_names_exist() -> None:
@@ -388,3 +427,16 @@ def test_checker_sees_a_local_import_without_a_reason() -> None:
     )
     found = list(silent_local(_check("lsp_assist.serving.fake", source)))
     assert len(found) == 1 and found[0].startswith("lsp_assist.serving.fake:2:"), found
+
+
+def test_checker_sees_metric_fields_copied_by_hand() -> None:
+    usage = ("prompt_tokens", "ttft_ms", "latency_ms", "prefill_ms")
+    copied = (
+        "class Outcome:\n"
+        "    prompt_tokens: int = 0\n"
+        "    ttft_ms: float = 0\n"
+        "    latency_ms: float = 0\n"
+    )
+    inherited = "class Outcome(Usage):\n    text: str = ''\n    prompt_tokens_seen: int = 0\n"
+    assert len(list(hand_copied_usage("lsp_assist.serving.fake", copied, usage))) == 1
+    assert list(hand_copied_usage("lsp_assist.serving.fake", inherited, usage)) == []
