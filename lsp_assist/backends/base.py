@@ -2,10 +2,15 @@
 
 A backend turns a list of prompt token ids into generated text. ``generate`` blocks and
 is called from the engine's own single-thread executor, never from the event loop.
+
+The contract also carries the model-free tokenizer
+(:class:`~lsp_assist.backends.approx_tokens.ApproxTokenizer`, re-exported here), so the
+stages that see only this module (context, telemetry) can count tokens without a model.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -13,6 +18,11 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
+
+from lsp_assist.backends.approx_tokens import ApproxTokenizer as ApproxTokenizer
+from lsp_assist.config import ModelSettings
+
+logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 
@@ -54,10 +64,8 @@ class CancelToken:
         for callback in callbacks:
             try:
                 callback()
-            except Exception:
-                import logging  # only on this rare error path
-
-                logging.getLogger(__name__).exception("cancel callback %r failed", callback)
+            except Exception:  # a caller's callback: it must not stop the others
+                logger.exception("cancel callback %r failed", callback)
 
     def add_callback(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Run ``callback`` once on the first :meth:`cancel`; return a function removing it.
@@ -145,11 +153,35 @@ class GenerationRequest:
     task_type: str = "completion"
     cancel: CancelToken = field(default_factory=CancelToken)
     prompt_timeout_s: float | None = None
+    """Cap on prompt evaluation; None = the settings' (see :func:`time_caps`)."""
     generation_timeout_s: float | None = None
+    """Cap on generation after it; None = the settings'."""
     draft: bool | None = None
     """Force drafting on/off for this request; None = the backend's adaptive choice."""
     on_text: Callable[[str], None] | None = None
     """Called with each new piece of text as it is generated."""
+
+
+@dataclass(frozen=True, slots=True)
+class TimeCaps:
+    """A request's two time caps in seconds: prompt evaluation, then generation."""
+
+    prompt_s: float
+    """Until the prompt is evaluated (remote: until the first text)."""
+    generation_s: float
+    """From then to the end of generation."""
+
+
+def time_caps(settings: ModelSettings, request: GenerationRequest | None = None) -> TimeCaps:
+    """Return the caps of ``request``: its own where it sets them, else the settings'."""
+    prompt = request.prompt_timeout_s if request is not None else None
+    generation = request.generation_timeout_s if request is not None else None
+    return TimeCaps(
+        prompt_s=prompt if prompt is not None else settings.prompt_timeout_ms / 1000.0,
+        generation_s=(
+            generation if generation is not None else settings.generation_timeout_ms / 1000.0
+        ),
+    )
 
 
 @dataclass(kw_only=True)

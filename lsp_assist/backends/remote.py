@@ -24,22 +24,10 @@ Cancellation. A cancel shuts the request's socket down from the cancelling threa
 blocks: connecting, waiting for the prompt to be evaluated, reading a trickle. A
 cancel is neither a retry nor a failure.
 
-Tokens. The rest of lsp-assist counts and assembles prompts in token ids, so the client
-needs the server model's tokenizer. In order of preference:
-
-1. ``local``: a vocabulary-only load of ``modelPath`` (the same GGUF the server runs);
-   exact and fast, no network.
-2. ``server``: the server's own tokenizer endpoints (``/extras/tokenize`` of
-   llama-cpp-python, ``/tokenize`` of llama-server); exact, one round trip per call.
-   Each call is capped by ``promptTimeoutMs`` (and the read timeout) and is
-   cancelled by the token of the request it works for (``CancelToken.current()``:
-   the scheduler runs each completion under its token). A call that fails raises
-   :class:`~lsp_assist.errors.RemoteBackendError` and counts for the circuit breaker;
-   while the circuit is open calls fail at once: a prompt is never assembled from a
-   mix of server ids and estimates.
-3. ``estimate``: no tokenizer at all. Text is cut into 4-character pieces and each
-   piece is encoded reversibly into one integer ("pseudo token"), so counts follow the
-   usual chars/4 estimate and ``detokenize`` gives the text back exactly.
+Tokens. The client needs the server model's token ids: a local vocabulary of
+``modelPath``, the server's tokenizer endpoints, or an estimate, in that order
+(:mod:`~lsp_assist.backends.remote_tokens`). Server-sent events are read by
+:mod:`~lsp_assist.backends.event_stream`.
 
 The prompt goes to the server as token ids when they are real ids (llama-server and
 vLLM accept a list of ints) and as text otherwise; a server that rejects ids (HTTP
@@ -48,13 +36,12 @@ vLLM accept a list of ints) and as text otherwise; a server that rejects ids (HT
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
 import os
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -66,8 +53,16 @@ from lsp_assist.backends.base import (
     GenerationRequest,
     GenerationResult,
     ModelInfo,
+    time_caps,
 )
 from lsp_assist.backends.circuit import CircuitBreaker
+from lsp_assist.backends.event_stream import (
+    Attempt,
+    CompletionEvents,
+    check_event_stream,
+    error_text,
+)
+from lsp_assist.backends.remote_tokens import RemoteTokenizer, server_ids
 from lsp_assist.backends.streaming import TextStream
 from lsp_assist.backends.transport import CancellableNetwork, Exchange, cancellable_transport
 from lsp_assist.backends.vocab import Vocabulary, read_model_info
@@ -77,33 +72,9 @@ from lsp_assist.errors import GenerationCancelled, ModelLoadError, RemoteBackend
 logger = logging.getLogger(__name__)
 
 TokenizerMode = Literal["auto", "local", "server", "estimate"]
-_PSEUDO_CHARS = 4
 _TRANSPORT_ERRORS = (httpx.TransportError, httpx.StreamError)
-_MAX_LINE_BYTES = 1 << 20
-"""A longer server-sent-event line is junk, not a completion chunk."""
-_MAX_ERROR_BODY = 4096
 
-__all__ = ["CircuitBreaker", "RemoteBackend", "pseudo_detokenize", "pseudo_tokenize"]
-
-
-def pseudo_tokenize(text: str) -> list[int]:
-    """Encode ``text`` as reversible pseudo tokens of up to 4 characters each."""
-    out = []
-    for i in range(0, len(text), _PSEUDO_CHARS):
-        raw = text[i : i + _PSEUDO_CHARS].encode("utf-8", errors="surrogatepass") + b"\x01"
-        out.append(int.from_bytes(raw, "little"))
-    return out
-
-
-def pseudo_detokenize(tokens: Sequence[int]) -> str:
-    """Decode pseudo tokens made by :func:`pseudo_tokenize`."""
-    parts = []
-    for tok in tokens:
-        if tok <= 0:
-            continue
-        raw = int(tok).to_bytes((int(tok).bit_length() + 7) // 8, "little")
-        parts.append(raw[:-1].decode("utf-8", errors="replace"))
-    return "".join(parts)
+__all__ = ["CircuitBreaker", "RemoteBackend"]
 
 
 class _Retryable(Exception):
@@ -112,28 +83,6 @@ class _Retryable(Exception):
     def __init__(self, message: str, status: int = 0) -> None:
         super().__init__(message)
         self.status = status
-
-
-@dataclass(slots=True)
-class _Attempt:
-    """One attempt's progress: its deadline (moved at the first text) and what arrived."""
-
-    deadline: float
-    generation_cap: float
-    exchange: Exchange | None = None
-    first_text_at: float | None = None
-    done: bool = False
-    """A finish reason, [DONE] or a stop arrived: the answer is complete."""
-
-    def expired(self) -> bool:
-        """True once the current deadline has passed."""
-        return time.monotonic() >= self.deadline
-
-    def move_deadline(self, deadline: float) -> None:
-        """Set a new deadline (the generation cap from the first text on)."""
-        self.deadline = deadline
-        if self.exchange is not None:
-            self.exchange.deadline = deadline
 
 
 class RemoteBackend(Backend):
@@ -173,17 +122,17 @@ class RemoteBackend(Backend):
             timeout=self._timeout(None),
             transport=transport,
         )
-        self._vocab: Vocabulary | None = None
+        vocab: Vocabulary | None = None
         path = model_path or (Path(settings.model_path) if settings.model_path else None)
-        self.token_mode: str = "estimate" if tokenizer == "estimate" else "server"
         if tokenizer in ("auto", "local") and path is not None:
-            self._vocab = Vocabulary(Path(path).expanduser())
-            self.token_mode = "local"
+            vocab = Vocabulary(Path(path).expanduser())
         elif tokenizer == "local":
             raise ModelLoadError("tokenizer 'local' needs modelPath (the server's GGUF)")
-        self._server_tokenize_path: str | None = None
-        self._server_prefix: list[int] = []
-        self._send_ids = self.token_mode in ("local", "server")
+        self.tokenizer = RemoteTokenizer(
+            self._post_json, vocab=vocab, estimate=tokenizer == "estimate"
+        )
+        self._ids_rejected = False
+        """The server refused a token-id prompt: text is sent from then on."""
         self._counters = {
             "requests": 0,
             "failures": 0,
@@ -197,23 +146,26 @@ class RemoteBackend(Backend):
     # --- model metadata and tokens ---------------------------------------------------------
 
     def _build_info(self) -> ModelInfo:
-        if self._vocab is not None:
-            local = read_model_info(self._vocab)
-            return ModelInfo(
+        vocab = self.tokenizer.vocab
+        if vocab is not None:
+            local = read_model_info(vocab)
+            return dataclasses.replace(
+                local,
                 path=self.base_url,
                 name=self.settings.remote_model or local.name,
-                architecture=local.architecture,
-                quantization=local.quantization,
-                vocab_size=local.vocab_size,
-                context_length_train=local.context_length_train,
-                bos_id=local.bos_id,
-                eos_id=local.eos_id,
-                fim_prefix_id=local.fim_prefix_id,
-                fim_suffix_id=local.fim_suffix_id,
-                fim_middle_id=local.fim_middle_id,
                 special_tokens=dict(local.special_tokens),
             )
         return ModelInfo(path=self.base_url, name=self.settings.remote_model)
+
+    @property
+    def token_mode(self) -> str:
+        """Where token ids come from: ``local``, ``server`` or ``estimate``."""
+        return self.tokenizer.mode
+
+    @property
+    def _send_ids(self) -> bool:
+        """Whether prompts go to the server as ids (real ones, not refused), else text."""
+        return self.tokenizer.mode != "estimate" and not self._ids_rejected
 
     @property
     def info(self) -> ModelInfo:
@@ -227,15 +179,6 @@ class RemoteBackend(Backend):
         if left is not None:
             read, connect = min(read, left), min(connect, left)
         return httpx.Timeout(read, connect=connect)
-
-    def _caps(self, request: GenerationRequest | None = None) -> tuple[float, float]:
-        """The prompt and generation caps in seconds (the request's, else the settings')."""
-        prompt = request.prompt_timeout_s if request is not None else None
-        generation = request.generation_timeout_s if request is not None else None
-        return (
-            prompt if prompt is not None else self.settings.prompt_timeout_ms / 1000.0,
-            generation if generation is not None else self.settings.generation_timeout_ms / 1000.0,
-        )
 
     @contextmanager
     def _guard(self, cancel: CancelToken, deadline: float) -> Iterator[Exchange | None]:
@@ -268,7 +211,7 @@ class RemoteBackend(Backend):
         if cancel.cancelled:
             raise GenerationCancelled(f"{path}: {cancel.reason}")
         if deadline is None:
-            deadline = time.monotonic() + self._caps()[0]
+            deadline = time.monotonic() + time_caps(self.settings).prompt_s
         left = deadline - time.monotonic()
         try:
             with self._guard(cancel, deadline):
@@ -294,95 +237,34 @@ class RemoteBackend(Backend):
             self._fail()
             raise RemoteBackendError(f"{path} answered with something other than JSON") from exc
 
-    def _server_tokenize(self, text: str, special: bool) -> list[int] | None:
-        """Tokenize on the server; None when it has no tokenizer endpoint."""
-        candidates = (
-            [self._server_tokenize_path]
-            if self._server_tokenize_path
-            else ["/extras/tokenize", "/tokenize"]
-        )
-        for path in candidates:
-            assert path is not None
-            body: dict[str, Any] = (
-                {"input": text} if path == "/extras/tokenize" else {"content": text}
-            )
-            if path == "/tokenize":
-                body["add_special"] = False
-                body["parse_special"] = special
-            status, data = self._post_json(path, body)
-            if status in (404, 405):
-                continue
-            if status >= 400 or not isinstance(data, dict):
-                raise RemoteBackendError(f"tokenize failed: HTTP {status}")
-            tokens = [int(t) for t in data.get("tokens", [])]
-            if self._server_tokenize_path is None:
-                self._server_tokenize_path = path
-                if text:  # learn what the server prepends (BOS) from an empty string
-                    self._server_prefix = self._server_tokenize("", special) or []
-            prefix = self._server_prefix
-            if prefix and tokens[: len(prefix)] == prefix:
-                tokens = tokens[len(prefix) :]
-            return tokens
-        return None
-
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:
-        """Return token ids without BOS (pseudo tokens in estimate mode; see module doc).
+        """Return token ids without BOS (estimated ids in estimate mode; see module doc).
 
         With the server's tokenizer, raises RemoteBackendError when the call fails or
         the circuit is open, and GenerationCancelled when the current request's token
         is cancelled meanwhile.
         """
-        if self._vocab is not None:
-            return list(self._vocab.tokenize(text, special=special))
-        if self.token_mode == "server":
-            tokens = self._server_tokenize(text, special)
-            if tokens is not None:
-                return tokens
-            logger.info("the server has no tokenizer endpoint: estimating chars/4")
-            self.token_mode = "estimate"
-            self._send_ids = False
-        return pseudo_tokenize(text)
+        return self.tokenizer.tokenize(text, special=special)
 
     def detokenize(self, tokens: Sequence[int]) -> str:
         """Return the text of ``tokens`` (raises like :meth:`tokenize`)."""
-        return self._detokenize(tokens)
-
-    def _detokenize(
-        self,
-        tokens: Sequence[int],
-        *,
-        cancel: CancelToken | None = None,
-        deadline: float | None = None,
-    ) -> str:
-        if self._vocab is not None:
-            return str(self._vocab.detokenize(tokens, special=True))
-        if self.token_mode == "server" and tokens and all(0 <= t < 1 << 24 for t in tokens):
-            path = (
-                "/extras/detokenize" if self._server_tokenize_path != "/tokenize" else "/detokenize"
-            )
-            status, data = self._post_json(
-                path, {"tokens": list(tokens)}, cancel=cancel, deadline=deadline
-            )
-            if status >= 400 or not isinstance(data, dict):
-                raise RemoteBackendError(f"detokenize failed: HTTP {status}")
-            return str(data.get("text", data.get("content", "")))
-        return pseudo_detokenize(tokens)
+        return self.tokenizer.detokenize(tokens)
 
     # --- generation -------------------------------------------------------------------------
 
     def _prompt_payload(
         self, tokens: Sequence[int], cancel: CancelToken, deadline: float
     ) -> str | list[int]:
-        if self._send_ids and all(0 <= t < 1 << 24 for t in tokens):
+        if self._send_ids and server_ids(tokens):
             return list(tokens)
         bos = self._info.bos_id
         body = list(tokens)
         if body and bos is not None and body[0] == bos:
             body = body[1:]  # the server adds its own BOS to text prompts
-        prefix = self._server_prefix
+        prefix = self.tokenizer.server_prefix
         if prefix and body[: len(prefix)] == prefix:
             body = body[len(prefix) :]
-        return self._detokenize(body, cancel=cancel, deadline=deadline)
+        return self.tokenizer.detokenize(body, cancel=cancel, deadline=deadline)
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
         """Stream a completion within the request's caps (module doc); retries, then raises.
@@ -425,19 +307,19 @@ class RemoteBackend(Backend):
         True: the server answered (success for the circuit breaker); False: no text
         within the prompt cap (a failure); None: cancelled before any text (no verdict).
         """
-        prompt_cap, generation_cap = self._caps(request)
-        prompt_deadline = time.monotonic() + prompt_cap
+        caps = time_caps(self.settings, request)
+        prompt_deadline = time.monotonic() + caps.prompt_s
         attempts = max(0, self.settings.remote_retries) + 1
         failed = 0
         switched = False
         while True:
             try:
-                return self._stream_once(request, result, t0, prompt_deadline, generation_cap)
+                return self._stream_once(request, result, t0, prompt_deadline, caps.generation_s)
             except _Retryable as exc:
                 if exc.status in (400, 422, 500) and self._send_ids and not switched:
                     # llama-cpp-python's server answers a list-of-ints prompt with 500
                     logger.info("server rejected a token-id prompt; sending text from now on")
-                    self._send_ids = False
+                    self._ids_rejected = True
                     switched = True
                     continue
                 if 400 <= exc.status < 500 and exc.status != 429:
@@ -466,7 +348,7 @@ class RemoteBackend(Backend):
         Returns the verdict for the circuit breaker, as :meth:`_attempts` does.
         """
         cancel = request.cancel
-        attempt = _Attempt(deadline=prompt_deadline, generation_cap=generation_cap)
+        attempt = Attempt(deadline=prompt_deadline, generation_cap=generation_cap)
         if attempt.expired():
             result.stop_reason = "timeout"
             return False
@@ -493,10 +375,10 @@ class RemoteBackend(Backend):
                 attempt.exchange = exchange
                 if resp.status_code >= 400:
                     raise _Retryable(
-                        f"HTTP {resp.status_code}: {_error_text(resp)}", resp.status_code
+                        f"HTTP {resp.status_code}: {error_text(resp)}", resp.status_code
                     )
-                _check_event_stream(resp)
-                self._read_events(resp, request, result, stream, attempt, t0)
+                check_event_stream(resp)
+                CompletionEvents(request, result, stream, attempt, t0).read(resp)
                 if exchange is not None:
                     # before the response closes and its connection may go back to the
                     # pool, where a late cancel must not shut it down
@@ -527,91 +409,6 @@ class RemoteBackend(Backend):
             return None
         return result.stop_reason != "timeout"
 
-    def _read_events(
-        self,
-        resp: httpx.Response,
-        request: GenerationRequest,
-        result: GenerationResult,
-        stream: TextStream,
-        attempt: _Attempt,
-        t0: float,
-    ) -> None:
-        """Read server-sent events until done, cancelled, capped or the stream ends.
-
-        Lines are split here rather than by httpx so that the cancel flag and the cap
-        are checked at every chunk, even one without a line end, and a line cannot
-        grow without bound.
-        """
-        pending = b""
-        for chunk in resp.iter_bytes():
-            if request.cancel.cancelled:
-                result.stop_reason = "cancelled"
-                return
-            *lines, pending = (pending + chunk).split(b"\n")
-            if len(pending) > _MAX_LINE_BYTES:
-                raise RemoteBackendError(
-                    f"the server sent a line of over {_MAX_LINE_BYTES} bytes: not an event stream"
-                )
-            for line in lines:
-                if self._event(line.rstrip(b"\r"), request, result, stream, attempt, t0):
-                    return
-            if attempt.expired():
-                result.stop_reason = result.stop_reason or "timeout"
-                return
-        if request.cancel.cancelled and not attempt.done:
-            # our cancel shut the socket down and the server's close-delimited body
-            # ended there: what came is not the whole answer
-            result.stop_reason = "cancelled"
-            return
-        self._event(pending.rstrip(b"\r"), request, result, stream, attempt, t0)
-
-    def _event(
-        self,
-        line: bytes,
-        request: GenerationRequest,
-        result: GenerationResult,
-        stream: TextStream,
-        attempt: _Attempt,
-        t0: float,
-    ) -> bool:
-        """Handle one event-stream line; return True when the answer is complete."""
-        if not line.startswith(b"data:"):
-            return False  # blank lines, comments, other fields, junk
-        data = line[5:].strip()
-        if data == b"[DONE]":
-            attempt.done = True
-            return True
-        try:
-            chunk = json.loads(data)
-        except ValueError as exc:  # JSONDecodeError or bytes that are not UTF-8
-            raise RemoteBackendError("the server sent malformed JSON") from exc
-        choices = chunk.get("choices") if isinstance(chunk, dict) else None
-        choice = choices[0] if isinstance(choices, list) and choices else {}
-        if not isinstance(choice, dict):
-            raise RemoteBackendError("the server sent a chunk without a completion choice")
-        text = str(choice.get("text") or "")
-        if text:
-            if attempt.first_text_at is None:
-                attempt.first_text_at = time.monotonic()
-                attempt.move_deadline(attempt.first_text_at + attempt.generation_cap)
-                result.ttft_ms = (time.perf_counter() - t0) * 1000.0
-                result.prefill_ms = result.ttft_ms
-            if stream.feed_text(text):
-                result.stop_reason = stream.reason
-                attempt.done = True
-                return True
-        timings = chunk.get("timings")
-        if isinstance(timings, dict) and "cache_n" in timings:
-            result.reused_tokens = int(timings["cache_n"])
-        finish = choice.get("finish_reason")
-        if finish:
-            # keep reading up to [DONE]: llama-server's timings may follow
-            result.stop_reason = {"length": "length", "stop": "stop"}.get(str(finish), "eos")
-            if finish == "stop" and not request.stop:
-                result.stop_reason = "eos"
-            attempt.done = True
-        return False
-
     # --- status -------------------------------------------------------------------------------
 
     def stats(self) -> dict[str, object]:
@@ -630,28 +427,7 @@ class RemoteBackend(Backend):
     def close(self) -> None:
         """Close the HTTP client and the vocabulary."""
         self._client.close()
-        if self._vocab is not None:
-            self._vocab.close()
-            self._vocab = None
+        self.tokenizer.close()
 
     def __repr__(self) -> str:
         return f"RemoteBackend(url={self.base_url!r}, token_mode={self.token_mode!r})"
-
-
-def _error_text(resp: httpx.Response) -> str:
-    """The first bytes of an error response's body (never more, whatever it sends)."""
-    body = b""
-    for chunk in resp.iter_bytes():
-        body += chunk
-        if len(body) >= _MAX_ERROR_BODY:
-            break
-    return body[:200].decode("utf-8", errors="replace")
-
-
-def _check_event_stream(resp: httpx.Response) -> None:
-    """Refuse a 200 that is plainly not an event stream (a proxy's HTML page, say)."""
-    kind = resp.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind and kind != "text/event-stream":
-        raise RemoteBackendError(
-            f"the server answered with Content-Type {kind!r}, not an event stream"
-        )

@@ -1,4 +1,4 @@
-"""Token counting for the context engine: a per-chunk cache and a model-free tokenizer.
+"""Token counting for the context engine: a per-chunk cache of token ids.
 
 Prompts are assembled from chunks (a definition, a summary line, the editing zone
 before the cursor line, the typed part of the cursor line ...). Each chunk is
@@ -8,15 +8,16 @@ of unchanged chunks are byte-identical from one keystroke to the next.
 
 The model's own tokenizer is a backend or a vocabulary-only load
 (:class:`lsp_assist.backends.vocab.Vocabulary`): this package never imports llama_cpp.
+The model-free one is :class:`lsp_assist.backends.approx_tokens.ApproxTokenizer`
+(part of the backend contract), re-exported here for older callers.
 """
 
 from __future__ import annotations
 
-import re
 import threading
-import zlib
 from collections import OrderedDict
 
+from lsp_assist.backends.base import ApproxTokenizer as ApproxTokenizer
 from lsp_assist.context.model import TokenCounter
 
 
@@ -67,38 +68,3 @@ class CachedCounter:
         with self._lock:
             self._plain.clear()
             self._special.clear()
-
-
-class ApproxTokenizer:
-    """A model-free tokenizer (words, spaces and punctuation as tokens) for tests and fallbacks.
-
-    Token ids are stable CRC32 hashes; counts are close to a code BPE's (~4 chars/token).
-    Special tokens given to the constructor are parsed when ``special`` is true.
-    """
-
-    _PIECE = re.compile(r"[A-Za-z_]{1,6}|\d{1,3}|\s{1,4}|[^\sA-Za-z_\d]")
-
-    def __init__(self, special_tokens: dict[str, int] | None = None) -> None:
-        self.special_tokens = dict(special_tokens or {})
-        if self.special_tokens:
-            alternatives = sorted(self.special_tokens, key=len, reverse=True)
-            self._split: re.Pattern[str] | None = re.compile(
-                "(" + "|".join(re.escape(s) for s in alternatives) + ")"
-            )
-        else:
-            self._split = None
-
-    def _plain(self, text: str) -> list[int]:
-        return [1000 + zlib.crc32(p.encode()) % 50_000 for p in self._PIECE.findall(text)]
-
-    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
-        """Return token ids (no BOS)."""
-        if not special or self._split is None:
-            return self._plain(text)
-        out: list[int] = []
-        for part in self._split.split(text):
-            if part in self.special_tokens:
-                out.append(self.special_tokens[part])
-            elif part:
-                out.extend(self._plain(part))
-        return out

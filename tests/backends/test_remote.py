@@ -24,11 +24,12 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from lsp_assist.backends.approx_tokens import ApproxTokenizer
 from lsp_assist.backends.base import CancelToken, GenerationRequest, GenerationResult
 from lsp_assist.backends.circuit import CircuitBreaker
 from lsp_assist.backends.factory import create_backend
 from lsp_assist.backends.models import small_model_path
-from lsp_assist.backends.remote import RemoteBackend, pseudo_detokenize, pseudo_tokenize
+from lsp_assist.backends.remote import RemoteBackend
 from lsp_assist.backends.transport import Exchange
 from lsp_assist.config import ModelSettings
 from lsp_assist.errors import CircuitOpenError, GenerationCancelled, RemoteBackendError
@@ -606,11 +607,30 @@ def test_a_caller_transport_still_works_without_the_socket_hook() -> None:
         backend.close()
 
 
-def test_pseudo_tokens_round_trip() -> None:
+def test_estimated_tokens_round_trip() -> None:
+    # the estimate is the one model-free tokenizer (ApproxTokenizer): ids encode their
+    # piece, so the prompt sent as text is exactly what was assembled
     text = "def f(x):\n    return 'héllo ✓' + x  # 🎉"
-    tokens = pseudo_tokenize(text)
-    assert pseudo_detokenize(tokens) == text
-    assert len(tokens) == -(-len(text) // 4)
+    backend = RemoteBackend(_settings("http://127.0.0.1:9"), tokenizer="estimate")
+    try:
+        tokens = backend.tokenize(text)
+        assert tokens == ApproxTokenizer().tokenize(text)
+        assert backend.detokenize(tokens) == text
+        assert [backend.detokenize([t]) for t in tokens][:10] == [
+            "def",
+            " ",
+            "f",
+            "(",
+            "x",
+            ")",
+            ":",
+            "\n   ",
+            " ",
+            "return",
+        ]
+        assert backend.stats()["prompt_as_ids"] is False
+    finally:
+        backend.close()
 
 
 def test_circuit_breaker_states() -> None:
