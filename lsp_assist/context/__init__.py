@@ -8,6 +8,7 @@ package never imports llama_cpp.
 
 from lsp_assist.context.engine import ContextEngine, explain
 from lsp_assist.context.model import AssembledPrompt, Cursor, Layer, LayerItem, TokenCounter
+from lsp_assist.context.vector import attach_vectors
 
 __all__ = [
     "AssembledPrompt",
@@ -16,5 +17,6 @@ __all__ = [
     "Layer",
     "LayerItem",
     "TokenCounter",
+    "attach_vectors",
     "explain",
 ]

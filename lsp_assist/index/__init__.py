@@ -13,6 +13,7 @@ from lsp_assist.index.model import (
     Symbol,
     SymbolKind,
 )
+from lsp_assist.index.vectors import VectorIndex, start_workspace_vectors
 from lsp_assist.index.workspace import WorkspaceIndex
 
 __all__ = [
@@ -22,6 +23,8 @@ __all__ = [
     "IndexLookup",
     "Symbol",
     "SymbolKind",
+    "VectorIndex",
     "WorkspaceIndex",
     "available_languages",
+    "start_workspace_vectors",
 ]

@@ -35,7 +35,7 @@ from lsp_assist.backends import (
     create_backend,
 )
 from lsp_assist.config import Settings, workspace_cache_dir
-from lsp_assist.context import AssembledPrompt, ContextEngine, Cursor
+from lsp_assist.context import AssembledPrompt, ContextEngine, Cursor, attach_vectors
 from lsp_assist.documents import (
     ByteEdit,
     Document,
@@ -47,7 +47,7 @@ from lsp_assist.documents import (
     uri_to_path,
 )
 from lsp_assist.errors import BackendError, GenerationCancelled, LspAssistError, ModelLoadError
-from lsp_assist.index import EmptyIndex, WorkspaceIndex
+from lsp_assist.index import EmptyIndex, VectorIndex, WorkspaceIndex, start_workspace_vectors
 from lsp_assist.serving.adaptive_budget import (
     AdaptiveBudget,
     budget_for,
@@ -105,6 +105,8 @@ class CompletionEngine:
         self._oversized: set[str] = set()
         """URIs of open documents too big for model work (see ``oversized``)."""
         self.index: WorkspaceIndex | None = None
+        self.vectors: VectorIndex | None = None
+        """Vector retrieval's index of the workspace (``layerVector``; started with indexing)."""
         self._build_index()
         self.typethrough = TypeThroughCache(self.settings.completion.cache_entries)
         self.metrics: MetricsLog | None = None
@@ -205,6 +207,7 @@ class CompletionEngine:
         )
         for path in reversed(self._recent):
             context.note_opened(path)
+        attach_vectors(context, self.vectors, index)
         self._context = context
         return context
 
@@ -217,12 +220,20 @@ class CompletionEngine:
         thread = self.index.start_background_scan(progress)
         if self.settings.index.watch:
             self.index.start_watching()
+        if self.settings.context.layer_vector and self.vectors is None:
+            self.vectors = start_workspace_vectors(
+                self.index, self.settings, self.workspace, after=thread
+            )
+            if self._context is not None:
+                attach_vectors(self._context, self.vectors, self.index)
         return thread
 
     def close(self) -> None:
         """Stop the watcher and release the model."""
         if self.index is not None:
             self.index.stop()
+        if self.vectors is not None:
+            self.vectors.stop()
         if self.backend is not None:
             self.backend.close()
             self.backend = None

@@ -1,0 +1,101 @@
+"""Vector retrieval through the completion engine: started with indexing, in explain.
+
+The real pieces a user has: the workspace index, the packaged all-MiniLM-L6-v2 through
+llama.cpp, the vectors persisted in the workspace's cache; the model answering
+completions is the serving fakes' character backend.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+pytest.importorskip("all_minilm_l6_v2")
+
+from lsp_assist.config import Settings, parse_settings
+from lsp_assist.serving.engine import CompletionEngine
+from tests.support.workspace import write_files
+
+from .fakes import MarkerBackend
+
+FILES = {
+    "app/checksum.py": (
+        "def compute_checksum(data):\n"
+        '    """Return the rolling checksum of a byte string."""\n'
+        "    total = 17\n"
+        "    for byte in data:\n"
+        "        total = (total * 31 + byte) % 65521\n"
+        "    return total\n"
+    ),
+    "app/weather.py": "def forecast_rain(city):\n    return clouds(city) * humidity(city)\n",
+}
+MAIN = (
+    "def send_packet(sock, payload):\n"
+    "    body = payload.encode()\n"
+    "    # append the rolling checksum of the body bytes\n"
+    "    \n"
+)
+
+
+def _engine(tmp_path: Path, **raw: object) -> tuple[CompletionEngine, str]:
+    workspace = write_files(tmp_path / "ws", {**FILES, "app/net.py": MAIN})
+    values: dict[str, object] = {
+        "metrics": False,
+        "watch": False,
+        "cacheDir": str(tmp_path / "cache"),
+        "layerVector": True,
+        "vectorThreshold": 0.3,
+        "vectorWaitMs": 5000,
+        "contextBudget": 1024,
+        **raw,
+    }
+    settings, warnings = parse_settings(values)
+    assert isinstance(settings, Settings) and not warnings, warnings
+    engine = CompletionEngine(
+        settings, workspace=workspace, backend_factory=lambda s: MarkerBackend()
+    )
+    path = workspace / "app" / "net.py"
+    doc = engine.open_document(path.as_uri(), MAIN, version=1, language_id="python")
+    assert engine.load_backend() is not None
+    return engine, doc.uri
+
+
+def test_vectors_start_with_indexing_and_reach_explain(tmp_path: Path) -> None:
+    engine, uri = _engine(tmp_path)
+    try:
+        engine.start_indexing()
+        assert engine.vectors is not None
+        assert engine.vectors.ready.wait(120), engine.vectors.stats
+        assert engine.vectors.stats.chunks == 3 and not engine.vectors.stats.error
+        prompt = engine.explain(uri, 3, 4)
+        similar = next(layer for layer in prompt.layers if layer.name == "similar")
+        assert [item.source for item in similar.items] == ["app/checksum.py"]
+        assert similar.items[0].reason.startswith("vector cosine")
+        assert "total = (total * 31 + byte) % 65521" in prompt.prompt
+        assert "forecast_rain" not in prompt.prompt  # scored under the threshold
+    finally:
+        engine.close()
+
+    # a restart reads the vectors from the workspace's cache: nothing is embedded again
+    again, _ = _engine(tmp_path)
+    try:
+        again.start_indexing()
+        assert again.vectors is not None and again.vectors.ready.wait(120)
+        assert again.vectors.stats.embedded == 0 and again.vectors.stats.reused == 3
+    finally:
+        again.close()
+
+
+def test_switch_off_starts_nothing(tmp_path: Path) -> None:
+    engine, uri = _engine(tmp_path, layerVector=False)
+    try:
+        engine.start_indexing()
+        assert engine.vectors is None
+        context = engine.context_engine()
+        assert context is not None and context.vectors is None
+        prompt = engine.explain(uri, 3, 4)
+        assert "65521" not in prompt.prompt
+    finally:
+        engine.close()
