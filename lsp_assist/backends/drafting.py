@@ -5,8 +5,10 @@ Two drafters propose up to N tokens that the main model then verifies in one bat
 - :class:`PromptLookupDrafter` finds the most recent earlier occurrence of the last few
   tokens (an n-gram) in the prompt plus what has been generated, and proposes what
   followed it. Free to run; code repeats itself, so it often hits.
-- A draft-model drafter (built by the local backend from ``draftModelPath``) runs a
-  second, smaller GGUF with the same vocabulary greedily for N tokens.
+- :class:`DraftModelDrafter` (built by the local backend from ``draftModelPath``) runs
+  a second, smaller GGUF with the same vocabulary greedily for N tokens, with the same
+  LCP-based KV reuse; :func:`check_draft_vocab` refuses one whose vocabulary differs
+  (llama.cpp's own rules).
 
 :class:`AcceptanceTracker` keeps the acceptance rate per task type over a rolling
 window; below the threshold it switches drafting off for that task type and switches it
@@ -19,6 +21,14 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from lsp_assist.backends.kv_states import common_prefix_len
+from lsp_assist.backends.llama_engine import LlamaEngine
+from lsp_assist.errors import DraftModelError
+
+# llama.cpp checks vocabularies of a main and a draft model the same way (speculative.cpp)
+VOCAB_MAX_SIZE_DIFFERENCE = 128
+VOCAB_CHECK_START_TOKEN_ID = 5
 
 
 class Drafter(Protocol):
@@ -81,6 +91,62 @@ class PromptLookupDrafter:
             if pos is not None and pos < len(toks):
                 return list(toks[pos : pos + n])
         return []
+
+
+class DraftModelDrafter:
+    """Greedy drafting with a second, smaller model that shares the main vocabulary."""
+
+    def __init__(self, engine: LlamaEngine) -> None:
+        self.engine = engine
+
+    def propose(self, history: Sequence[int], n: int) -> list[int]:
+        """Run the draft model greedily for ``n`` tokens after ``history``."""
+        eng = self.engine
+        if n <= 0 or not history or len(history) + n >= eng.n_ctx:
+            return []
+        keep = common_prefix_len(eng.tokens, history)
+        if keep == len(history):
+            keep -= 1
+        eng.truncate(keep)
+        eng.eval(history[keep:], n_logits=1)
+        out: list[int] = []
+        tok = eng.argmax(0)
+        while True:
+            out.append(tok)
+            if len(out) >= n or eng.is_eog(tok):
+                break
+            eng.eval([tok], n_logits=1)
+            tok = eng.argmax(0)
+        return out
+
+
+def check_draft_vocab(main: LlamaEngine, draft: LlamaEngine) -> None:
+    """Raise DraftModelError unless ``draft`` can draft for ``main`` (llama.cpp's rules)."""
+    ll = main._ll
+    if ll.llama_vocab_type(main.vocab) != ll.llama_vocab_type(draft.vocab):
+        raise DraftModelError(
+            f"draft model {draft.path.name} uses another tokenizer type than {main.path.name}"
+        )
+    for name in ("llama_vocab_bos", "llama_vocab_eos"):
+        a = getattr(ll, name)(main.vocab)
+        b = getattr(ll, name)(draft.vocab)
+        if a != b:
+            raise DraftModelError(
+                f"draft model {draft.path.name} has another {name[12:].upper()} token "
+                f"({b}) than {main.path.name} ({a})"
+            )
+    diff = abs(main.n_vocab - draft.n_vocab)
+    if diff > VOCAB_MAX_SIZE_DIFFERENCE:
+        raise DraftModelError(
+            f"draft model {draft.path.name} has {draft.n_vocab} tokens, {main.path.name} has "
+            f"{main.n_vocab}: the vocabularies differ"
+        )
+    for tok in range(VOCAB_CHECK_START_TOKEN_ID, min(main.n_vocab, draft.n_vocab)):
+        if main.token_text(tok) != draft.token_text(tok):
+            raise DraftModelError(
+                f"draft model {draft.path.name} differs from {main.path.name} at token {tok} "
+                f"({draft.token_text(tok)!r} vs {main.token_text(tok)!r}): the vocabularies differ"
+            )
 
 
 @dataclass

@@ -76,6 +76,7 @@ def minilm_gguf_path(cache_dir: Path | None = None) -> Path:
         os.close(fd)
         try:
             convert_bert_zip(source, Path(tmp))
+            os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from the user's other tools
             os.replace(tmp, target)
         finally:
             if os.path.exists(tmp):

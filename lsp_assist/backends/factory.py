@@ -21,6 +21,8 @@ def resolve_model_path(settings: ModelSettings) -> Path:
 
 def create_backend(settings: ModelSettings) -> Backend:
     """Return a LocalBackend or RemoteBackend; raises BackendError subclasses on failure."""
+    # the implementations are imported here, not at the top: this module is imported
+    # with the package, and httpx / numpy need not load on every command's start
     if settings.backend == "remote":
         from lsp_assist.backends.remote import RemoteBackend
 

@@ -8,7 +8,7 @@ This module owns:
   turn markers) that prompt formats are detected from;
 - :class:`Vocabulary`: a loaded model's tokenizer (tokenize, token pieces and texts,
   end-of-generation tests); ``Vocabulary(path)`` is a vocabulary-only load (no
-  weights), the serving backend's :class:`~lsp_assist.backends.llama.LlamaEngine` is
+  weights), the serving backend's :class:`~lsp_assist.backends.llama_engine.LlamaEngine` is
   the same class with weights and a context;
 - :func:`read_model_info`: the :class:`ModelInfo` (FIM ids, special tokens, BOS/EOS,
   quantization, training context) of a loaded vocabulary.
@@ -135,7 +135,7 @@ class Vocabulary:
 
     ``Vocabulary(path)`` loads the vocabulary only (no weights: about a second for
     Gemma's 262k tokens); ``vocab_only=False`` loads the weights too (what
-    :class:`~lsp_assist.backends.llama.LlamaEngine` does before creating a context).
+    :class:`~lsp_assist.backends.llama_engine.LlamaEngine` does before creating a context).
     """
 
     def __init__(self, path: str | Path, *, vocab_only: bool = True, gpu_layers: int = 0) -> None:

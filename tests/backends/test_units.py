@@ -1,4 +1,5 @@
-"""Model-free tests: GGUF validation, the KV state LRU, prompt lookup, acceptance tracking."""
+"""Model-free tests: GGUF validation, the KV state LRU, prompt lookup, acceptance tracking,
+time caps, the model-free tokenizer, draft limits."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from lsp_assist.backends.approx_tokens import ApproxTokenizer
+from lsp_assist.backends.base import GenerationRequest, time_caps
+from lsp_assist.backends.decode import draft_limits
 from lsp_assist.backends.drafting import AcceptanceTracker, PromptLookupDrafter
 from lsp_assist.backends.gguf_meta import read_gguf_header
 from lsp_assist.backends.kv_states import KVState, KVStateCache, common_prefix_len
+from lsp_assist.config import ModelSettings
 from lsp_assist.errors import ModelLoadError
 from tests.support.tiny_gguf import write_tiny_gguf
 
@@ -132,3 +137,36 @@ def test_acceptance_switches_off_and_probes() -> None:
     assert tracker.enabled("completion")
     stats = tracker.stats()["completion"]
     assert stats["switched_off"] == 1 and stats["proposed"] == 16
+
+
+def test_time_caps_take_the_request_s_own_else_the_settings() -> None:
+    settings = ModelSettings(prompt_timeout_ms=1500, generation_timeout_ms=2500)
+    default = time_caps(settings)
+    assert (default.prompt_s, default.generation_s) == (1.5, 2.5)
+    own = time_caps(
+        settings,
+        GenerationRequest(prompt_tokens=[1], prompt_timeout_s=0.25, generation_timeout_s=0.0),
+    )
+    assert (own.prompt_s, own.generation_s) == (0.25, 0.0)  # 0 is a cap, not "unset"
+    half = time_caps(settings, GenerationRequest(prompt_tokens=[1], generation_timeout_s=3.0))
+    assert (half.prompt_s, half.generation_s) == (1.5, 3.0)
+
+
+def test_approx_tokenizer_round_trips_text_and_special_tokens() -> None:
+    specials = {"<file_sep>": 5, "▁<PRE>": 32007}
+    tokenizer = ApproxTokenizer(specials)
+    text = "<file_sep>x = f(42)\n\t\u00e9t\u00e9 \U0001f389▁<PRE>end"
+    ids = tokenizer.tokenize(text, special=True)
+    assert 5 in ids and 32007 in ids
+    assert tokenizer.detokenize(ids) == text
+    plain = tokenizer.tokenize(text)  # special text not parsed: plain pieces only
+    assert 5 not in plain and 32007 not in plain and min(plain) >= 256
+    assert tokenizer.detokenize(plain) == text
+    assert tokenizer.tokenize("") == [] and tokenizer.detokenize([]) == ""
+
+
+def test_draft_limits_keep_verification_batches_under_eight_rows() -> None:
+    assert draft_limits(4, 1) == (4, 8)  # single-token steps: span up to 2 x draftTokens
+    assert draft_limits(4, 2) == (4, 6)  # batch-invariant: pending + at most 6 drafts
+    assert draft_limits(10, 2) == (6, 6)
+    assert draft_limits(-1, 2) == (0, 0)

@@ -1,0 +1,178 @@
+"""The decode loop: one request's greedy generation on a :class:`LlamaEngine`.
+
+:class:`DecodeLoop` evaluates the prompt (whatever the KV cache does not hold yet),
+then decodes greedily (argmax), one step at a time. With a drafter, each step puts the
+pending token and up to ``span`` drafts in one batch with logits for those positions
+only, accepts the drafts up to the first that differs from the greedy choice, takes
+the model's token there as the next one, and removes the rejected positions from the
+KV cache. The span adapts: a step in which every draft was accepted earns the next one
+twice as many, up to ``span_cap``; a rejection falls back to the base span.
+
+Decoding is greedy and the engine's steps are batch-invariant, so drafting never
+changes the output. A cancel or a time cap is checked after every token and, through
+the engine's abort callback, inside every ``llama_decode``; it ends generation with
+``stop_reason`` ``cancelled`` or ``timeout``, never an exception.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from lsp_assist.backends.base import GenerationRequest, GenerationResult, TimeCaps
+from lsp_assist.backends.drafting import Drafter, PromptLookupDrafter
+from lsp_assist.backends.llama_engine import INVARIANT_MAX_ROWS, DecodeAborted, LlamaEngine
+from lsp_assist.backends.streaming import TextStream
+from lsp_assist.errors import BackendError
+
+logger = logging.getLogger(__name__)
+
+
+def draft_limits(draft_tokens: int, min_rows: int) -> tuple[int, int]:
+    """Return (drafts per step, the adaptive span's cap) for ``draftTokens``.
+
+    With batch-invariant steps (``min_rows`` > 1) a verification batch is the pending
+    token plus at most ``INVARIANT_MAX_ROWS - 1`` drafts: 8 or more rows switch kernels.
+    """
+    draft_n = max(0, draft_tokens)
+    span_cap = 2 * draft_n
+    if min_rows > 1:
+        draft_n = min(draft_n, INVARIANT_MAX_ROWS - 1)
+        span_cap = min(span_cap, INVARIANT_MAX_ROWS - 1)
+    return draft_n, span_cap
+
+
+class DecodeLoop:
+    """Prompt evaluation then greedy decoding of one request into ``result``.
+
+    ``started`` is ``generate``'s perf_counter start: the prompt cap, ``prefill_ms`` and
+    ``ttft_ms`` count from it; the generation cap counts from the prompt's end.
+    """
+
+    def __init__(
+        self,
+        engine: LlamaEngine,
+        request: GenerationRequest,
+        result: GenerationResult,
+        *,
+        caps: TimeCaps,
+        started: float,
+    ) -> None:
+        self.engine = engine
+        self.request = request
+        self.result = result
+        self.caps = caps
+        self.started = started
+        self._deadline = started + caps.prompt_s
+        self._pending = -1
+        """The likeliest first tokens, best first, kept for :meth:`branches`."""
+        self._stream = TextStream(request)
+        self._max_tokens = max(1, request.max_tokens)
+
+    def _abort(self) -> bool:
+        # checked between graph nodes: a cancel lands within a step (a verification
+        # batch of 7 rows takes ~60 ms here) rather than after it
+        return self.request.cancel.cancelled or time.perf_counter() > self._deadline
+
+    def _aborted(self) -> None:
+        self.result.stop_reason = "cancelled" if self.request.cancel.cancelled else "timeout"
+
+    def evaluate_prompt(self, prompt: list[int], reuse: int) -> bool:
+        """Evaluate ``prompt`` after its first ``reuse`` tokens (held by the KV cache).
+
+        Return False when a cancel or the prompt cap stopped it (``stop_reason`` set).
+        """
+        result = self.result
+        result.reused_tokens = reuse
+        try:
+            self.engine.eval(prompt[reuse:], n_logits=1, abort=self._abort)
+        except DecodeAborted:
+            self._aborted()
+            result.prefill_ms = (time.perf_counter() - self.started) * 1000.0
+            return False
+        t_prefill = time.perf_counter()
+        result.prefill_ms = (t_prefill - self.started) * 1000.0
+        self._deadline = t_prefill + self.caps.generation_s
+        self._pending = self.engine.argmax(0)
+        result.ttft_ms = (time.perf_counter() - self.started) * 1000.0
+        return True
+
+    def _emit(self, token: int) -> bool:
+        """Accept one generated token; return True when generation is done."""
+        eng, result = self.engine, self.result
+        if eng.is_eog(token) or eng.is_control(token):
+            result.stop_reason = "eos"
+            return True
+        result.tokens.append(token)
+        if self._stream.feed(eng.piece(token, special=True)):
+            result.stop_reason = self._stream.reason
+            return True
+        if len(result.tokens) >= self._max_tokens:
+            result.stop_reason = "length"
+            return True
+        return False
+
+    def decode(
+        self, prompt: list[int], drafter: Drafter | None, *, span: int, span_cap: int
+    ) -> None:
+        """Decode after :meth:`evaluate_prompt`, drafting with ``drafter`` when given.
+
+        ``span`` drafts per step (0: no drafting), growing up to ``span_cap``. Sets
+        ``text``, ``tokens``, ``stop_reason`` and the drafting figures of the result.
+        """
+        eng, result, cancel = self.engine, self.result, self.request.cancel
+        draft_n = span
+        drafting = span > 0 and drafter is not None
+        if drafting and isinstance(drafter, PromptLookupDrafter):
+            drafter.reset(prompt)
+        result.drafting = drafting
+        generated = result.tokens
+        pending = self._pending
+        while True:
+            if self._emit(pending):
+                break
+            if cancel.cancelled:
+                result.stop_reason = "cancelled"
+                break
+            if time.perf_counter() > self._deadline:
+                result.stop_reason = "timeout"
+                break
+            base = len(eng.tokens)
+            room = min(self._max_tokens - len(generated), eng.n_ctx - base - 1)
+            if room <= 0:
+                result.stop_reason = "length"
+                break
+            drafts: list[int] = []
+            if drafting and drafter is not None:
+                try:
+                    drafts = drafter.propose([*prompt, *generated], min(span, room - 1))
+                except BackendError as exc:  # DecodeAborted included
+                    logger.warning("drafting failed, switched off for this request: %s", exc)
+                    drafting = False
+            try:
+                eng.eval([pending, *drafts], n_logits=1 + len(drafts), abort=self._abort)
+            except DecodeAborted:
+                self._aborted()
+                break
+            nxt = eng.argmax(0)
+            accepted = 0
+            done = False
+            for i, d in enumerate(drafts):
+                if nxt != d:
+                    break
+                accepted += 1
+                done = self._emit(d)
+                if done:
+                    break
+                nxt = eng.argmax(i + 1)
+            if drafts:
+                result.draft_proposed += len(drafts)
+                result.draft_accepted += accepted
+                # adaptive span: a run of full acceptances (code being copied) earns longer
+                # drafts, up to twice draftTokens; a rejection falls back to draftTokens
+                span = min(span_cap, span * 2) if accepted == len(drafts) else draft_n
+            if done:
+                break
+            eng.truncate(base + 1 + accepted)
+            pending = nxt
+        result.text = self._stream.finish()
