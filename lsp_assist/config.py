@@ -122,6 +122,8 @@ class CompletionSettings:
     cache_entries: int = 256
     max_line_chars: int = 10_000
     """A document with a longer line (minified code) gets no completions and no parsing."""
+    alternatives: int = 3
+    """Suggestions an explicit (Invoked) inline request returns for the client to cycle."""
 
 
 @dataclass(kw_only=True)
@@ -245,6 +247,8 @@ MAX_DEBOUNCE_MS = 10_000
 MAX_DRAFT_TOKENS = 32
 """llama.cpp reserves logits for 2 x draftTokens + 2 rows of every decode step."""
 MAX_REMOTE_RETRIES = 10
+MAX_ALTERNATIVES = 5
+"""Each alternative is one more greedy decode after the first: more is more waiting."""
 
 _TOKEN_COUNTS = {
     "context_length",
@@ -266,6 +270,7 @@ _FIXED_BOUNDS = {
     "remote_retries": MAX_REMOTE_RETRIES,
     "cold_prompt_ms": MAX_TIMEOUT_MS,
     "vector_wait_ms": MAX_DEBOUNCE_MS,
+    "alternatives": MAX_ALTERNATIVES,
     **dict.fromkeys(_TOKEN_COUNTS, MAX_TOKENS),
     **dict.fromkeys(_TIMEOUTS, MAX_TIMEOUT_MS),
 }

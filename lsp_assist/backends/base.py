@@ -160,6 +160,10 @@ class GenerationRequest:
     """Force drafting on/off for this request; None = the backend's adaptive choice."""
     on_text: Callable[[str], None] | None = None
     """Called with each new piece of text as it is generated."""
+    alternatives: int = 1
+    """Suggestions wanted: 1 = the greedy one; more adds branches that start with the next
+    most likely first tokens (:attr:`GenerationResult.alternatives`). A backend that
+    cannot branch returns none and the caller shows the one it has."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +251,21 @@ USAGE_FIELDS = tuple(f.name for f in fields(Usage))
 """Every :class:`Usage` field, in order."""
 
 
+@dataclass(frozen=True, slots=True)
+class Alternative:
+    """One more suggestion of a request: a branch decoded from another first token."""
+
+    text: str
+    tokens: tuple[int, ...] = ()
+    stop_reason: str = ""
+    """As :attr:`GenerationResult.stop_reason`; a cancelled or timed-out branch is not shown."""
+
+    @property
+    def complete(self) -> bool:
+        """True when the branch ended on its own (not by a cancel or a time cap)."""
+        return self.stop_reason not in ("cancelled", "timeout")
+
+
 @dataclass(kw_only=True)
 class GenerationResult(Usage):
     """What one generation produced and what it cost (times from the start of generate)."""
@@ -255,6 +274,9 @@ class GenerationResult(Usage):
     tokens: list[int] = field(default_factory=list)
     stop_reason: str = ""
     """One of: stop, rule, length, eos, cancelled, timeout."""
+    alternatives: list[Alternative] = field(default_factory=list)
+    """The branches after the greedy one (``text``), in the order of their first token's
+    logit; at most ``request.alternatives - 1``, empty for a one-item request."""
 
     @property
     def cancelled(self) -> bool:

@@ -55,6 +55,7 @@ from lsp_assist.serving.adaptive_budget import (
     choose,
     is_explicit,
 )
+from lsp_assist.serving.alternatives import distinct, wanted
 from lsp_assist.serving.model import Change, CompletionOutcome, CompletionQuery
 from lsp_assist.serving.postprocess import decide_multiline, postprocess
 from lsp_assist.serving.records import metrics_record
@@ -490,6 +491,7 @@ class CompletionEngine:
             cancel=query.cancel,
             prompt_timeout_s=settings.model.prompt_timeout_ms / 1000,
             generation_timeout_s=settings.model.generation_timeout_ms / 1000,
+            alternatives=wanted(query, completion),
         )
         called = time.perf_counter()
         outcome.context_ms = (called - started) * 1000
@@ -504,25 +506,31 @@ class CompletionEngine:
             # the backend counts from its own start; the user's clock started at arrival
             outcome.ttft_ms = (called - query.received_at) * 1000 + result.ttft_ms
         offset = doc.offset_at(pos)
-        raw = result.text
-        if prefix[-1:] in (" ", "\t"):
-            # The prompt ends in whitespace the model tends to repeat: "x = " + " y".
-            raw = raw.lstrip(" \t")
-        text = postprocess(
-            raw,
-            line_prefix=prefix,
-            line_suffix=suffix,
-            following_text=doc.text[offset:],
-            multiline=multiline,
-            max_lines=completion.max_lines,
-            language=doc.language_id,
-        )
+
+        def clean(raw: str) -> str:
+            if prefix[-1:] in (" ", "\t"):
+                # The prompt ends in whitespace the model tends to repeat: "x = " + " y".
+                raw = raw.lstrip(" \t")
+            return postprocess(
+                raw,
+                line_prefix=prefix,
+                line_suffix=suffix,
+                following_text=doc.text[offset:],
+                multiline=multiline,
+                max_lines=completion.max_lines,
+                language=doc.language_id,
+            )
+
+        text = clean(result.text)
         outcome.multiline = multiline
         # A generation time cap keeps what was generated; a cancel (superseded, client
         # cancel) or a prompt time cap has nothing worth showing.
         partial_ok = result.stop_reason == "timeout" and bool(result.tokens)
         outcome.cancelled = result.cancelled and not partial_ok
         outcome.text = "" if outcome.cancelled else text
+        if result.alternatives and not outcome.cancelled:
+            branches = [clean(branch.text) for branch in result.alternatives if branch.complete]
+            outcome.text, outcome.alternatives = distinct(text, branches)
         if outcome.text:
             # keyed by the text the suggestion was made for, not the buffer as it is now
             self.typethrough.put(doc.uri, doc.text[:offset], doc.text[offset:], outcome.text)

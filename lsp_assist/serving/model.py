@@ -40,6 +40,9 @@ class CompletionQuery:
     edits (the event loop); None lets the engine take it when it runs (the CLI)."""
     queued_at: float | None = None
     """When the scheduler handed the query to the model thread (after the debounce)."""
+    want_alternatives: bool = False
+    """Set by a client that cycles items, on an explicit request: the engine then asks
+    for ``alternatives`` suggestions (the setting), never for an automatic trigger."""
 
     @property
     def expected_version(self) -> int | None:
@@ -66,6 +69,13 @@ class CompletionOutcome(Usage):
     cancelled: bool = False
     error: str = ""
     strategy: str = ""
+    alternatives: tuple[str, ...] = ()
+    """Further suggestions after ``text``, post-processed, none empty or equal to another."""
+
+    @property
+    def items(self) -> tuple[str, ...]:
+        """Every suggestion in the order the editor cycles them: ``text`` first."""
+        return (self.text, *self.alternatives) if self.text else ()
 
     def to_json(self) -> dict[str, Any]:
         """Return the JSON form used by ``lsp-assist complete --json``."""
@@ -75,6 +85,7 @@ class CompletionOutcome(Usage):
         return {
             "request_id": self.request_id,
             "text": self.text,
+            "alternatives": list(self.alternatives),
             "version": self.version,
             "multiline": self.multiline,
             "skipped": self.skipped,

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from lsp_assist.backends import CancelToken
+from lsp_assist.serving.alternatives import wanted
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
 
@@ -74,7 +75,9 @@ class Scheduler:
         if query.snapshot is None:
             doc = self.engine.documents.get(query.uri)
             query.snapshot = doc.snapshot() if doc is not None else None
-        hit = self.engine.cached(query)
+        # An explicit ask for alternatives goes to the model: the cache holds one suggestion.
+        cycles = wanted(query, self.engine.settings.completion) > 1
+        hit = None if cycles else self.engine.cached(query)
         if hit is not None:
             self._supersede(query)
             return hit

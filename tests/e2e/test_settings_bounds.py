@@ -57,7 +57,7 @@ async def test_absurd_thread_count_still_completes(greedy_client: LanguageClient
         inline_params(uri, len(lines) - 1, len(lines[-1]))
     )
     assert isinstance(result, types.InlineCompletionList)
-    assert len(result.items) == 1
+    assert 1 <= len(result.items) <= 3  # an explicit request: alternatives too
     assert isinstance(result.items[0].insert_text, str) and result.items[0].insert_text.strip()
     for _ in range(50):
         if any("'draftTokens'" in m.message for m in client.messages):

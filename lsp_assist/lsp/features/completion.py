@@ -70,7 +70,7 @@ def register(server: LspAssistServer) -> None:
         found = await suggest(ls, uri, params.position, automatic=False)
         if found is None:
             return types.CompletionList(is_incomplete=True, items=[])
-        text, here, accept, doc = found
+        (text, *_), here, accept, doc = found  # one item: no alternatives asked for
         pos = doc.from_lsp(here.line, here.character, ls.encoding)
         label = item_label(doc.line(pos.line)[: pos.column], text)
         item = types.CompletionItem(

@@ -12,14 +12,21 @@ ACCEPT_COMMAND = "lspAssist.accept"
 
 
 async def suggest(
-    ls: LspAssistServer, uri: str, position: types.Position, *, automatic: bool
-) -> tuple[str, types.Position, types.Command, DocumentSnapshot] | None:
-    """Ask the engine for a suggestion at an LSP position.
+    ls: LspAssistServer,
+    uri: str,
+    position: types.Position,
+    *,
+    automatic: bool,
+    alternatives: bool = False,
+) -> tuple[tuple[str, ...], types.Position, types.Command, DocumentSnapshot] | None:
+    """Ask the engine for suggestions at an LSP position.
 
-    Returns the text, the cursor in the client's encoding, the accept command and the
-    snapshot of the buffer the suggestion was made for, or None when there is nothing
-    to show. The snapshot is taken here, as the request arrives: the position is
-    converted against it, and the engine works on it while edits go on.
+    Returns the texts (one, or with ``alternatives`` on an explicit request up to the
+    ``alternatives`` setting, the greedy one first), the cursor in the client's
+    encoding, the accept command and the snapshot of the buffer the suggestions were
+    made for, or None when there is nothing to show. The snapshot is taken here, as the
+    request arrives: the position is converted against it, and the engine works on it
+    while edits go on.
     """
     engine, scheduler = ls.engine, ls.scheduler
     doc = engine.documents.get(uri) if engine else None
@@ -33,6 +40,7 @@ async def suggest(
         column=pos.column,
         trigger="automatic" if automatic else "invoked",
         snapshot=snapshot,
+        want_alternatives=alternatives and not automatic,
     )
     outcome = await scheduler.complete(query)
     if not outcome.text:
@@ -41,7 +49,7 @@ async def suggest(
     accept = types.Command(
         title="Accept suggestion", command=ACCEPT_COMMAND, arguments=[outcome.request_id]
     )
-    return outcome.text, types.Position(line=line, character=character), accept, snapshot
+    return outcome.items, types.Position(line=line, character=character), accept, snapshot
 
 
 def register(server: LspAssistServer) -> None:
@@ -52,11 +60,17 @@ def register(server: LspAssistServer) -> None:
         ls: LspAssistServer, params: types.InlineCompletionParams
     ) -> types.InlineCompletionList:
         automatic = params.context.trigger_kind == types.InlineCompletionTriggerKind.Automatic
-        found = await suggest(ls, params.text_document.uri, params.position, automatic=automatic)
+        uri, position = params.text_document.uri, params.position
+        found = await suggest(ls, uri, position, automatic=automatic, alternatives=True)
         if found is None:
             return types.InlineCompletionList(items=[])
-        text, here, accept, _snapshot = found
-        item = types.InlineCompletionItem(
-            insert_text=text, range=types.Range(start=here, end=here), command=accept
-        )
-        return types.InlineCompletionList(items=[item])
+        texts, here, accept, _snapshot = found
+        # In the engine's order: the greedy suggestion (the one the type-through cache
+        # keeps) first, then the alternatives the client cycles to.
+        items = [
+            types.InlineCompletionItem(
+                insert_text=text, range=types.Range(start=here, end=here), command=accept
+            )
+            for text in texts
+        ]
+        return types.InlineCompletionList(items=items)
