@@ -247,7 +247,10 @@ def _trim_end_overlap(text: str, line_prefix: str, line_suffix: str, language: s
             continue
         candidate = body[:-k]
         errors = _errors(line_prefix + candidate + line_suffix, language)
-        is_full = k == len(tail)
+        # A body ending in the tail twice over ("1aa" before "a") is ambiguous: trimming
+        # one copy would leave a text that trims again (not idempotent), so only fewer
+        # parse errors decide there.
+        is_full = k == len(tail) and not candidate.endswith(tail)
         if errors < best_errors or (errors == best_errors and is_full and not full_match):
             best, best_errors, full_match = candidate, errors, is_full
     return best

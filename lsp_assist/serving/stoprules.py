@@ -8,8 +8,11 @@ called after every token, so it is pure and cheap (linear in a few hundred chara
 - multi-line: stop when a non-blank line's indentation falls below the cursor's block
   (``cursor_indent``), at a blank line after a complete block (brackets closed, the last
   line does not open a block), or after ``max_lines`` lines;
-- both: stop where the text first loops (:class:`LoopFinder`: a unit of 4-32
-  characters with letters in it, three times in a row), keeping the first copy. A small model
+- both: stop where the text first loops (:func:`loop_at_end`: a unit of 4-32
+  characters with letters in it, three times in a row), keeping the first copy.
+
+Each rule is a :class:`FirstCut`: its checks are asked about every prefix in turn, so
+the cut does not depend on how the text is split into tokens. A small model
   at a half-typed identifier can go on ``_or_type_or_type_or_type...`` up to the token
   limit: that was the whole P99 of the typing replay (1.5 s for 48 tokens of it).
 
@@ -110,8 +113,13 @@ LOOP_MAX_UNIT = 32
 LOOP_COPIES = 3
 
 
-def _loop_ending_at(text: str, end: int) -> int | None:
-    """Return the cut for a loop whose third copy ends exactly at ``end``, else None."""
+def loop_at_end(text: str) -> int | None:
+    """Return the cut for a loop whose third copy ends ``text`` exactly, else None.
+
+    The unit is 4-32 characters with at least two letters in it (so ``0, 0, 0, 0`` and
+    rulers of ``-`` are left alone); the cut keeps the first copy.
+    """
+    end = len(text)
     for unit in range(LOOP_MIN_UNIT, min(LOOP_MAX_UNIT, end // LOOP_COPIES) + 1):
         last = text[end - unit : end]
         if sum(ch.isalpha() for ch in last) < 2:
@@ -121,32 +129,43 @@ def _loop_ending_at(text: str, end: int) -> int | None:
     return None
 
 
-class LoopFinder:
-    """Where a text first loops: one unit of 4-32 characters (two letters or more in it,
-    so ``0, 0, 0, 0`` and rulers of ``-`` are left alone) three times in a row.
+class FirstCut:
+    """A stop rule made of checks, each asked about every prefix of the text in turn.
 
-    Called with the growing text of one generation, it looks only at the new ends (the
-    answer for a text never depends on what was asked before, only the work does), so the
-    cut is the same whether the text arrives a character or a token at a time, or whole.
+    The first check to answer at the shortest prefix decides, as if the text had arrived
+    one character at a time, so the cut is the same whether it arrives a character or a
+    token at a time, or whole. Called with the growing text of one generation it asks
+    only about the new prefixes (the answer never depends on what was asked before, only
+    the work does).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, checks: list[StopRule]) -> None:
+        self._checks = checks
         self._text = ""
         self._cut: int | None = None
 
     def __call__(self, text: str) -> int | None:
-        """Return the cut keeping the first copy of the earliest loop in ``text``, or None."""
+        """Return the cut for ``text``, or None to go on."""
         if not text.startswith(self._text):
             self._text, self._cut = "", None
         if self._cut is not None:
             return self._cut
-        for end in range(max(len(self._text) + 1, LOOP_MIN_UNIT * LOOP_COPIES), len(text) + 1):
-            cut = _loop_ending_at(text, end)
-            if cut is not None:
-                self._text, self._cut = text[:end], cut
-                return cut
+        for end in range(len(self._text) + 1, len(text) + 1):
+            prefix = text[:end]
+            for check in self._checks:
+                cut = check(prefix)
+                if cut is not None:
+                    self._text, self._cut = prefix, cut
+                    return cut
         self._text = text
         return None
+
+
+class LoopFinder(FirstCut):
+    """Where a text first loops (:func:`loop_at_end` at its shortest prefix)."""
+
+    def __init__(self) -> None:
+        super().__init__([loop_at_end])
 
 
 def make_stop_rule(
@@ -155,17 +174,13 @@ def make_stop_rule(
     """Return a stop rule for a suggestion inserted after ``line_prefix``."""
     max_lines = max(1, max_lines)
 
-    loops = LoopFinder()
-
     if not multiline:
 
         def single_line(text: str) -> int | None:
             cut = text.find("\n")
-            line = text if cut < 0 else text[:cut]
-            looped = loops(line)
-            return looped if looped is not None else (None if cut < 0 else cut)
+            return None if cut < 0 else cut
 
-        return single_line
+        return FirstCut([loop_at_end, single_line])
 
     prefix_depth = _depth(line_prefix)
 
@@ -193,11 +208,4 @@ def make_stop_rule(
             offset += 1 + len(line)
         return None
 
-    def multi_line_or_loop(text: str) -> int | None:
-        looped = loops(text)
-        cut = multi_line(text)
-        if looped is None:
-            return cut
-        return looped if cut is None else min(cut, looped)
-
-    return multi_line_or_loop
+    return FirstCut([loop_at_end, multi_line])

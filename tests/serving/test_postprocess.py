@@ -259,6 +259,20 @@ def test_out_of_range_position() -> None:
 code_text = st.text(alphabet="ab ()[]{}\"':;,\n\t=x1", max_size=60)
 
 
+def test_a_suffix_repeated_twice_is_not_trimmed_twice() -> None:
+    # found by test_postprocess_properties: "1aa" before "a" gave "1a", then "1"
+    kwargs: dict[str, object] = {
+        "line_prefix": "",
+        "line_suffix": "a",
+        "following_text": "a\n",
+        "multiline": False,
+        "max_lines": 1,
+        "language": "python",
+    }
+    once = postprocess("1aa", **kwargs)  # type: ignore[arg-type]
+    assert postprocess(once, **kwargs) == once  # type: ignore[arg-type]
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     raw=code_text,

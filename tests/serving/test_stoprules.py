@@ -85,6 +85,14 @@ def test_a_looping_identifier_stops_after_its_first_copy() -> None:
             assert stream(rule, looping, step) == ".is_file_type_or_other", (multiline, step)
 
 
+def test_a_loop_and_a_line_cap_cut_alike_streamed_or_whole() -> None:
+    # found by test_properties: the line cap decides before the loop's third copy ends
+    text = "if y:\nif y:\nif y:\nx = 1"
+    rule = make_stop_rule(multiline=True, cursor_indent=0, line_prefix="", max_lines=2)
+    cut = make_stop_rule(multiline=True, cursor_indent=0, line_prefix="", max_lines=2)(text)
+    assert stream(rule, text) == "if y:\nif y:" == text[:cut]
+
+
 def test_repetition_that_is_code_goes_on() -> None:
     rule = make_stop_rule(multiline=False, cursor_indent=0, line_prefix="x = ", max_lines=1)
     for text in ("[0, 0, 0, 0, 0, 0, 0, 0]", "'-' * 8 + '--------------'", "a + a + a + a"):
