@@ -7,6 +7,7 @@ reads the flags, runs it and writes the outputs. docs/evaluation.md.
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import sys
 import sysconfig
@@ -17,6 +18,15 @@ DEFAULT_TASKS = 12
 """Hole tasks per row by default (two thirds cross-file): the bench stays within 15
 minutes on a 2-core CPU with the embedded model (docs/performance.md)."""
 DEFAULT_TYPING = 1
+_CROSS = math.ceil(DEFAULT_TASKS * 2 / 3)  # as runner.split_tasks, without importing it here
+DESCRIPTION = (
+    f"The default run: the installed standard library, {DEFAULT_TASKS} hole tasks "
+    f"({_CROSS} cross-file, {DEFAULT_TASKS - _CROSS} in-file) and {DEFAULT_TYPING} retyped "
+    "line per row, five rows (baseline, layered, "
+    "retrieval, speculative, peer), the embedded model: sized to finish within 15 minutes "
+    "on an otherwise idle 2-core CPU; more tasks (--tasks, --typing-lines) take "
+    "proportionally longer, the baseline row about half of it. docs/evaluation.md."
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,6 +34,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
         "bench",
         help="reproduce the mission's table (tokens, TTFT, cost, quality per stage) on real code",
+        description=DESCRIPTION,
     )
     parser.add_argument(
         "workspace", nargs="?", type=Path, help="folder (default: the installed standard library)"

@@ -92,3 +92,16 @@ def test_bench_refuses_rows_it_cannot_run(
     assert main(["bench", str(tmp_path), "--rows", rows, "--out", str(tmp_path / "o")]) == 2
     assert why in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_bench_help_states_the_default_task_count(capsys: pytest.CaptureFixture[str]) -> None:
+    from lsp_assist.cli.bench_cmd import DEFAULT_TASKS, DEFAULT_TYPING
+    from lsp_assist.evaluation.runner import split_tasks
+
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    cross, in_file = split_tasks(DEFAULT_TASKS)
+    assert f"{DEFAULT_TASKS} hole tasks ({cross} cross-file, {in_file} in-file)" in text
+    assert f"{DEFAULT_TYPING} retyped line per row" in text
+    assert f"(default {DEFAULT_TASKS})" in text
