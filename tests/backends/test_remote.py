@@ -843,6 +843,22 @@ async def _open_half_typed(client: LanguageClient) -> tuple[FaultServer, str, in
     return fault, uri, len(lines) - 1, len(lines[-1])
 
 
+async def _hanging_completion(
+    client: LanguageClient,
+) -> tuple[asyncio.Future[Any], float, str, int, int]:
+    """Open the half-typed file and ask for a completion; return once the drip holds it.
+
+    Returns the pending request, when it was sent, the URI and the cursor.
+    """
+    fault, uri, line, col = await _open_half_typed(client)
+    sent = time.monotonic()
+    pending = asyncio.ensure_future(
+        client.text_document_inline_completion_async(inline_params(uri, line, col))
+    )
+    await _until(fault.holding, 10)  # now the completion itself hangs
+    return pending, sent, uri, line, col
+
+
 def _typed(
     uri: str, version: int, line: int, col: int, text: str
 ) -> types.DidChangeTextDocumentParams:
@@ -910,12 +926,7 @@ async def test_status_answers_while_a_remote_completion_hangs_over_stdio(
     dripping: LanguageClient,
 ) -> None:
     client = dripping
-    fault, uri, line, col = await _open_half_typed(client)
-    started = time.monotonic()
-    pending = asyncio.ensure_future(
-        client.text_document_inline_completion_async(inline_params(uri, line, col))
-    )
-    await _until(fault.holding, 10)  # now the completion itself hangs
+    pending, started, uri, line, col = await _hanging_completion(client)
     waits = []
     for version in range(2, 5):  # the user types on while the completion hangs
         client.text_document_did_change(_typed(uri, version, line, col, "x"))
@@ -942,11 +953,7 @@ async def test_a_newer_request_frees_a_hanging_remote_completion_over_stdio(
     dripping: LanguageClient,
 ) -> None:
     client = dripping
-    fault, uri, line, col = await _open_half_typed(client)
-    first = asyncio.ensure_future(
-        client.text_document_inline_completion_async(inline_params(uri, line, col))
-    )
-    await _until(fault.holding, 10)
+    first, _, uri, line, col = await _hanging_completion(client)
     await asyncio.sleep(0.2)
     asked = time.monotonic()
     second = asyncio.ensure_future(

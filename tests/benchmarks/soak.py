@@ -38,8 +38,7 @@ from tests.support.lsp_load import (  # noqa: E402
     soak,
     trace_env,
 )
-
-DEMO = ROOT / "docs" / "examples" / "shop"
+from tests.support.workspace import copy_demo  # noqa: E402
 
 
 def run(
@@ -47,8 +46,7 @@ def run(
 ) -> tuple[SoakReport, list[str], dict[str, Any]]:
     """Soak a fresh server; return the report, the top memory growth (with trace), status."""
     tmp = Path(tempfile.mkdtemp(prefix="lsp-assist-soak-"))
-    workspace = tmp / "shop"
-    shutil.copytree(DEMO, workspace)
+    workspace = copy_demo(tmp)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LSP_ASSIST_")}
     trace_dir = tmp / "trace" if trace else None
     if trace_dir is not None:

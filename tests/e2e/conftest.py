@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -16,8 +15,8 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from lsp_assist.backends.models import small_model_path
+from tests.support.workspace import copy_demo
 
-DEMO = Path(__file__).resolve().parents[2] / "docs" / "examples" / "shop"
 SERVER = [sys.executable, "-m", "lsp_assist.cli.main", "serve", "--log-level", "INFO"]
 
 
@@ -52,13 +51,6 @@ def init_params(
         workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)],
         initialization_options=options,
     )
-
-
-def copy_demo(tmp_path: Path) -> Path:
-    """Copy the demo workspace into a temporary folder and return it."""
-    workspace = tmp_path / "shop"
-    shutil.copytree(DEMO, workspace)
-    return workspace
 
 
 async def wait_ready(client: LanguageClient, timeout: float = 120) -> dict[str, Any]:
@@ -139,6 +131,21 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest):  #
     """A server on a copy of the demo workspace with the small SmolLM2 model."""
     options = {"modelPath": str(small_model_path()), **SMALL_MODEL_OPTIONS}
     await start_session(lsp_client, request, options)
+    yield
+    await lsp_client.shutdown_session()
+
+
+NO_MODEL = "no-model.gguf"
+"""A model file that does not exist (under the test's tmp_path): the server's model load
+fails at once and it serves the protocol without completions, so a test of the protocol
+alone pays for no model work."""
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=server_env()))
+async def protocol_client(lsp_client: LanguageClient, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """A server on a copy of the demo workspace that loads no model (protocol-only tests)."""
+    tmp_path: Path = request.getfixturevalue("tmp_path")
+    await start_session(lsp_client, request, {"modelPath": str(tmp_path / NO_MODEL)})
     yield
     await lsp_client.shutdown_session()
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -14,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from lsp_assist.backends.models import small_model_path
+from tests.support.workspace import copy_demo
 
-ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "docs" / "examples" / "shop"
 CLI = [sys.executable, "-m", "lsp_assist.cli.main"]
 
 
@@ -52,8 +50,7 @@ def test_help_documents_every_subcommand() -> None:
 
 @pytest.mark.slow
 def test_complete_json_reports_text_timings_and_layers(tmp_path: Path) -> None:
-    workspace = tmp_path / "shop"
-    shutil.copytree(DEMO, workspace)
+    workspace = copy_demo(tmp_path)
     target = workspace / "shop" / "checkout.py"
     target.write_text(target.read_text().rstrip() + "\n    return create_")
     line = len(target.read_text().split("\n"))

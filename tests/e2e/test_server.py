@@ -1,4 +1,7 @@
-"""End to end over stdio: the real server, a real LSP client (pytest-lsp), the small model."""
+"""End to end over stdio: the real server, a real LSP client (pytest-lsp), the small model.
+
+Tests of the protocol alone, which need no model, are in test_protocol.py.
+"""
 
 from __future__ import annotations
 
@@ -32,16 +35,6 @@ def _cursor_at_end(path: Path) -> tuple[int, int]:
     path.write_text(text)
     lines = text.split("\n")
     return len(lines) - 1, len(lines[-1])
-
-
-async def test_initialize_advertises_both_completion_providers(client: LanguageClient) -> None:
-    result = client.init_result.capabilities  # type: ignore[attr-defined]
-    assert client.init_result.server_info.name == "lsp-assist"  # type: ignore[attr-defined]
-    assert result.inline_completion_provider is not None
-    assert result.completion_provider is not None
-    sync = result.text_document_sync
-    kind = sync.change if isinstance(sync, types.TextDocumentSyncOptions) else sync
-    assert kind == types.TextDocumentSyncKind.Incremental
 
 
 async def test_inline_completion_with_real_model(client: LanguageClient) -> None:
@@ -84,37 +77,6 @@ async def test_completion_fallback_is_one_labelled_item(client: LanguageClient) 
     assert "lsp-assist" in (item.detail or "")
     assert isinstance(item.text_edit, types.TextEdit) and item.text_edit.new_text.strip()
     assert item.text_edit.range.start == types.Position(line=line, character=col)
-
-
-async def test_invalid_params_get_an_error_response(client: LanguageClient) -> None:
-    # The client library would refuse to send malformed params, so write the raw message.
-    future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-    client.protocol._request_futures["bad-params-1"] = future  # type: ignore[attr-defined]
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": "bad-params-1",
-            "method": "textDocument/inlineCompletion",
-            "params": {"textDocument": 5, "position": "x"},
-        }
-    ).encode()
-    client.protocol.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)  # type: ignore[union-attr]
-    with pytest.raises(JsonRpcException) as info:
-        await asyncio.wait_for(future, timeout=10)
-    assert info.value.code == -32602  # InvalidParams
-    # And the server still answers afterwards.
-    state = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="lspAssist.status")
-    )
-    assert state["initialized"] is True
-
-
-async def test_unknown_method_gets_method_not_found(client: LanguageClient) -> None:
-    with pytest.raises(JsonRpcException) as info:
-        await asyncio.wait_for(
-            client.protocol.send_request_async("lspAssist/noSuchMethod", {}), timeout=10
-        )
-    assert info.value.code == -32601  # MethodNotFound
 
 
 async def test_position_past_end_is_clamped_not_an_error(client: LanguageClient) -> None:
@@ -274,21 +236,6 @@ async def test_missing_model_warns_and_keeps_serving(broken_client: LanguageClie
     uri = open_file(client, workspace / CHECKOUT)
     result = await client.text_document_inline_completion_async(inline_params(uri, 9, 4))
     assert isinstance(result, types.InlineCompletionList) and result.items == ()
-
-
-async def test_invalid_configuration_change_is_reported(client: LanguageClient) -> None:
-    client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"lspAssist": {"maxTokens": "many"}})
-    )
-    for _ in range(50):
-        if any("maxTokens" in m.message for m in client.messages):
-            break
-        await asyncio.sleep(0.1)
-    assert any("maxTokens" in m.message for m in client.messages)
-    state = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="lspAssist.status")
-    )
-    assert state["initialized"] is True
 
 
 async def test_utf8_positions_on_non_ascii_line(utf8_client: LanguageClient) -> None:

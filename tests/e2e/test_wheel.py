@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from lsp_assist.backends.models import small_model_path
+from tests.support.workspace import copy_demo
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "docs" / "examples" / "shop"
 
 
 def _run(cmd: list[str], *, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -109,8 +109,7 @@ def test_installed_wheel_indexes_and_completes_outside_the_repo(
     env = _outside_env(tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    fixture = tmp_path / "shop"
-    shutil.copytree(DEMO, fixture)
+    fixture = copy_demo(tmp_path)
 
     where = _run(
         [str(bin_dir / "python"), "-c", "import lsp_assist; print(lsp_assist.__file__)"],
