@@ -16,10 +16,11 @@ the engine's abort callback, inside every ``llama_decode``; it ends generation w
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
-from lsp_assist.backends.base import GenerationRequest, GenerationResult, TimeCaps
+from lsp_assist.backends.base import Alternative, GenerationRequest, GenerationResult, TimeCaps
 from lsp_assist.backends.drafting import Drafter, PromptLookupDrafter
 from lsp_assist.backends.llama_engine import INVARIANT_MAX_ROWS, DecodeAborted, LlamaEngine
 from lsp_assist.backends.streaming import TextStream
@@ -65,6 +66,7 @@ class DecodeLoop:
         self.started = started
         self._deadline = started + caps.prompt_s
         self._pending = -1
+        self._firsts: list[int] = []
         """The likeliest first tokens, best first, kept for :meth:`branches`."""
         self._stream = TextStream(request)
         self._max_tokens = max(1, request.max_tokens)
@@ -94,6 +96,9 @@ class DecodeLoop:
         result.prefill_ms = (t_prefill - self.started) * 1000.0
         self._deadline = t_prefill + self.caps.generation_s
         self._pending = self.engine.argmax(0)
+        if self.request.alternatives > 1:
+            # the next decode overwrites these logits: keep the runners-up for the branches
+            self._firsts = self.engine.top_tokens(0, 4 * self.request.alternatives)
         result.ttft_ms = (time.perf_counter() - self.started) * 1000.0
         return True
 
@@ -176,3 +181,32 @@ class DecodeLoop:
             eng.truncate(base + 1 + accepted)
             pending = nxt
         result.text = self._stream.finish()
+
+    def branches(
+        self, prompt: list[int], drafter: Drafter | None, *, span: int, span_cap: int
+    ) -> list[Alternative]:
+        """Decode up to ``request.alternatives - 1`` more suggestions after :meth:`decode`.
+
+        Each branch starts from the prompt's KV state (the previous branch's tokens
+        truncated away) with the next likeliest first token that does not end generation,
+        then decodes greedily under the same stop rules, cancel flag and generation
+        deadline as the first suggestion. A cancel or the deadline ends the branching.
+        """
+        eng, request = self.engine, self.request
+        firsts = [
+            token
+            for token in self._firsts
+            if token != self._pending and not (eng.is_eog(token) or eng.is_control(token))
+        ]
+        quiet = dataclasses.replace(request, on_text=None)  # only the first suggestion streams
+        found: list[Alternative] = []
+        for first in firsts[: request.alternatives - 1]:
+            if request.cancel.cancelled or time.perf_counter() > self._deadline:
+                break
+            eng.truncate(len(prompt))
+            result = GenerationResult()
+            branch = DecodeLoop(eng, quiet, result, caps=self.caps, started=self.started)
+            branch._deadline, branch._pending = self._deadline, first
+            branch.decode(prompt, drafter, span=span, span_cap=span_cap)
+            found.append(Alternative(result.text, tuple(result.tokens), result.stop_reason))
+        return found

@@ -276,6 +276,7 @@ class LocalBackend(Backend):
         c["prompt_tokens"] += result.prompt_tokens
         c["reused_tokens"] += result.reused_tokens
         c["generated_tokens"] += len(result.tokens)
+        c["generated_tokens"] += sum(len(branch.tokens) for branch in result.alternatives)
         if result.stop_reason == "cancelled":
             c["cancelled"] += 1
         elif result.stop_reason == "timeout":
@@ -298,7 +299,10 @@ class LocalBackend(Backend):
         if not loop.evaluate_prompt(prompt, reuse):
             return result
         drafting = draft_n > 0 and self._drafter is not None and self._want_draft(request)
-        loop.decode(prompt, self._drafter if drafting else None, span=draft_n, span_cap=span_cap)
+        drafter = self._drafter if drafting else None
+        loop.decode(prompt, drafter, span=draft_n, span_cap=span_cap)
+        if request.alternatives > 1 and not result.cancelled:
+            result.alternatives = loop.branches(prompt, drafter, span=draft_n, span_cap=span_cap)
         if result.drafting:
             self.acceptance.record(request.task_type, result.draft_proposed, result.draft_accepted)
         return result

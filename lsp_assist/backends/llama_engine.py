@@ -301,6 +301,16 @@ class LlamaEngine(Vocabulary):
         """Return the greedy token of the ``i``-th logits row of the last :meth:`eval`."""
         return int(self._logits_row(i).argmax())
 
+    def top_tokens(self, i: int, n: int) -> list[int]:
+        """Return the ``n`` likeliest tokens of the ``i``-th logits row, best first.
+
+        Ties go to the lower id, as in :meth:`argmax`: the first is always its token.
+        """
+        row = self._logits_row(i)
+        n = max(1, min(n, row.shape[0]))
+        best = np.argpartition(-row, n - 1)[:n]
+        return [int(t) for t in best[np.lexsort((best, -row[best]))]]
+
     def state_save(self) -> KVState:
         """Serialise the sequence (into a buffer kept as is: no extra copy)."""
         ll = self._ll

@@ -46,11 +46,13 @@ async def test_inline_completion_with_real_model(client: LanguageClient) -> None
     uri = open_file(client, path)
     result = await client.text_document_inline_completion_async(inline_params(uri, line, col))
     assert isinstance(result, types.InlineCompletionList)
-    assert len(result.items) == 1
-    item = result.items[0]
-    assert isinstance(item.insert_text, str) and item.insert_text.strip()
-    assert item.range is not None and item.range.start == types.Position(line=line, character=col)
-    assert item.command is not None and item.command.command == "lspAssist.accept"
+    # explicit: the greedy suggestion and up to two alternatives (test_alternatives.py)
+    assert 1 <= len(result.items) <= 3
+    for item in result.items:
+        assert isinstance(item.insert_text, str) and item.insert_text.strip()
+        assert item.range is not None
+        assert item.range.start == types.Position(line=line, character=col)
+        assert item.command is not None and item.command.command == "lspAssist.accept"
     state = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="lspAssist.status")
     )

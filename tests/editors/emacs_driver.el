@@ -293,14 +293,23 @@ fallback positions, as the small model answers nothing at some places)."
         (put 'dismissed_preview (lsp-assist-preview-text))
         (driver-idle (* 4 lsp-assist-delay))
         (put 'dismissed_requested (driver-bool (not (equal before (driver-request-time))))))
-      ;; M-] after an automatic suggestion asks explicitly for alternatives.
+      ;; M-] after an automatic suggestion asks explicitly for alternatives and shows
+      ;; the second of the server's answer.
       (put 'fifth (driver-trigger-auto line text))
       (let ((before (driver-request-time)))
         (driver-keys "M-]")
         (put 'cycle_request (driver-wait-request-after before))
         (driver-settle)
         (put 'cycle_preview (lsp-assist-preview-text))
-        (put 'cycle_message (car driver-messages)))
+        (put 'cycle_message (car driver-messages))
+        (put 'cycle_choices
+             (vconcat (mapcar (lambda (s) (plist-get s :text)) (cdr lsp-assist--choices))))
+        ;; M-p goes back to the first: the server's answer is kept, nothing is asked.
+        (let ((asked (driver-request-time)))
+          (driver-keys "M-p")
+          (put 'cycle_back (lsp-assist-preview-text))
+          (put 'cycle_back_requested
+               (driver-bool (not (equal asked (driver-request-time)))))))
       ;; C-c \ asks now, even with automatic suggestions off.
       (lsp-assist-dismiss)
       (call-interactively #'lsp-assist-disable)

@@ -172,6 +172,7 @@ local function run()
   if assist.state.ghost then
     step('ghost')
     report.ghost_text = assist.state.ghost.text
+    report.typed_line = vim.api.nvim_buf_get_lines(buf, line - 1, line, false)[1]
     report.ghost_extmarks = #vim.api.nvim_buf_get_extmarks(buf, -1, 0, -1, { details = false })
     -- A word first (<M-Right>), then the rest (<Tab>), as typed keys through the mappings.
     keys('<M-Right>')
@@ -204,13 +205,36 @@ local function run()
     end)
     report.ctrl_o = vim.list_slice(assist.state.history, answered + 1)
     report.ctrl_o_ghost = assist.state.ghost ~= nil
-    -- <M-]>: the server gives one item; the plugin asks again explicitly and keeps it.
-    count = assist.state.responses
-    keys('<M-]>')
-    if assist.state.ghost or count ~= assist.state.responses then
-      next_response(count)
+    keys('<C-]>')
+  end
+  -- Cycling: back to the line as it was when the first suggestion showed, <M-\\> asks
+  -- explicitly, the server answers with its alternatives; <M-]> shows the second,
+  -- <M-[> the first again.
+  if report.typed_line and not assist.state.builtin and assist.config.method ~= 'completion' then
+    local row = vim.api.nvim_win_get_cursor(0)[1]
+    vim.api.nvim_buf_set_lines(buf, line - 1, row, false, { report.typed_line })
+    vim.api.nvim_win_set_cursor(0, { line, #report.typed_line })
+    local function shown()
+      local ghost = assist.state.ghost
+      if not ghost then
+        return vim.NIL
+      end
+      return { index = ghost.index, count = ghost.count, text = ghost.text }
     end
-    report.cycle = { errors = #assist.state.errors, ghost = assist.state.ghost ~= nil }
+    count = assist.state.responses
+    keys('<M-\\>')
+    next_response(count)
+    local items = {}
+    for _, item in ipairs(assist.state.items or {}) do
+      table.insert(items, item.text)
+    end
+    report.cycle = { first = shown(), items = items }
+    keys('<M-]>')
+    report.cycle.second = shown()
+    keys('<M-[>')
+    report.cycle.back = shown()
+    report.cycle.line = vim.api.nvim_buf_get_lines(buf, line - 1, line, false)[1]
+    report.cycle.errors = #assist.state.errors
   end
   keys('<Esc>')
 

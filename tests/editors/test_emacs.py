@@ -304,9 +304,16 @@ def test_preview_keys(
     assert keys["dismissed_line"] == line and keys["dismissed_preview"] is None, context
     assert keys["dismissed_requested"] is False, context
 
-    # M-] after an automatic suggestion asked explicitly for alternatives.
+    # M-] after an automatic suggestion asked explicitly; the real server answered with
+    # its alternatives, the automatic suggestion first (docs/serving.md), and the second
+    # showed; M-p went back to the first without asking again.
     assert keys["cycle_request"] == "invoked" and keys["cycle_preview"], context
-    assert "suggestion 1/" in (keys["cycle_message"] or ""), context
+    choices = keys["cycle_choices"]
+    assert 2 <= len(choices) <= 3 and len(set(choices)) == len(choices), context
+    assert choices[0] == keys["fifth"][1], context
+    assert keys["cycle_preview"] == choices[1], context
+    assert (keys["cycle_message"] or "").startswith(f"lsp-assist: suggestion 2/{len(choices)}")
+    assert keys["cycle_back"] == choices[0] and keys["cycle_back_requested"] is False, context
 
     # Disabled: no automatic request, "off" in the mode line; C-c \ still asks.
     assert "✨off" in keys["disabled_mode_line"], context

@@ -1,13 +1,14 @@
 """Neovim 0.11 with editors/nvim: headless against the real server and a fake, and in tmux.
 
 nvim_init.lua drives the real ``lsp-assist serve`` the way a user does (open main.py,
-insert mode, type, accept a word and the rest, ask with <C-o>:LspAssistComplete and
-<M-]>, explain, status) and writes what it saw as JSON; the second test forces the
-textDocument/completion fallback. nvim_keys.lua drives every key, command and status
-state against nvim_fake_server.lua (an in-process LSP server with fixed answers), so
-the exact text each key inserts is known. The tmux test types those keys into a real
-terminal (no termguicolors) and reads the screen with its colours. The health test
-runs :checkhealth lsp-assist with the real executable and with a missing one.
+insert mode, type, accept a word and the rest, ask with <C-o>:LspAssistComplete, cycle
+the server's alternatives with <M-\\> <M-]> <M-[>, explain, status) and writes what it
+saw as JSON; the second test forces the textDocument/completion fallback. nvim_keys.lua
+drives every key, command and status state against nvim_fake_server.lua (an in-process
+LSP server with fixed answers), so the exact text each key inserts is known. The tmux
+test types those keys into a real terminal (no termguicolors) and reads the screen with
+its colours. The health test runs :checkhealth lsp-assist with the real executable and
+with a missing one.
 """
 
 from __future__ import annotations
@@ -155,8 +156,16 @@ def test_nvim_plugin_gets_inline_completion(
     invoked = [entry for entry in report["ctrl_o"] if entry["invoked"]]
     assert invoked and not invoked[0]["stale"] and not invoked[0]["err"], context
     assert report["ctrl_o_ghost"] == (invoked[0]["items"] > 0), context
-    # <M-]> with a one-item server: no error.
-    assert report["cycle"]["errors"] == 0, context
+    # Back where the first suggestion showed, an explicit ask gets the server's
+    # alternatives (docs/serving.md): <M-]> shows the second item, <M-[> the first again.
+    cycle = report["cycle"]
+    assert cycle["errors"] == 0, context
+    items = cycle["items"]
+    assert 2 <= len(items) <= 3 and len(set(items)) == len(items), context
+    assert cycle["first"] == {"index": 1, "count": len(items), "text": items[0]}, context
+    assert cycle["second"] == {"index": 2, "count": len(items), "text": items[1]}, context
+    assert cycle["back"]["index"] == 1 and cycle["back"]["text"] == items[0], context
+    assert cycle["line"] == report["typed_line"] == typed_line, context  # nothing inserted
 
     # The statusline said loading while the model loaded, then ready with a latency.
     lines = report["statuslines"]
