@@ -250,7 +250,7 @@ def _trim_end_overlap(text: str, line_prefix: str, line_suffix: str, language: s
         # A body ending in the tail twice over ("1aa" before "a") is ambiguous: trimming
         # one copy would leave a text that trims again (not idempotent), so only fewer
         # parse errors decide there.
-        is_full = k == len(tail) and not candidate.endswith(tail)
+        is_full = k == len(tail) and not candidate.rstrip().endswith(tail)
         if errors < best_errors or (errors == best_errors and is_full and not full_match):
             best, best_errors, full_match = candidate, errors, is_full
     return best

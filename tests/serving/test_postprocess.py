@@ -271,6 +271,10 @@ def test_a_suffix_repeated_twice_is_not_trimmed_twice() -> None:
     }
     once = postprocess("1aa", **kwargs)  # type: ignore[arg-type]
     assert postprocess(once, **kwargs) == once  # type: ignore[arg-type]
+    # and with a space between the copies: "; ;" before ";" gave "; ", then ""
+    kwargs.update(line_suffix=";", following_text=";\n")
+    once = postprocess("; ;", **kwargs)  # type: ignore[arg-type]
+    assert postprocess(once, **kwargs) == once  # type: ignore[arg-type]
 
 
 @settings(max_examples=300, deadline=None)
