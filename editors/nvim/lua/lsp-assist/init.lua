@@ -2,7 +2,7 @@
 -- its suggestions as ghost text.
 --
 --   require('lsp-assist').setup({
---     settings = { modelPath = '/models/qwen2.5-coder-1.5b-q4_k_m.gguf', contextBudget = 1024 },
+--     settings = { modelPath = '/models/qwen2.5-coder-1.5b-q4_k_m.gguf', draft = 'prompt-lookup' },
 --   })
 --
 -- The plugin sends textDocument/inlineCompletion when insert mode starts, after a short
