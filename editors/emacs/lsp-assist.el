@@ -55,7 +55,8 @@ After `make' in a checkout the program is .venv/bin/lsp-assist there."
   "Server settings as a plist of flat camelCase keywords.
 For example (:modelPath \"/models/qwen2.5-coder-1.5b-q4_k_m.gguf\"
 :draft \"prompt-lookup\"); leave :contextBudget unset so the budget adapts.
-Sent as initializationOptions when the server starts; change them at run time with `lsp-assist-set-settings'.
+Sent as initializationOptions when the server starts; change them at run
+time with `lsp-assist-set-settings'.
 See docs/configuration.md for every key."
   :type 'plist)
 
