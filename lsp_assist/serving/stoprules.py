@@ -111,21 +111,34 @@ def _opens_block(line: str) -> bool:
 LOOP_MIN_UNIT = 4
 LOOP_MAX_UNIT = 32
 LOOP_COPIES = 3
+RUN_CHARS = 24
+"""A unit of digits without letters stops the generation once it repeats this many characters."""
 
 
 def loop_at_end(text: str) -> int | None:
-    """Return the cut for a loop whose third copy ends ``text`` exactly, else None.
+    """Return the cut for a loop that ends ``text`` exactly, else None.
 
-    The unit is 4-32 characters with at least two letters in it (so ``0, 0, 0, 0`` and
-    rulers of ``-`` are left alone); the cut keeps the first copy.
+    A unit of 4-32 characters with at least two letters in it, three times in a row,
+    is cut back to its first copy (``_or_type_or_type_or_type``). A unit of digits and
+    punctuation without letters (``0``, ``0, ``) is what code does repeat, so it only
+    stops the generation once its run reaches :data:`RUN_CHARS` characters, keeping the
+    run (``0, 0, 0, 0`` and ``0x00000000`` are left alone); rulers without digits
+    (``# -----``) never stop it.
     """
     end = len(text)
-    for unit in range(LOOP_MIN_UNIT, min(LOOP_MAX_UNIT, end // LOOP_COPIES) + 1):
+    for unit in range(1, min(LOOP_MAX_UNIT, end // LOOP_COPIES) + 1):
         last = text[end - unit : end]
-        if sum(ch.isalpha() for ch in last) < 2:
+        letters = sum(ch.isalpha() for ch in last)
+        if letters >= 2 and unit >= LOOP_MIN_UNIT:
+            copies, cut = LOOP_COPIES, end - (LOOP_COPIES - 1) * unit
+        elif letters == 0 and any(ch.isdigit() for ch in last):
+            copies, cut = -(-RUN_CHARS // unit), end
+        else:
             continue
-        if all(text[end - (k + 1) * unit : end - k * unit] == last for k in range(1, LOOP_COPIES)):
-            return end - (LOOP_COPIES - 1) * unit
+        if copies * unit > end:
+            continue
+        if all(text[end - (k + 1) * unit : end - k * unit] == last for k in range(1, copies)):
+            return cut
     return None
 
 

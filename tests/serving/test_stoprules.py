@@ -97,6 +97,18 @@ def test_repetition_that_is_code_goes_on() -> None:
     rule = make_stop_rule(multiline=False, cursor_indent=0, line_prefix="x = ", max_lines=1)
     for text in ("[0, 0, 0, 0, 0, 0, 0, 0]", "'-' * 8 + '--------------'", "a + a + a + a"):
         assert stream(rule, text) == text
+    assert stream(rule, "# " + "-" * 70) == "# " + "-" * 70
+
+
+def test_a_run_of_digits_stops_the_generation_and_is_kept() -> None:
+    # also seen in the replay: '150000000...' and 'f(x, 0, 0, 0, ...' to 48 tokens
+    rule = make_stop_rule(multiline=False, cursor_indent=0, line_prefix="x = ", max_lines=1)
+    assert stream(rule, "15" + "0" * 46) == "15" + "0" * 24
+    assert stream(rule, "f(x" + ", 0" * 20) == "f(x" + ", 0" * 8
+    assert stream(rule, "0x00000000") == "0x00000000"
+
+
+def test_loop_finder_alone() -> None:
     finder = LoopFinder()
     assert finder("self.x, self.y, self.z") is None
     assert finder("abcdabcdabcd") == 4
