@@ -102,6 +102,10 @@ def zone_growth(total: int) -> int:
     return total // ZONE_GROWTH_SHARE
 
 
+ANCHOR_STEP_LINES = 3
+"""How far below the last build a build may be to keep its zone start: the next line or
+two being typed, not a jump (a prefill at the top of a file, a click further down)."""
+
 _HEAD_PARTS = ("head", "project", "related", "similar", "file_header")
 """The layers before the zone that a new line's fresh build must repeat to be anchored."""
 
@@ -440,8 +444,10 @@ class ContextEngine:
         down to the cursor, and the file summary is kept; only the lines typed since
         are new. The zone grows this way until it would pass its line cap or the budget.
         """
-        if state is None or not state.block_key or cursor.line <= state.line:
+        if state is None or not state.block_key:
             return None
+        if not 0 < cursor.line - state.line <= ANCHOR_STEP_LINES:
+            return None  # not the next line or two of the same typing: a fresh build
         start, end = state.span
         if cursor.line - start + 1 > settings.editing_zone_lines:
             return None

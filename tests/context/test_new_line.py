@@ -73,3 +73,17 @@ def test_a_fresh_build_leaves_room_to_grow(tmp_path: Path) -> None:
     engine, path = _engine(tmp_path)
     prompt = _type_lines(engine, path)[0]
     assert len(prompt.tokens) <= 400 - zone_growth(400)
+
+
+def test_a_jump_down_the_file_builds_afresh(tmp_path: Path) -> None:
+    # a prefill at the top of the file (as the server does at didOpen), then a request
+    # further down: the prompt is the fresh build's, as `lsp-assist context` shows it
+    engine, path = _engine(tmp_path)
+    text = BODY + "\ndef work(values):\n    pass\n"
+    top = Cursor(path=path, language="python", text=text, line=0, column=0)
+    below = dataclasses.replace(top, line=20, column=4)
+    engine.build(top)
+    fresh, _ = _engine(tmp_path / "again")
+    fresh_path = tmp_path / "again" / "pkg" / "long.py"
+    expected = fresh.build(dataclasses.replace(below, path=fresh_path)).prompt
+    assert engine.build(below).prompt == expected.replace(str(fresh_path), str(path))
