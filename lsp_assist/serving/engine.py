@@ -146,6 +146,10 @@ class CompletionEngine:
             logger.warning("metrics log unavailable: %s", exc)
             self.metrics = None
 
+    def _foreground(self) -> contextlib.AbstractContextManager[None]:
+        """The index's foreground gate (the scan waits between files), or nothing to hold."""
+        return self.index.foreground() if self.index is not None else contextlib.nullcontext()
+
     def load_backend(self) -> Backend | None:
         """Load the model (once); on failure remember the error and return None."""
         with self._backend_lock:
@@ -154,7 +158,7 @@ class CompletionEngine:
             # The scan waits between files while the model loads and its speed is timed:
             # sharing the CPU (and the GIL) with it made the load take as long as the scan
             # and the calibration choose a budget for a busy machine.
-            gate = self.index.foreground() if self.index is not None else contextlib.nullcontext()
+            gate = self._foreground()
             with gate:
                 try:
                     backend = self._backend_factory(self.settings)
@@ -433,7 +437,7 @@ class CompletionEngine:
             return outcome
         prompt: AssembledPrompt | None = None
         # A running index scan waits between files while the prompt is built and decoded.
-        gate = self.index.foreground() if self.index is not None else contextlib.nullcontext()
+        gate = self._foreground()
         try:
             with gate:
                 prompt = self.build_prompt(doc, pos, strategy=query.strategy)
@@ -567,7 +571,7 @@ class CompletionEngine:
         stable = prompt.tokens[: prompt.stable_prefix_len]
         if not stable or (cancel is not None and cancel.cancelled):
             return 0
-        gate = self.index.foreground() if self.index is not None else contextlib.nullcontext()
+        gate = self._foreground()
         with gate:  # the scan waits meanwhile, as for a completion
             began = time.perf_counter()
             evaluated = backend.prefill(stable, cache_key=doc.uri, cancel=cancel)
