@@ -415,11 +415,7 @@ class ContextEngine:
         return (
             start_line,
             hash(cursor.text[:begin]),
-            total,
-            settings,
-            cursor.language,
-            cursor.open_files,
-            tuple(reversed(self.recent_files())),
+            *self._inputs(cursor, settings, total),
         )
 
     def _anchored(
@@ -487,6 +483,16 @@ class ContextEngine:
         suffix = suffix_after(lines, line, cursor.column, last)
         return assemble(self.format, parts, plan, strategy="layered", total=total, suffix=suffix)
 
+    def _inputs(self, cursor: Cursor, settings: ContextSettings, total: int) -> tuple[object, ...]:
+        """What besides the text a build depends on (part of both reuse keys)."""
+        return (
+            total,
+            settings,
+            cursor.language,
+            cursor.open_files,
+            tuple(reversed(self.recent_files())),
+        )
+
     def _line_key(
         self, cursor: Cursor, lines: list[str], settings: ContextSettings, total: int
     ) -> tuple[object, ...]:
@@ -499,11 +505,7 @@ class ContextEngine:
             len(lines),
             hash(cursor.text[:begin]),
             hash(cursor.text[finish:]),
-            total,
-            settings,
-            cursor.language,
-            cursor.open_files,
-            tuple(reversed(self.recent_files())),
+            *self._inputs(cursor, settings, total),
         )
 
     def _reuse_line(
