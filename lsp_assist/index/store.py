@@ -6,14 +6,18 @@ the two blobs of a :class:`~lsp_assist.index.packed.PackedEntry` (symbols compre
 imports) with the symbol count: a row is a packed entry as the index holds it. The
 schema version and a fingerprint of the query files are stored in ``meta``; when
 either differs the cache is dropped.
-sqlite3 errors are mapped to :class:`~lsp_assist.errors.IndexError_`.
+sqlite3 errors are mapped to :class:`~lsp_assist.errors.IndexError_`. It also owns how
+a cache database is opened (:func:`connect`) and written (:func:`transaction`), for the
+other tables of the same file (the vectors of ``index/vectors.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from lsp_assist.errors import IndexError_
@@ -25,6 +29,28 @@ SCHEMA_VERSION = "2"
 DB_NAME = "index.sqlite3"
 
 
+def connect(path: Path) -> sqlite3.Connection:
+    """Open a cache database (its folder made): WAL, autocommit, one write per transaction."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
+
+
+@contextlib.contextmanager
+def transaction(db: sqlite3.Connection, lock: threading.Lock) -> Iterator[sqlite3.Connection]:
+    """Hold ``lock`` and run the block as one transaction (rolled back when it raises)."""
+    with lock:
+        db.execute("BEGIN")
+        try:
+            yield db
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
 class IndexStore:
     """The SQLite file of one workspace (thread-safe; one connection, one lock)."""
 
@@ -32,10 +58,7 @@ class IndexStore:
         self.path = cache_dir / DB_NAME
         self._lock = threading.Lock()
         try:
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db = connect(self.path)
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             key = f"{SCHEMA_VERSION}:{fingerprint}"
             row = self._db.execute("SELECT value FROM meta WHERE key='version'").fetchone()
@@ -73,35 +96,25 @@ class IndexStore:
         if not rows and not deleted:
             return
         try:
-            with self._lock:
-                self._db.execute("BEGIN")
-                try:
-                    if deleted:
-                        self._db.executemany(
-                            "DELETE FROM files WHERE path=?", [(p,) for p in deleted]
+            with transaction(self._db, self._lock) as db:
+                db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in deleted])
+                db.executemany(
+                    "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            path,
+                            e.size,
+                            e.mtime_ns,
+                            e.content_hash,
+                            e.language,
+                            e.summary,
+                            e.symbols_blob,
+                            e.imports_blob,
+                            e.symbol_count,
                         )
-                    if rows:
-                        self._db.executemany(
-                            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            [
-                                (
-                                    path,
-                                    e.size,
-                                    e.mtime_ns,
-                                    e.content_hash,
-                                    e.language,
-                                    e.summary,
-                                    e.symbols_blob,
-                                    e.imports_blob,
-                                    e.symbol_count,
-                                )
-                                for path, e in rows
-                            ],
-                        )
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
+                        for path, e in rows
+                    ],
+                )
         except sqlite3.Error as exc:
             raise IndexError_(f"cannot write the index cache {self.path}: {exc}") from exc
 

@@ -14,6 +14,18 @@ This module owns:
   float32 matrix of every live chunk, and :meth:`VectorIndex.search` (cosine, a
   threshold, best first).
 
+Changes arrive as events: the workspace index calls the vector index for each file whose
+content changed or went (``WorkspaceIndex.on_change``: a watcher batch, a rescan, an open
+buffer's edit once re-extracted, a closed buffer, a deletion). The worker waits for
+``quiet_s`` without a new one (at most ``max_delay_s`` after the first), then looks at
+those files only, and embeds only their changed definitions. There is no periodic full
+pass with such a source: every change to an entry goes through the one place that calls
+the listeners (``WorkspaceIndex._install``), so a poll would find nothing the events did
+not say, at the cost of looking over every file (a second on a 50,000-file tree). A
+source without ``on_change`` is looked over every ``poll_s`` (30 s) instead. The worker
+waits while a request holds the index's foreground gate (``busy``), between batches of
+``BATCH`` chunks (one ``llama_decode`` of the packaged model).
+
 The embedding model is whatever the caller's factory returns (anything with ``dim``
 and ``embed(texts) -> (n, dim) float32``, L2-normalised); the serving layer passes
 :class:`lsp_assist.backends.embedding.Embedder`. The model is loaded on the worker
@@ -41,6 +53,7 @@ import numpy.typing as npt
 from lsp_assist.config import Settings, workspace_cache_dir
 from lsp_assist.errors import IndexError_, LspAssistError
 from lsp_assist.index.model import FileEntry, Symbol
+from lsp_assist.index.store import DB_NAME, connect, transaction
 
 Matrix = npt.NDArray[np.float32]
 """A float32 vector or matrix (rows are L2-normalised embeddings)."""
@@ -55,10 +68,19 @@ MAX_LINES = 40
 """A definition longer than this is embedded as pieces of this many lines."""
 HEADER_LINES = 20
 """A class's chunk: its header up to its first member, at most this many lines."""
-BATCH = 16
-"""Chunks per embedding call on the worker thread (then it looks at ``busy`` again)."""
+BATCH = 4
+"""Chunks per embedding call on the worker thread (then it looks at ``busy`` again): the
+packaged model's sequences per ``llama_decode``, so a request waits behind one at most."""
 SAVE_BATCH = 200
 """Files per SQLite transaction."""
+QUIET_S = 0.5
+"""Changes are embedded once none came for this long (typing: every pause) ..."""
+MAX_DELAY_S = 3.0
+"""... or this long after the first of them (typing without a pause)."""
+POLL_S = 30.0
+"""A source that cannot report changes is looked over this often."""
+Progress = Callable[[int, int, int], None]
+"""Called as files are embedded: (files done, files to embed, chunks embedded so far)."""
 
 
 class Embedding(Protocol):
@@ -170,14 +192,11 @@ class VectorStore:
     """The vectors of one workspace and model in ``<cache_dir>/index.sqlite3`` (thread-safe)."""
 
     def __init__(self, cache_dir: Path, model_id: str) -> None:
-        self.path = cache_dir / "index.sqlite3"
+        self.path = cache_dir / DB_NAME
         self.model_id = model_id
         self._lock = threading.Lock()
         try:
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db = connect(self.path)
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS vectors (model TEXT, path TEXT, file_key TEXT,"
                 " chunks BLOB, vectors BLOB, PRIMARY KEY (model, path))"
@@ -224,17 +243,9 @@ class VectorStore:
         if not data and not gone:
             return
         try:
-            with self._lock:
-                self._db.execute("BEGIN")
-                try:
-                    self._db.executemany("DELETE FROM vectors WHERE model=? AND path=?", gone)
-                    self._db.executemany(
-                        "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)", data
-                    )
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
+            with transaction(self._db, self._lock) as db:
+                db.executemany("DELETE FROM vectors WHERE model=? AND path=?", gone)
+                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)", data)
         except sqlite3.Error as exc:
             raise IndexError_(f"cannot write the vector cache {self.path}: {exc}") from exc
 
@@ -260,11 +271,18 @@ class VectorStats:
     embed_seconds: float = 0.0
     syncs: int = 0
     pending: int = 0
+    """Files still to embed in the pass under way."""
+    missing: int = 0
+    """Chunks a pass without embedding (``sync(embed=False)``) found without a vector."""
     matrix_bytes: int = 0
     error: str = ""
     model_seconds: float = 0.0
     sweep_seconds: float = 0.0
     """The last full pass's look at every file (embedding not counted)."""
+
+
+_Plan = tuple[list[tuple["ChunkSpan", str]], dict[str, Matrix], list[int]]
+"""A file's chunks (span, embedded text), the vectors known by key, the missing indexes."""
 
 
 @dataclass(slots=True)
@@ -294,8 +312,9 @@ class VectorIndex:
     """The workspace's chunks as a contiguous float32 matrix, kept current in the background.
 
     ``start()`` starts the worker: it loads the model, installs what the cache holds
-    for unchanged files, embeds the rest, then waits for :meth:`notify` (or
-    ``poll_s``) and embeds what changed. :meth:`search` never waits for the worker.
+    for unchanged files, embeds the rest, then waits for changes (:meth:`notify`, which
+    a source with ``on_change`` calls itself) and embeds what changed, debounced.
+    :meth:`search` never waits for the worker.
     """
 
     def __init__(
@@ -305,7 +324,9 @@ class VectorIndex:
         *,
         model_id: str,
         cache_dir: Path | None = None,
-        poll_s: float = 30.0,
+        poll_s: float | None = None,
+        quiet_s: float = QUIET_S,
+        max_delay_s: float = MAX_DELAY_S,
         busy: Callable[[], bool] | None = None,
         max_chunks: int = 1_000_000,
     ) -> None:
@@ -314,7 +335,8 @@ class VectorIndex:
         self._factory = embedding
         self.model: Embedding | None = None
         self._query_model: Embedding | None = None
-        self.poll_s = poll_s
+        self.quiet_s = quiet_s
+        self.max_delay_s = max_delay_s
         self._busy = busy
         self.max_chunks = max_chunks
         self._store: VectorStore | None = None
@@ -324,6 +346,7 @@ class VectorIndex:
             except IndexError_ as exc:
                 logger.warning("%s; vectors are not persisted", exc)
         self._lock = threading.Lock()
+        """The matrix and the file table (held by a search)."""
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._n = 0
         self._alive = np.zeros(0, dtype=bool)
@@ -331,9 +354,18 @@ class VectorIndex:
         self._files: dict[Path, _File] = {}
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._pending_lock = threading.Lock()
+        """What changed (``_dirty``, ``_full``): never held while anything else is taken,
+        since :meth:`notify` runs under the source's own lock."""
         self._dirty: set[Path] = set()
         self._full = True
         self._thread: threading.Thread | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        subscribe = getattr(source, "on_change", None)
+        if callable(subscribe):
+            self._unsubscribe = subscribe(self._changed)
+        self.poll_s = poll_s if poll_s is not None or self._unsubscribe else POLL_S
+        """Seconds between full passes (None: never; the source reports its changes)."""
         self.ready = threading.Event()
         """Set after the first full pass (the model loaded, every file embedded)."""
         self.stats = VectorStats()
@@ -352,12 +384,7 @@ class VectorIndex:
                 while not self._stop.is_set():
                     self.sync()
                     self.ready.set()
-                    # looking over a large tree costs: spend at most 2% of the time on it
-                    told = self._wake.wait(max(self.poll_s, 50 * self.stats.sweep_seconds))
-                    self._wake.clear()
-                    if not told:  # nobody said what changed: look at every file
-                        with self._lock:
-                            self._full = True
+                    self._wait_for_changes()
             except LspAssistError as exc:
                 self.stats.error = str(exc)
                 logger.warning("vector index stopped: %s", exc)
@@ -368,9 +395,34 @@ class VectorIndex:
         self._thread.start()
         return self._thread
 
+    def _wait_for_changes(self) -> None:
+        """Return once changes came and settled (or a poll is due, or the index stops)."""
+        poll = self.poll_s
+        if poll is not None:  # looking over a large tree costs: at most 2% of the time
+            poll = max(poll, 50 * self.stats.sweep_seconds)
+        told = self._wake.wait(poll)
+        if self._stop.is_set():
+            return
+        if not told:  # nobody said what changed: look at every file
+            with self._pending_lock:
+                self._full = True
+            return
+        first = time.monotonic()
+        while True:  # debounce: until quiet_s without news, at most max_delay_s in all
+            self._wake.clear()
+            left = first + self.max_delay_s - time.monotonic()
+            if left <= 0 or not self._wake.wait(min(self.quiet_s, left)) or self._stop.is_set():
+                return
+
+    def _changed(self, path: Path) -> None:
+        """The source's listener: one file's content changed or went."""
+        with self._pending_lock:
+            self._dirty.add(path)
+        self._wake.set()
+
     def notify(self, paths: Iterable[Path] | None = None) -> None:
         """Say that ``paths`` (None: anything) changed; the worker looks soon."""
-        with self._lock:
+        with self._pending_lock:
             if paths is None:
                 self._full = True
             else:
@@ -379,6 +431,9 @@ class VectorIndex:
 
     def stop(self) -> None:
         """Stop the worker and close the cache."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
         self._stop.set()
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -407,19 +462,23 @@ class VectorIndex:
             self.stats.model_seconds = time.perf_counter() - started
         return self.model
 
-    def sync(self) -> VectorStats:
-        """Embed what changed since the last pass (everything on a full pass); blocking."""
+    def sync(self, *, embed: bool = True, progress: Progress | None = None) -> VectorStats:
+        """Embed what changed since the last pass (everything on a full pass); blocking.
+
+        ``embed=False`` installs only what the cache holds and counts the chunks left
+        without a vector (``stats.missing``); those files are looked at again next pass.
+        ``progress`` is told as each file is embedded."""
         model = self._ensure_model()
-        with self._lock:
+        with self._pending_lock:
             full, dirty = self._full, self._dirty
             self._full, self._dirty = False, set()
+        listed = {p for p in self.source.files() if not self.source.is_denied(p)}
         if full:
-            paths = [p for p in self.source.files() if not self.source.is_denied(p)]
-            listed = set(paths)
+            paths = sorted(listed)
             gone = [p for p in self._files if p not in listed]
         else:
-            paths = sorted(p for p in dirty if not self.source.is_denied(p))
-            gone = [p for p in dirty if p not in paths]
+            paths = sorted(p for p in dirty if p in listed)
+            gone = [p for p in dirty if p not in listed]
         stored = self._store.load() if self._store is not None and self.stats.syncs == 0 else {}
         began = time.perf_counter()
         todo: list[tuple[Path, str]] = []
@@ -442,34 +501,38 @@ class VectorIndex:
         self._remove(gone)
         if self._store is not None and gone:
             self._store.save([], [str(p) for p in gone])
+        if not embed:
+            plans = (self._plan(path, stored.get(str(path))) for path, _ in todo)
+            self.stats.missing = sum(len(plan[2]) for plan in plans if plan is not None)
+            if todo:  # still to embed: the next pass looks at them again
+                self.notify(path for path, _ in todo)
+            self.stats.syncs += 1
+            return self.stats
         self.stats.pending = len(todo)
         rows: list[tuple[str, str, list[ChunkSpan], Matrix]] = []
-        for path, key in todo:
+        for done, (path, key) in enumerate(todo, 1):
             if self._stop.is_set():
                 break
-            done = self._embed_file(model, path, key, stored.get(str(path)))
+            finished = self._embed_file(model, path, key, stored.get(str(path)))
             self.stats.pending -= 1
-            if done is not None and self._store is not None:
-                rows.append((str(path), key, done[0], done[1]))
+            if progress is not None:
+                progress(done, len(todo), self.stats.embedded)
+            if finished is not None and self._store is not None:
+                rows.append((str(path), key, finished[0], finished[1]))
                 if len(rows) >= SAVE_BATCH:
                     self._store.save(rows, [])
                     rows = []
         if self._store is not None and rows:
             self._store.save(rows, [])
+        self.stats.missing = 0
         self.stats.syncs += 1
         return self.stats
 
-    def _embed_file(
-        self,
-        model: Embedding,
-        path: Path,
-        key: str,
-        cached: Stored | None,
-    ) -> tuple[list[ChunkSpan], Matrix] | None:
+    def _plan(self, path: Path, cached: Stored | None) -> _Plan | None:
+        """Return a file's chunks, the vectors known for their keys, and which are missing."""
         text = self.source.text_of(path)
         entry = self.source.file(path)
         if text is None or entry is None:
-            self._remove([path])
             return None
         chunks = chunk_file(self.source.relative(path), entry.symbols, text)
         known: dict[str, Matrix] = {}
@@ -483,8 +546,22 @@ class VectorIndex:
         if cached is not None:
             for span, vec in zip(cached[1], cached[2], strict=False):
                 known.setdefault(span.key, vec.astype(np.float32))
-        vectors = np.zeros((len(chunks), model.dim), dtype=np.float32)
         missing = [i for i, (span, _) in enumerate(chunks) if span.key not in known]
+        return chunks, known, missing
+
+    def _embed_file(
+        self,
+        model: Embedding,
+        path: Path,
+        key: str,
+        cached: Stored | None,
+    ) -> tuple[list[ChunkSpan], Matrix] | None:
+        plan = self._plan(path, cached)
+        if plan is None:
+            self._remove([path])
+            return None
+        chunks, known, missing = plan
+        vectors = np.zeros((len(chunks), model.dim), dtype=np.float32)
         for i, (span, _) in enumerate(chunks):
             if span.key in known:
                 vectors[i] = known[span.key]
@@ -631,26 +708,21 @@ def embedding_model_path(settings: Settings) -> Path:
     return Path(given).expanduser() if given else minilm_gguf_path()
 
 
-def start_workspace_vectors(
-    source: VectorSource,
-    settings: Settings,
-    workspace: Path | None,
-    *,
-    after: threading.Thread | None = None,
-) -> VectorIndex | None:
-    """Start the background vector index of a workspace (None when no model can be had).
+def open_workspace_vectors(
+    source: VectorSource, settings: Settings, workspace: Path | None
+) -> VectorIndex:
+    """Return the vector index of a workspace, not started (raises when no model can be had).
 
-    Its vectors are kept in the workspace's cache database when the index persists;
-    the worker starts after ``after`` (the index's background scan).
-    """
+    Its vectors are kept in the workspace's cache database when the index persists; it
+    follows the source's changes (``on_change``) and yields to its foreground gate
+    (``foreground_busy``) where the source has them."""
     from lsp_assist.backends.embedding import MAX_TOKENS, Embedder
 
+    path = embedding_model_path(settings)
     try:
-        path = embedding_model_path(settings)
         size = path.stat().st_size
-    except (LspAssistError, OSError) as exc:
-        logger.warning("vector retrieval off: %s", exc)
-        return None
+    except OSError as exc:
+        raise IndexError_(f"cannot read the embedding model {path}: {exc}") from exc
 
     def load() -> Embedding:
         return Embedder(path, threads=1)
@@ -661,6 +733,30 @@ def start_workspace_vectors(
         else None
     )
     model_id = f"{path.name}:{size}:{MAX_TOKENS}:chunks-v1"
-    vectors = VectorIndex(source, load, model_id=model_id, cache_dir=cache_dir)
+    busy = getattr(source, "foreground_busy", None)
+    return VectorIndex(
+        source,
+        load,
+        model_id=model_id,
+        cache_dir=cache_dir,
+        busy=busy if callable(busy) else None,
+    )
+
+
+def start_workspace_vectors(
+    source: VectorSource,
+    settings: Settings,
+    workspace: Path | None,
+    *,
+    after: threading.Thread | None = None,
+) -> VectorIndex | None:
+    """Start the background vector index of a workspace (None when no model can be had).
+
+    The worker starts after ``after`` (the index's background scan)."""
+    try:
+        vectors = open_workspace_vectors(source, settings, workspace)
+    except LspAssistError as exc:
+        logger.warning("vector retrieval off: %s", exc)
+        return None
     vectors.start(after=after)
     return vectors

@@ -121,6 +121,7 @@ class WorkspaceIndex:
         if cache_dir is not None and self.settings.persist:
             self._store = _open_store(Path(cache_dir))
         self._watcher: Watcher | None = None
+        self._listeners: list[Callable[[Path], None]] = []
 
     def _norm(self, path: Path | str) -> Path:
         """Return the absolute form of ``path``; through symlinks only to reach a root."""
@@ -182,6 +183,10 @@ class WorkspaceIndex:
         is inside, at most ``gate.MAX_YIELD_S`` at a time (so it always makes progress)."""
         with self._gate.hold():
             yield
+
+    def foreground_busy(self) -> bool:
+        """True while a request holds the foreground gate (other background work waits)."""
+        return self._gate.holders > 0
 
     def _yield_to_foreground(self) -> None:
         self._gate.wait(self._is_stopped)
@@ -313,6 +318,30 @@ class WorkspaceIndex:
         when the caller has them."""
         old = self._table.install(path, stored, names)
         self._graph.installed(path, old, stored)
+        same = (
+            old is not None
+            and stored is not None
+            and bool(old.content_hash)
+            and old.content_hash == stored.content_hash
+        )
+        if self._listeners and not same:
+            for listener in self._listeners:
+                listener(path)
+
+    def on_change(self, listener: Callable[[Path], None]) -> Callable[[], None]:
+        """Call ``listener(path)`` whenever a file's content in the index changes or goes.
+
+        Called on the changing thread with the index lock held (a watcher batch, a
+        buffer edit once re-extracted, a scan, a deletion): it must only note the path.
+        Returns the function that unsubscribes it."""
+        with self._lock:
+            self._listeners = [*self._listeners, listener]
+
+        def remove() -> None:
+            with self._lock:
+                self._listeners = [f for f in self._listeners if f is not listener]
+
+        return remove
 
     def _index_file(self, found: FoundFile, src: bytes, digest: str) -> FileEntry:
         """Parse one disk file (its tree is not cached: a scan reads every file once)."""

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -158,3 +160,82 @@ def test_threshold_drops_unrelated_chunks(tmp_path: Path, embedder: Embedder) ->
     assert [h.span.label for h in hits] == ["compute_checksum"]
     every = vectors.search(query, limit=5, threshold=-1.0)
     assert len(every) == 3 and all(h.score < 0.35 for h in every[1:])  # scored, under the bar
+
+
+class CountingEmbedder(Embedder):
+    """The packaged model, keeping every text it is asked to embed."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, threads=1)
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Note the texts, then embed them."""
+        self.texts.extend(texts)
+        return super().embed(texts)
+
+
+def test_a_change_on_disk_is_re_embedded_by_the_packaged_model(tmp_path: Path) -> None:
+    files = {
+        "app/weather.py": (
+            "def forecast_rain(city):\n"
+            '    """Probability of rain tomorrow in a city."""\n'
+            "    return clouds(city) * humidity(city)\n"
+        ),
+        "app/checksum.py": (
+            "def compute_checksum(data):\n"
+            "    total = 17\n"
+            "    for byte in data:\n"
+            "        total = (total * 31 + byte) % 65521\n"
+            "    return total\n"
+        ),
+    }
+    index = scanned_index(tmp_path / "ws", files, watch=True)
+    assert index.start_watching()
+    made: list[CountingEmbedder] = []
+
+    def load() -> CountingEmbedder:
+        made.append(CountingEmbedder(minilm_gguf_path()))
+        return made[-1]
+
+    vectors = VectorIndex(index, load, model_id="minilm")
+    try:
+        vectors.start()
+        assert vectors.ready.wait(30)
+        model = made[0]
+        assert len(model.texts) == 2
+        model.texts.clear()
+        weather = tmp_path / "ws" / "app" / "weather.py"
+        weather.write_text(
+            files["app/weather.py"] + "\n\n"
+            "def wind_speed(city):\n"
+            '    """Wind speed in km/h in a city, from the pressure gradient."""\n'
+            "    return gradient(city) * 3.6\n"
+        )
+        started = time.monotonic()
+        while not model.texts and time.monotonic() - started < 10:
+            time.sleep(0.01)
+        took = time.monotonic() - started
+        while vectors.stats.chunks < 3 and time.monotonic() - started < 10:
+            time.sleep(0.01)
+        assert took < 3.0, took
+        # forecast_rain kept its vector: only the new definition was embedded
+        assert len(model.texts) == 1 and model.texts[0].startswith("app/weather.py wind_speed\n")
+        query = vectors.embed_query("how fast does the wind blow in the city (km/h)")
+        assert query is not None
+        hits = vectors.search(query, limit=3, threshold=0.3)
+        assert hits and hits[0].span.label == "wind_speed"
+    finally:
+        vectors.stop()
+        index.stop()
+
+
+def test_the_workspace_wiring_follows_events_and_the_gate(tmp_path: Path) -> None:
+    from lsp_assist.config import Settings
+    from lsp_assist.index.vectors import open_workspace_vectors
+
+    index = scanned_index(tmp_path / "ws", {"a.py": "def a():\n    return 1\n"})
+    vectors = open_workspace_vectors(index, Settings(), None)
+    assert vectors.poll_s is None  # the index reports its changes
+    assert vectors._busy == index.foreground_busy
+    vectors.stop()
