@@ -113,6 +113,11 @@ class CompletionSettings:
     """What the editor sees and when."""
 
     debounce_ms: int = 25
+    answer_after_ms: int = 100
+    """Answer with what the model has written once this long has passed since the request
+    arrived (at least one visible character), and write the rest on in the background
+    for the type-through cache (docs/serving.md, "Early answers"); 0: answer only with
+    the whole suggestion."""
     max_tokens: int = 48
     max_lines: int = 8
     multiline: MultilineMode = "auto"
@@ -270,6 +275,7 @@ _FIXED_BOUNDS = {
     "remote_retries": MAX_REMOTE_RETRIES,
     "cold_prompt_ms": MAX_TIMEOUT_MS,
     "vector_wait_ms": MAX_DEBOUNCE_MS,
+    "answer_after_ms": MAX_DEBOUNCE_MS,
     "alternatives": MAX_ALTERNATIVES,
     **dict.fromkeys(_TOKEN_COUNTS, MAX_TOKENS),
     **dict.fromkeys(_TIMEOUTS, MAX_TIMEOUT_MS),
@@ -318,7 +324,14 @@ def _shown(raw: Any) -> str:
 
 def _check_range(section: str, name: str, value: Any) -> None:
     """Raise ValueError for values of the right type that make no sense."""
-    non_negative = {"threads", "gpu_layers", "remote_retries", "debounce_ms", "vector_wait_ms"}
+    non_negative = {
+        "threads",
+        "gpu_layers",
+        "remote_retries",
+        "debounce_ms",
+        "vector_wait_ms",
+        "answer_after_ms",
+    }
     if isinstance(value, int) and not isinstance(value, bool):
         if name in non_negative and value < 0:
             raise ValueError("must be >= 0")

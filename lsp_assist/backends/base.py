@@ -229,6 +229,11 @@ class Usage:
     """Time on the model thread: context_ms + prefill_ms + decode_ms + post-processing."""
     latency_ms: float = 0.0
     """Arrival to the answer (for a backend: the whole generate call)."""
+    whole_ms: float = 0.0
+    """Arrival to the whole suggestion: ``latency_ms``, or later when the engine answered
+    early (``answerAfterMs``) and wrote the rest on for the type-through cache."""
+    answered_early: bool = False
+    """The editor got the suggestion's start at ``latency_ms``; the rest came at ``whole_ms``."""
 
     def copy_usage(self, other: Usage, names: Sequence[str] | None = None) -> None:
         """Copy the :class:`Usage` fields (or only ``names``) of this object onto ``other``."""

@@ -56,6 +56,7 @@ from lsp_assist.serving.adaptive_budget import (
     is_explicit,
 )
 from lsp_assist.serving.alternatives import distinct, wanted
+from lsp_assist.serving.early import EarlyAnswer
 from lsp_assist.serving.model import Change, CompletionOutcome, CompletionQuery
 from lsp_assist.serving.postprocess import decide_multiline, postprocess
 from lsp_assist.serving.records import metrics_record
@@ -370,6 +371,7 @@ class CompletionEngine:
         done = time.perf_counter()
         outcome.engine_ms = (done - started) * 1000
         outcome.latency_ms = outcome.ttft_ms = (done - query.received_at) * 1000
+        outcome.whole_ms = outcome.latency_ms
         self._finish(outcome, query, doc, "typethrough", None)
         return outcome
 
@@ -452,7 +454,9 @@ class CompletionEngine:
         if prompt is None:
             outcome.context_ms = (done - started) * 1000
         outcome.engine_ms = (done - started) * 1000
-        outcome.latency_ms = (done - query.received_at) * 1000
+        outcome.whole_ms = (done - query.received_at) * 1000
+        if not outcome.answered_early:
+            outcome.latency_ms = outcome.whole_ms
         self._finish(outcome, query, doc, query.trigger, prompt)
         return outcome
 
@@ -479,36 +483,6 @@ class CompletionEngine:
         outcome.layer_tokens = prompt.layer_tokens()
         outcome.prompt_tokens = prompt.total_tokens
         indent = len(prefix) - len(prefix.lstrip()) if prefix.strip() else len(prefix)
-        request = GenerationRequest(
-            prompt_tokens=prompt.tokens,
-            max_tokens=completion.max_tokens,
-            stop=stop_strings(doc.language_id),
-            stop_rule=make_stop_rule(
-                multiline=multiline,
-                cursor_indent=indent,
-                line_prefix=prefix,
-                max_lines=completion.max_lines,
-            ),
-            cache_key=query.uri,
-            stable_prefix_len=prompt.stable_prefix_len,
-            task_type=query.task_type,
-            cancel=query.cancel,
-            prompt_timeout_s=settings.model.prompt_timeout_ms / 1000,
-            generation_timeout_s=settings.model.generation_timeout_ms / 1000,
-            alternatives=wanted(query, completion),
-        )
-        called = time.perf_counter()
-        outcome.context_ms = (called - started) * 1000
-        result = backend.generate(request)
-        if result.ttft_ms > 0:  # the prompt was evaluated whole (not cancelled within)
-            self.adaptive.observe(
-                result.prompt_tokens - result.reused_tokens, result.prefill_ms / 1000
-            )
-        result.copy_usage(outcome, BACKEND_FIELDS)
-        outcome.output_tokens = len(result.tokens)
-        if result.tokens:
-            # the backend counts from its own start; the user's clock started at arrival
-            outcome.ttft_ms = (called - query.received_at) * 1000 + result.ttft_ms
         offset = doc.offset_at(pos)
 
         def clean(raw: str) -> str:
@@ -525,11 +499,59 @@ class CompletionEngine:
                 language=doc.language_id,
             )
 
+        alternatives = wanted(query, completion)
+        early: EarlyAnswer | None = None
+        if query.on_answer is not None and completion.answer_after_ms > 0 and alternatives == 1:
+            early = EarlyAnswer(
+                query,
+                outcome,
+                after_s=completion.answer_after_ms / 1000,
+                clean=clean,
+                cache=self.typethrough,
+                cache_key=(doc.uri, doc.text[:offset], doc.text[offset:]),
+            )
+        request = GenerationRequest(
+            prompt_tokens=prompt.tokens,
+            max_tokens=completion.max_tokens,
+            stop=stop_strings(doc.language_id),
+            stop_rule=make_stop_rule(
+                multiline=multiline,
+                cursor_indent=indent,
+                line_prefix=prefix,
+                max_lines=completion.max_lines,
+            ),
+            cache_key=query.uri,
+            stable_prefix_len=prompt.stable_prefix_len,
+            task_type=query.task_type,
+            cancel=query.cancel,
+            prompt_timeout_s=settings.model.prompt_timeout_ms / 1000,
+            generation_timeout_s=settings.model.generation_timeout_ms / 1000,
+            alternatives=alternatives,
+            on_text=early,
+        )
+        called = time.perf_counter()
+        outcome.context_ms = (called - started) * 1000
+        result = backend.generate(request)
+        if result.ttft_ms > 0:  # the prompt was evaluated whole (not cancelled within)
+            self.adaptive.observe(
+                result.prompt_tokens - result.reused_tokens, result.prefill_ms / 1000
+            )
+        result.copy_usage(outcome, BACKEND_FIELDS)
+        outcome.output_tokens = len(result.tokens)
+        if result.tokens:
+            # the backend counts from its own start; the user's clock started at arrival
+            outcome.ttft_ms = (called - query.received_at) * 1000 + result.ttft_ms
         text = clean(result.text)
         outcome.multiline = multiline
         # A generation time cap keeps what was generated; a cancel (superseded, client
-        # cancel) or a prompt time cap has nothing worth showing.
+        # cancel) or a prompt time cap has nothing worth showing, unless the editor already
+        # has the suggestion's start (an early answer): that start is what it keeps.
         partial_ok = result.stop_reason == "timeout" and bool(result.tokens)
+        if early is not None and early.answered_at is not None:
+            outcome.answered_early = True
+            outcome.latency_ms = (early.answered_at - query.received_at) * 1000
+            if result.cancelled and not partial_ok:
+                text, partial_ok = early.shown, True
         outcome.cancelled = result.cancelled and not partial_ok
         outcome.text = "" if outcome.cancelled else text
         if result.alternatives and not outcome.cancelled:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,13 @@ class CompletionQuery:
     want_alternatives: bool = False
     """Set by a client that cycles items, on an explicit request: the engine then asks
     for ``alternatives`` suggestions (the setting), never for an automatic trigger."""
+    answer_early: bool = False
+    """Set by a client that shows ghost text (inline completion): the scheduler may then
+    answer with the suggestion's start (``answerAfterMs``, serving/early.py)."""
+    on_answer: Callable[[CompletionOutcome], None] | None = None
+    """Set by the scheduler: the engine calls it (on the model thread) with an early
+    answer, the suggestion's start, when ``answerAfterMs`` has passed; the rest is then
+    written on and ``complete`` returns the whole suggestion later. None: no early answer."""
 
     @property
     def expected_version(self) -> int | None:

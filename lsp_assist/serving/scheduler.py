@@ -7,6 +7,13 @@ with an older request cancels that one too: the user has moved on.
 
 Requests arrive on the event loop, which also applies the edits: the scheduler takes the
 document's snapshot there, at arrival, when the handler has not (see serving/engine.py).
+
+Early answers (serving/early.py): the engine may hand over the suggestion's start while
+the model writes the rest. The request's answer is then that start; the model thread
+goes on, a keystroke served from the type-through cache leaves it running (it is
+writing the very suggestion being typed through), a request that goes to the model
+cancels it, and when it completes with more text ``on_ready`` is called (the LSP layer
+sends ``lspAssist/suggestionReady``).
 """
 
 from __future__ import annotations
@@ -28,6 +35,12 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+def _settle(future: asyncio.Future[CompletionOutcome], answer: CompletionOutcome) -> None:
+    """Set an early answer unless the request is over already."""
+    if not future.done():
+        future.set_result(answer)
+
+
 class Scheduler:
     """Runs engine work on the model executor with debounce and newest-wins."""
 
@@ -37,6 +50,10 @@ class Scheduler:
         self._latest: dict[str, CancelToken] = {}
         self._running: CancelToken | None = None
         self._prefills: set[CancelToken] = set()
+        self._writing_on: set[CancelToken] = set()
+        """Requests answered early whose rest the model thread is still writing."""
+        self.on_ready: Callable[[CompletionQuery, CompletionOutcome], None] | None = None
+        """Called on the event loop when an early-answered suggestion is complete and longer."""
 
     async def run(self, func: Callable[..., T], *args: Any) -> T:
         """Run a blocking engine call on the model executor."""
@@ -60,14 +77,20 @@ class Scheduler:
         finally:
             self._prefills.discard(token)
 
-    def _supersede(self, query: CompletionQuery) -> None:
+    def _supersede(self, query: CompletionQuery, *, hit: bool = False) -> None:
+        """Cancel older work for a new query; a cache ``hit`` leaves early answers writing on."""
         for token in list(self._prefills):
             token.cancel("completion requested")
         previous = self._latest.get(query.uri)
         if previous is not None and previous is not query.cancel:
             previous.cancel("superseded")
-        if self._running is not None and self._running is not query.cancel:
-            self._running.cancel("superseded")
+        running = self._running
+        keep = hit and running in self._writing_on
+        if running is not None and running is not query.cancel and not keep:
+            running.cancel("superseded")
+        if not hit:
+            for token in list(self._writing_on):
+                token.cancel("superseded")
         self._latest[query.uri] = query.cancel
 
     async def complete(self, query: CompletionQuery) -> CompletionOutcome:
@@ -79,7 +102,7 @@ class Scheduler:
         cycles = wanted(query, self.engine.settings.completion) > 1
         hit = None if cycles else self.engine.cached(query)
         if hit is not None:
-            self._supersede(query)
+            self._supersede(query, hit=True)
             return hit
         self._supersede(query)
         try:
@@ -91,16 +114,47 @@ class Scheduler:
             if self.engine.stale(query):
                 return self._cancelled(query, "stale version")
             query.queued_at = time.perf_counter()
-            future = asyncio.get_running_loop().run_in_executor(
-                self.executor, self._run_on_model, query
-            )
-            return await future
+            loop = asyncio.get_running_loop()
+            early: asyncio.Future[CompletionOutcome] = loop.create_future()
+
+            def on_answer(answer: CompletionOutcome) -> None:
+                loop.call_soon_threadsafe(_settle, early, answer)
+
+            if query.answer_early:
+                query.on_answer = on_answer
+            future = loop.run_in_executor(self.executor, self._run_on_model, query)
+            await asyncio.wait((future, early), return_when=asyncio.FIRST_COMPLETED)
+            if future.done() or not early.done():
+                early.cancel()
+                return await future
+            answer = early.result()
+            self._writing_on.add(query.cancel)
+            future.add_done_callback(lambda done: self._written(query, answer, done))
+            return answer
         except asyncio.CancelledError:
             query.cancel.cancel("client cancelled")
             raise
         finally:
             if self._latest.get(query.uri) is query.cancel:
                 del self._latest[query.uri]
+
+    def _written(
+        self,
+        query: CompletionQuery,
+        answer: CompletionOutcome,
+        done: asyncio.Future[CompletionOutcome],
+    ) -> None:
+        """The rest of an early-answered suggestion is written (or was cancelled)."""
+        self._writing_on.discard(query.cancel)
+        if done.cancelled() or done.exception() is not None:
+            return
+        whole = done.result()
+        grew = len(whole.text) > len(answer.text) and not whole.cancelled
+        if grew and self.on_ready is not None:
+            try:
+                self.on_ready(query, whole)
+            except Exception:
+                logger.exception("on_ready callback failed")
 
     def _run_on_model(self, query: CompletionQuery) -> CompletionOutcome:
         if query.cancel.cancelled:

@@ -6,9 +6,36 @@ from lsprotocol import types
 
 from lsp_assist.documents import DocumentSnapshot, Position
 from lsp_assist.lsp.server import LspAssistServer
-from lsp_assist.serving import CompletionQuery
+from lsp_assist.serving import CompletionOutcome, CompletionQuery
 
 ACCEPT_COMMAND = "lspAssist.accept"
+READY_NOTIFICATION = "lspAssist/suggestionReady"
+READY_CAPABILITY = "lspAssistSuggestionReady"
+"""A client that sets this in ``capabilities.experimental`` gets READY_NOTIFICATION."""
+
+
+def wants_ready_notices(ls: LspAssistServer) -> bool:
+    """True when the client asked for ``lspAssist/suggestionReady`` (an experimental capability)."""
+    try:
+        experimental = ls.client_capabilities.experimental
+    except (AttributeError, RuntimeError):
+        return False
+    return isinstance(experimental, dict) and bool(experimental.get(READY_CAPABILITY))
+
+
+def announce_ready(ls: LspAssistServer, query: CompletionQuery, whole: CompletionOutcome) -> None:
+    """Tell the client that an early-answered suggestion is now whole: asking again gets it."""
+    snapshot = query.snapshot
+    if snapshot is None:
+        return
+    line, character = snapshot.to_lsp(Position(whole.line, whole.column), ls.encoding)
+    ls.protocol.notify(
+        READY_NOTIFICATION,
+        {
+            "textDocument": {"uri": query.uri, "version": whole.version},
+            "position": {"line": line, "character": character},
+        },
+    )
 
 
 async def suggest(
@@ -18,13 +45,16 @@ async def suggest(
     *,
     automatic: bool,
     alternatives: bool = False,
+    early: bool = False,
 ) -> tuple[tuple[str, ...], types.Position, types.Command, DocumentSnapshot] | None:
     """Ask the engine for suggestions at an LSP position.
 
     Returns the texts (one, or with ``alternatives`` on an explicit request up to the
     ``alternatives`` setting, the greedy one first), the cursor in the client's
     encoding, the accept command and the snapshot of the buffer the suggestions were
-    made for, or None when there is nothing to show. The snapshot is taken here, as the
+    made for, or None when there is nothing to show. With ``early`` (ghost text, which
+    the type-through cache and ``lspAssist/suggestionReady`` extend) the engine may
+    answer with the suggestion's start (serving/early.py). The snapshot is taken here, as the
     request arrives: the position is converted against it, and the engine works on it
     while edits go on.
     """
@@ -32,6 +62,8 @@ async def suggest(
     doc = engine.documents.get(uri) if engine else None
     if scheduler is None or doc is None:
         return None
+    if scheduler.on_ready is None and wants_ready_notices(ls):
+        scheduler.on_ready = lambda query, whole: announce_ready(ls, query, whole)
     snapshot = doc.snapshot()
     pos = snapshot.from_lsp(position.line, position.character, ls.encoding)
     query = CompletionQuery(
@@ -41,6 +73,7 @@ async def suggest(
         trigger="automatic" if automatic else "invoked",
         snapshot=snapshot,
         want_alternatives=alternatives and not automatic,
+        answer_early=early,
     )
     outcome = await scheduler.complete(query)
     if not outcome.text:
@@ -61,7 +94,7 @@ def register(server: LspAssistServer) -> None:
     ) -> types.InlineCompletionList:
         automatic = params.context.trigger_kind == types.InlineCompletionTriggerKind.Automatic
         uri, position = params.text_document.uri, params.position
-        found = await suggest(ls, uri, position, automatic=automatic, alternatives=True)
+        found = await suggest(ls, uri, position, automatic=automatic, alternatives=True, early=True)
         if found is None:
             return types.InlineCompletionList(items=[])
         texts, here, accept, _snapshot = found

@@ -1,0 +1,87 @@
+"""Early answers: the suggestion's start goes to the editor once ``answerAfterMs`` has passed.
+
+The embedded model decodes ~40 tokens/s on a 2-core CPU, so a whole 12-token line takes
+~300 ms after its first token. Rather than keep the editor waiting for all of it, the
+engine streams the model's text into an :class:`EarlyAnswer`: once ``answerAfterMs``
+(from the request's arrival) has passed and the post-processed text is not empty, the
+scheduler's callback gets that much as the answer, and decoding goes on. Every later
+piece updates the type-through cache entry (same key, longer text), so the keystrokes
+that follow the suggestion are served the longer text without the model, and the
+scheduler announces the whole suggestion when it is done (``lspAssist/suggestionReady``,
+docs/serving.md "Early answers"). A newer request that misses the cache cancels the
+rest, as it cancels any running request.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
+from lsp_assist.serving.typethrough import TypeThroughCache
+
+
+class EarlyAnswer:
+    """The ``on_text`` callback of one generation: answers early, then keeps the cache fed."""
+
+    def __init__(
+        self,
+        query: CompletionQuery,
+        outcome: CompletionOutcome,
+        *,
+        after_s: float,
+        clean: Callable[[str], str],
+        cache: TypeThroughCache,
+        cache_key: tuple[str, str, str],
+    ) -> None:
+        self.query = query
+        self.outcome = outcome
+        self.after_s = after_s
+        self.clean = clean
+        self.cache = cache
+        self.cache_key = cache_key
+        """(uri, text before the cursor, text after it) the suggestion is made for."""
+        self.raw = ""
+        self.first_text_at: float | None = None
+        self.answered_at: float | None = None
+        self.shown = ""
+        """The last post-processed text put in the cache (the answer, then longer)."""
+
+    def __call__(self, piece: str) -> None:
+        """Take one streamed piece of the model's text (on the model thread)."""
+        now = time.perf_counter()
+        if self.first_text_at is None:
+            self.first_text_at = now
+        self.raw += piece
+        if self.answered_at is None and now - self.query.received_at < self.after_s:
+            return
+        text = self.clean(self.raw)
+        if not text or text == self.shown:
+            return
+        uri, before, after = self.cache_key
+        self.cache.put(uri, before, after, text)
+        self.shown = text
+        if self.answered_at is None:
+            self._answer(text, now)
+
+    def _answer(self, text: str, now: float) -> None:
+        self.answered_at = now
+        on_answer = self.query.on_answer
+        if on_answer is None:
+            return
+        first = self.first_text_at if self.first_text_at is not None else now
+        answer = dataclasses.replace(
+            self.outcome,
+            text=text,
+            alternatives=(),
+            answered_early=True,
+            ttft_ms=(first - self.query.received_at) * 1000,
+            latency_ms=(now - self.query.received_at) * 1000,
+        )
+        on_answer(answer)
+
+    @property
+    def answered(self) -> bool:
+        """True once the editor got an early answer."""
+        return self.answered_at is not None
