@@ -9,6 +9,13 @@ server starts (serving/adaptive_budget.py), so the budget shown is the one a fre
 server would use; otherwise only the vocabulary of ``--model`` (default the embedded
 model) is loaded, through :class:`lsp_assist.backends.Vocabulary`, the reader
 ``serve`` uses too.
+
+With ``layerVector`` on, the workspace's vectors are opened from its cache database
+(what a server embedded, or an earlier run of this command), the definitions without a
+vector are embedded with progress on stderr (``--no-embed``: only counted, and said), and
+the build waits for the query's embedding (``vectorWaitMs`` raised from 0 to 10 s: serve
+goes on without it when it is not ready), so the explain output shows each vector
+match with its cosine and reason.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,10 +37,12 @@ from lsp_assist.backends import (
 )
 from lsp_assist.backends.vocab import Vocabulary
 from lsp_assist.cli.common import location_setup, parse_location
-from lsp_assist.config import Settings
+from lsp_assist.config import MAX_DEBOUNCE_MS, Settings
+from lsp_assist.context import attach_vectors
 from lsp_assist.documents import language_for_path
 from lsp_assist.errors import BackendError, LspAssistError
-from lsp_assist.index import IndexLookup
+from lsp_assist.index import IndexLookup, VectorIndex
+from lsp_assist.index.vectors import open_workspace_vectors
 from lsp_assist.serving import CompletionEngine
 from lsp_assist.serving.adaptive_budget import explain_with_budget, is_explicit
 
@@ -61,6 +71,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="any setting by its camelCase key (repeatable), e.g. --setting layerSimilar=false",
+    )
+    parser.add_argument(
+        "--no-embed",
+        action="store_true",
+        help="with layerVector: use only the cached vectors, say how many are missing",
     )
     parser.set_defaults(func=run)
 
@@ -119,6 +134,64 @@ def _open(engine: CompletionEngine, path: Path) -> str:
     return engine.open_document(path.as_uri(), text, language_id=language).uri
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def _open_vectors(
+    engine: CompletionEngine, settings: Settings, workspace: Path | None, embed: bool
+) -> VectorIndex | None:
+    """Open the workspace's vectors for ``layerVector`` (embedding what is missing)."""
+    if engine.index is None:
+        print("warning: layerVector: no workspace index, no vectors", file=sys.stderr)
+        return None
+    try:
+        vectors = open_workspace_vectors(engine.index, settings, workspace)
+    except LspAssistError as exc:
+        print(f"warning: vector retrieval off: {exc}", file=sys.stderr)
+        return None
+    tty = sys.stderr.isatty()
+    shown = [0.0]
+
+    def progress(done: int, total: int, chunks: int) -> None:
+        now = time.monotonic()
+        if done < total and now - shown[0] < (0.2 if tty else 5.0):
+            return
+        shown[0] = now
+        line = f"vectors: embedding {done}/{total} files ({chunks} chunks)"
+        print(
+            f"\r{line}" if tty else line,
+            end="" if tty and done < total else "\n",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    try:
+        stats = vectors.sync(embed=embed, progress=progress)
+    except LspAssistError as exc:
+        vectors.stop()
+        print(f"warning: vector retrieval off: {exc}", file=sys.stderr)
+        return None
+    wait = settings.context.vector_wait_ms
+    print(
+        f"vectors: {_count(stats.chunks, 'chunk')} of {_count(stats.files, 'file')} "
+        f"({stats.reused} from the cache, {stats.embedded} embedded now); "
+        f"the build waits up to {wait} ms for the query's vector",
+        file=sys.stderr,
+    )
+    if stats.missing:
+        print(
+            f"vectors: {_count(stats.missing, 'chunk')} of {_count(stats.pending, 'file')} "
+            "without a vector (--no-embed): vector matches come from the others only",
+            file=sys.stderr,
+        )
+    engine.vectors = vectors
+    context = engine.context_engine()
+    if context is not None and context.vectors is None:
+        attach_vectors(context, vectors, engine.index)
+    return vectors
+
+
 def run(args: argparse.Namespace) -> int:
     """Build the prompt once and print it (or its JSON form)."""
     found = location_setup(args)
@@ -129,6 +202,12 @@ def run(args: argparse.Namespace) -> int:
         args.model or settings.model.model_path or str(embedded_model_path())
     )
     weights = _needs_weights(settings, args.strategy)
+    vector = settings.context.layer_vector and (args.strategy or settings.context.strategy) == (
+        "layered"
+    )
+    if vector and settings.context.vector_wait_ms == 0:
+        # the explain output shows what the vectors find; serve does not wait (the default)
+        settings.context.vector_wait_ms = MAX_DEBOUNCE_MS
 
     def backend_factory(chosen: Settings) -> Backend:
         if weights:
@@ -139,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if engine.index is not None:
             engine.index.scan()
+        if vector:
+            _open_vectors(engine, settings, workspace, embed=not args.no_embed)
         # opened last first: the first --open is the most recently used buffer
         for other in reversed([Path(p).resolve() for p in args.open]):
             if other.is_file():

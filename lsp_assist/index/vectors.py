@@ -504,6 +504,7 @@ class VectorIndex:
         if not embed:
             plans = (self._plan(path, stored.get(str(path))) for path, _ in todo)
             self.stats.missing = sum(len(plan[2]) for plan in plans if plan is not None)
+            self.stats.pending = len(todo)
             if todo:  # still to embed: the next pass looks at them again
                 self.notify(path for path, _ in todo)
             self.stats.syncs += 1
