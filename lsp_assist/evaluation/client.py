@@ -51,7 +51,10 @@ async def inline_request(
     """Ask for an inline completion; return the suggestion, the round trip (ms), the outcome.
 
     The outcome is the server's ``lspAssist.status`` "last" entry, asked for after the
-    answer (outside the measured round trip).
+    answer (outside the measured round trip). An early answer (docs/serving.md) is
+    recorded only when the whole suggestion is written: the outcome is then
+    ``{"request_id": ..., "pending": True}`` with the id the answer's accept command
+    carries, for the caller to find in the metrics log.
     """
     kind = types.InlineCompletionTriggerKind
     t0 = time.perf_counter()
@@ -67,8 +70,12 @@ async def inline_request(
     elapsed = (time.perf_counter() - t0) * 1000
     items = result.items if isinstance(result, types.InlineCompletionList) else (result or [])
     suggestion = str(items[0].insert_text) if items else ""
+    accept = items[0].command if items else None
+    answer_id = str(accept.arguments[0]) if accept is not None and accept.arguments else ""
     state = await command(client, "lspAssist.status")
     last: dict[str, Any] = state.get("last", {})
+    if answer_id and last.get("request_id") != answer_id:
+        last = {"request_id": answer_id, "pending": True}
     return suggestion, elapsed, last
 
 

@@ -83,6 +83,8 @@ _METRIC_KEYS = (
     "ttft_ms",
     "engine_ms",
     "latency_ms",
+    "whole_ms",
+    "answered_early",
     "cancelled",
     "cache_hit",
     "error",

@@ -15,7 +15,13 @@ P99 <= 300 ms) and the server's TTFT P50/P90/P99. The first requests at each lin
 reported apart.
 
 Settings are the defaults but ``promptTimeoutMs`` (60 s here, so that the cold prompt
-of a new line completes on a loaded machine; --setting KEY=VALUE adds others).
+of a new line completes on a loaded machine) and ``logPrompts`` (the whole text of an
+early-answered suggestion is read back from the metrics log); --setting KEY=VALUE adds
+others, e.g. ``answerAfterMs=0`` for the whole suggestion in every answer.
+
+With early answers (docs/serving.md) the round trip is the answer with the suggestion's
+start; the "whole suggestion" row adds the time the rest took after it (from the
+metrics log, joined by request id).
 
 Run: .venv/bin/python tests/benchmarks/bench_typing.py [--keystrokes 520] [--model GGUF]
      [--file asyncio/base_events.py]... [--seed 5] [--setting KEY=VALUE]... [--json FILE]
@@ -146,6 +152,8 @@ async def run(
             suggestion, elapsed, last = await inline_request(client, uri, line, k, automatic=True)
             records.append(
                 {
+                    "request_id": str(last.get("request_id", "")),
+                    "pending": bool(last.get("pending")),
                     "file": name,
                     "line": line + 1,
                     "column": k + 1,
@@ -158,13 +166,44 @@ async def run(
                     "reused_tokens": int(last.get("reused_tokens", 0)),
                     "ttft_ms": float(last.get("ttft_ms", 0.0)),
                     "latency_ms": float(last.get("latency_ms", 0.0)),
+                    "whole_ms": float(last.get("whole_ms", last.get("latency_ms", 0.0))),
+                    "answered_early": False,
                     "layers": last.get("layers", {}),
                     "error": str(last.get("error", "")),
                 }
             )
             sent += 1
     await stop_server(client)
+    join_metrics(records, tmp / "cache")
     return {"records": records, "lines": len({(r["file"], r["line"]) for r in records})}
+
+
+def join_metrics(records: list[dict[str, Any]], cache: Path) -> None:
+    """Fill early answers' figures from the metrics log (recorded when the whole was written).
+
+    Every record then has ``whole_client_ms``: the round trip plus the time the rest of an
+    early-answered suggestion took after the answer (the round trip itself otherwise).
+    """
+    from lsp_assist.telemetry.metrics import METRICS_FILE, read_records
+
+    dirs = sorted({p.parent for p in cache.rglob(METRICS_FILE + "*")})
+    logged = {r.request_id: r for r in read_records(dirs)} if dirs else {}
+    for r in records:
+        found = logged.get(r["request_id"])
+        if found is not None and r["pending"]:
+            r["cache_hit"] = found.cache_hit
+            r["prompt_tokens"] = found.prompt_tokens
+            r["reused_tokens"] = found.reused_tokens
+            r["ttft_ms"] = found.ttft_ms
+            r["latency_ms"] = found.latency_ms
+            r["layers"] = dict(found.layer_tokens)
+            r["error"] = found.error
+        if found is not None:
+            r["whole_ms"] = found.whole_ms or found.latency_ms
+            r["answered_early"] = found.answered_early
+            r["whole_chars"] = len(found.completion) if found.completion else None
+        rest = max(0.0, r["whole_ms"] - r["latency_ms"]) if r["answered_early"] else 0.0
+        r["whole_client_ms"] = r["client_ms"] + rest
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -175,6 +214,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     new = [r["prompt_tokens"] - r["reused_tokens"] for r in model]
     small = sum(1 for n in new if n <= NEW_TOKENS)
     client = [r["client_ms"] for r in within]
+    whole = [r["whole_client_ms"] for r in within]
+    early = [r for r in model if r["answered_early"]]
     ttft = [r["ttft_ms"] for r in model]
     first_model = [r for r in first if r["prompt_tokens"] and not r["cache_hit"]]
     return {
@@ -191,6 +232,16 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         "client_p50": pct(client, 50),
         "client_p90": pct(client, 90),
         "client_p99": pct(client, 99),
+        "whole_p50": pct(whole, 50),
+        "whole_p90": pct(whole, 90),
+        "whole_p99": pct(whole, 99),
+        "answered_early_within": len(early),
+        "early_shown_chars_mean": statistics.mean(len(r["suggestion"]) for r in early)
+        if early
+        else 0,
+        "early_whole_chars_mean": statistics.mean(r["whole_chars"] or 0 for r in early)
+        if early
+        else 0,
         "ttft_p50": pct(ttft, 50),
         "ttft_p90": pct(ttft, 90),
         "ttft_p99": pct(ttft, 99),
@@ -215,7 +266,7 @@ def main() -> int:
     parser.add_argument(
         "--setting",
         action="append",
-        default=[f"promptTimeoutMs={PROMPT_TIMEOUT_MS}"],
+        default=[f"promptTimeoutMs={PROMPT_TIMEOUT_MS}", "logPrompts=true"],
         metavar="KEY=VALUE",
         help="an initializationOptions entry (repeatable; values parsed as JSON when they can be)",
     )
@@ -248,6 +299,17 @@ def main() -> int:
         ("client round trip P50 (ms)", f"{s['client_p50']:.0f}", ""),
         ("client round trip P90 (ms)", f"{s['client_p90']:.0f}", "<= 150"),
         ("client round trip P99 (ms)", f"{s['client_p99']:.0f}", "<= 300"),
+        ("  of which answered early (answerAfterMs)", f"{s['answered_early_within']}", ""),
+        (
+            "  early: chars answered / whole, mean",
+            f"{s['early_shown_chars_mean']:.1f} / {s['early_whole_chars_mean']:.1f}",
+            "",
+        ),
+        (
+            "whole suggestion P50 / P90 / P99 (ms)",
+            f"{s['whole_p50']:.0f} / {s['whole_p90']:.0f} / {s['whole_p99']:.0f}",
+            "",
+        ),
         (
             "TTFT P50 / P90 / P99 (ms)",
             f"{s['ttft_p50']:.0f} / {s['ttft_p90']:.0f} / {s['ttft_p99']:.0f}",
