@@ -180,6 +180,27 @@ def positions_of(index: Any, path: Path, text: str, unique: Counter[str]) -> lis
     return found
 
 
+def sample_positions(
+    index: Any,
+    files: list[Path],
+    texts: dict[Path, str],
+    rng: random.Random,
+    n: int,
+    per_file: int,
+) -> list[Position]:
+    """Return up to ``n`` positions, at most ``per_file`` from each file, files shuffled."""
+    unique = Counter(x.strip() for t in texts.values() for x in t.split("\n"))
+    order = list(files)
+    rng.shuffle(order)
+    chosen: list[Position] = []
+    for path in order:
+        if len(chosen) >= n:
+            break
+        found = positions_of(index, path, texts[path], unique)
+        chosen += rng.sample(found, min(per_file, len(found), n - len(chosen)))
+    return chosen
+
+
 def needles(index: Any, sym: Symbol) -> list[str]:
     """Return texts that show the definition is in a prompt: its signature or first line."""
     out = [sym.signature.strip()[:60]]
@@ -236,18 +257,8 @@ def main() -> int:
         name = root.name if exclude == EXCLUDE else exclude[1].strip("!/")
         files = sorted(p for p in index.files() if p.suffix == ".py")
         texts = {p: index.text_of(p) or "" for p in files}
-        unique = Counter(x.strip() for t in texts.values() for x in t.split("\n"))
         rng = random.Random(args.seed)
-        order = list(files)
-        rng.shuffle(order)
-        chosen: list[Position] = []
-        for path in order:
-            if len(chosen) >= args.positions:
-                break
-            found = positions_of(index, path, texts[path], unique)
-            chosen += rng.sample(
-                found, min(args.per_file, len(found), args.positions - len(chosen))
-            )
+        chosen = sample_positions(index, files, texts, rng, args.positions, args.per_file)
         print(f"{name} ({root}): {len(files)} files in {scan_s:.1f} s, {len(chosen)} positions")
         engine = ContextEngine(index, tokenizer, info, settings, relative=index.relative)
         open_rng = random.Random(args.seed)

@@ -41,7 +41,7 @@ import statistics
 import sys
 import sysconfig
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.append(str(ROOT))
 
 import lsp_assist  # noqa: E402,I001
-from bench_anticipate import needles, positions_of, workspaces  # noqa: E402
+from bench_anticipate import needles, sample_positions, workspaces  # noqa: E402
 from bench_common import pct  # noqa: E402
 from bench_context import EXCLUDE, load_vocabulary, scanned_index  # noqa: E402
 
@@ -190,15 +190,7 @@ def main() -> int:
         )
         similar = SimilarCode()
         rng = random.Random(args.seed)
-        unique = Counter(x.strip() for t in texts.values() for x in t.split("\n"))
-        order = list(files)
-        rng.shuffle(order)
-        defs: list[Any] = []
-        for path in order:
-            if len(defs) >= args.positions:
-                break
-            found = positions_of(index, path, texts[path], unique)
-            defs += rng.sample(found, min(args.per_file, len(found), args.positions - len(defs)))
+        defs = sample_positions(index, files, texts, rng, args.positions, args.per_file)
         twins = twin_positions(index, files, texts, rng, args.positions)
 
         probes: list[tuple[str, Path, list[str], int, int, list[tuple[Path, int]], Any]] = []
