@@ -7,14 +7,16 @@ Usage:
 
 Server mode starts the real ``lsp-assist serve`` over stdio (embedded Gemma model unless
 ``--model``; a fresh, empty index cache), opens a file ``--open-after`` seconds after
-``initialized`` and then types into it like an editor: one character, one invoked inline
-completion, wait for the answer, ``--interval`` seconds, again, while the scan runs and
-for ``--after`` requests once it has ended (``--during N``: only N requests while it runs,
-then none until it ends, for a scan that yields to every request). The first request
-waits for the model to load and is reported on its own; of the others it prints
-P50/P90/max of the round trips
-during the scan and after it, how many took longer than 1.5 s, the index time (the
-server's log line and the client's view of the progress end) and the server's RSS.
+``initialized`` and then types into it like an editor: one character, one automatic
+inline completion (``--trigger invoked``: an explicit ask, which decodes up to
+``alternatives`` suggestions), wait for the answer, ``--interval`` seconds, again, while
+the scan runs and for ``--after`` requests once it has ended (``--during N``: only N
+requests while it runs, then none until it ends, for a scan that yields to every
+request). The first request waits for the model to load and is reported on its own; of
+the others it prints P50/P90/max of the round trips during the scan and after it, how
+many took longer than 1.5 s, the index time (the server's log line and the client's view
+of the progress end) and the server's RSS. Early answers' figures (``whole_ms`` among
+them) come from the server's metrics log, joined by request id.
 
 ``--control`` runs the same replay on a workspace holding only the opened file (the
 floor this machine gives with nothing to index; all its requests count as "after").
@@ -109,13 +111,66 @@ def summary(values: list[float]) -> dict[str, Any]:
     }
 
 
+def request_id_of(result: Any) -> str:
+    """Return the request id the first item's accept command carries ('' when none)."""
+    items = result.get("items", []) if isinstance(result, dict) else (result or [])
+    command = items[0].get("command") if items and isinstance(items[0], dict) else None
+    arguments = command.get("arguments") if isinstance(command, dict) else None
+    return str(arguments[0]) if arguments else ""
+
+
+def join_metrics(records: list[dict[str, Any]], cache: Path) -> None:
+    """Replace early answers' pending outcomes by their metrics records (by request id).
+
+    An early answer (docs/serving.md) is recorded when the whole suggestion is written,
+    after ``lspAssist.status`` was asked; the metrics log has it, with ``whole_ms``.
+    """
+    from lsp_assist.telemetry.metrics import METRICS_FILE, read_records
+
+    dirs = sorted({p.parent for p in cache.rglob(METRICS_FILE + "*")})
+    logged = {r.request_id: r for r in read_records(dirs)} if dirs else {}
+    for record in records:
+        found = logged.get(str(record["last"].get("request_id", "")))
+        if found is not None and record["last"].get("pending"):
+            record["last"] = {
+                key: getattr(found, key)
+                for key in (
+                    "request_id",
+                    "prompt_tokens",
+                    "reused_tokens",
+                    "output_tokens",
+                    "context_ms",
+                    "prefill_ms",
+                    "decode_ms",
+                    "ttft_ms",
+                    "latency_ms",
+                    "whole_ms",
+                    "answered_early",
+                    "cache_hit",
+                )
+            }
+
+
+def whole_client_ms(record: dict[str, Any]) -> float:
+    """The round trip plus what the rest of an early-answered suggestion took after it."""
+    last = record["last"]
+    rest = float(last.get("whole_ms", 0.0)) - float(last.get("latency_ms", 0.0))
+    return float(record["ms"]) + (max(0.0, rest) if last.get("answered_early") else 0.0)
+
+
 def serve(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     """Run the typing replay against a real server on ``root``; return the figures."""
     cache = Path(tempfile.mkdtemp(prefix="lsp-assist-load-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("LSP_ASSIST_")}
     command = [sys.executable, "-m", "lsp_assist.cli.main", "serve", "--log-level", "INFO"]
     client = LoadClient(command, env=env)
-    options: dict[str, Any] = {"cacheDir": str(cache)}
+    options: dict[str, Any] = {"cacheDir": str(cache), "logPrompts": True}
+    for item in args.setting:
+        key, _, value = item.partition("=")
+        try:
+            options[key] = json.loads(value)
+        except ValueError:
+            options[key] = value
     if args.model:
         options["modelPath"] = args.model
     path = root / (args.file or DEFAULT_FILES.get(args.tree, ""))
@@ -163,7 +218,8 @@ def serve(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         column += 1
         typed += 1
         t0 = time.perf_counter()
-        result = client.result(client.inline(uri, line, column), timeout=300)
+        automatic = args.trigger == "automatic"
+        result = client.result(client.inline(uri, line, column, automatic=automatic), timeout=300)
         elapsed = (time.perf_counter() - t0) * 1000
         shown += bool(suggestion_of(result))
         if first_ms is None:  # waited for the model to load: reported on its own
@@ -172,14 +228,20 @@ def serve(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         else:
             (after if finished else during).append(elapsed)
         last = client.command("lspAssist.status").get("last", {})
+        answer_id = request_id_of(result)
+        if answer_id and last.get("request_id") != answer_id:
+            last = {"request_id": answer_id, "pending": True}  # answered early: see below
         records.append({"ms": round(elapsed, 1), "during_scan": not finished, "last": last})
+        time.sleep(args.interval)
+    join_metrics(records, cache)
+    for record in records:
+        last = record["last"]
         costs.append(
             (
                 float(last.get("context_ms", 0.0)),
                 float(last.get("prompt_tokens", 0)) - float(last.get("reused_tokens", 0)),
             )
         )
-        time.sleep(args.interval)
     status = client.command("lspAssist.status")
     rss, peak = client.rss_mb(), client.peak_rss_mb()
     client.close()
@@ -192,6 +254,10 @@ def serve(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         "first_answer_s_after_init": round(first_answer_s, 1),
         "during_scan": summary(during),
         "after_scan": summary(after),
+        "answered_early": sum(1 for r in records if r["last"].get("answered_early")),
+        "during_scan_whole_suggestion": summary(
+            [whole_client_ms(r) for r in records[1:] if r["during_scan"]]
+        ),
         "suggestions_shown": shown,
         "context_ms_p50_max": [round(pct([c for c, _ in costs], q), 1) for q in (50, 100)],
         "evaluated_tokens_p50_max": [round(pct([e for _, e in costs], q)) for q in (50, 100)],
@@ -216,6 +282,20 @@ def main() -> None:
     parser.add_argument("--after", type=int, default=10, help="requests after the scan")
     parser.add_argument(
         "--during", type=int, default=0, help="stop typing after N requests during the scan"
+    )
+    parser.add_argument(
+        "--trigger",
+        choices=("automatic", "invoked"),
+        default="automatic",
+        help="automatic: what an editor sends while the user types (one suggestion, early "
+        "answers); invoked: an explicit ask (up to `alternatives` suggestions, whole)",
+    )
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an initializationOptions entry (repeatable), e.g. answerAfterMs=0",
     )
     parser.add_argument("--max-seconds", type=float, default=1800)
     parser.add_argument("--index-only", action="store_true")
