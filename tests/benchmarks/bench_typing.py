@@ -26,7 +26,8 @@ missed the cache cancelled it (this replay types on at once). The whole suggesti
 own time is the round trip of a run with ``answerAfterMs=0``.
 
 Run: .venv/bin/python tests/benchmarks/bench_typing.py [--keystrokes 520] [--model GGUF]
-     [--file asyncio/base_events.py]... [--seed 5] [--setting KEY=VALUE]... [--json FILE]
+     [--file asyncio/base_events.py]... [--seed 5] [--setting KEY=VALUE]... [--pause-ms MS]
+     [--json FILE]
 """
 
 from __future__ import annotations
@@ -82,7 +83,12 @@ def pick_lines(text: str, rng: random.Random, count: int) -> list[int]:
 
 
 async def run(
-    model: str, keystrokes: int, files: list[str], seed: int, extra: dict[str, Any]
+    model: str,
+    keystrokes: int,
+    files: list[str],
+    seed: int,
+    extra: dict[str, Any],
+    pause_s: float = 0.0,
 ) -> dict[str, Any]:
     """Replay the typing and return one record per request."""
     stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
@@ -147,6 +153,8 @@ async def run(
         )
         for k in range(indent, len(original) + 1):
             if k > indent:
+                if pause_s:
+                    await asyncio.sleep(pause_s)  # the user's time between keystrokes
                 versions[name] += 1
                 client.text_document_did_change(
                     line_edit(uri, versions[name], line, k - 1, k - 1, original[k - 1])
@@ -254,6 +262,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
         if first_model
         else 0,
         "prompt_tokens_mean": statistics.mean(r["prompt_tokens"] for r in model) if model else 0,
+        "shown_chars_mean": statistics.mean(len(r["suggestion"]) for r in within) if within else 0,
         "errors": sum(1 for r in records if r["error"]),
     }
 
@@ -272,6 +281,13 @@ def main() -> int:
         metavar="KEY=VALUE",
         help="an initializationOptions entry (repeatable; values parsed as JSON when they can be)",
     )
+    parser.add_argument(
+        "--pause-ms",
+        type=float,
+        default=0.0,
+        help="wait this long after each answer before the next keystroke (default 0: type on "
+        "at once, the worst case for early answers, whose rest the next keystroke cancels)",
+    )
     parser.add_argument("--json", default="")
     args = parser.parse_args()
     extra: dict[str, Any] = {}
@@ -282,7 +298,16 @@ def main() -> int:
         except ValueError:
             extra[key] = value
     load = os.getloadavg()[0]
-    out = asyncio.run(run(args.model, args.keystrokes, args.file or FILES, args.seed, extra))
+    out = asyncio.run(
+        run(
+            args.model,
+            args.keystrokes,
+            args.file or FILES,
+            args.seed,
+            extra,
+            pause_s=args.pause_ms / 1000,
+        )
+    )
     s = summarize(out["records"])
     print(
         f"lsp_assist from {ROOT}; {s['requests']} requests over {out['lines']} lines; "
@@ -320,6 +345,7 @@ def main() -> int:
         ("first request at a line: client P50 (ms)", f"{s['first_client_p50']:.0f}", ""),
         ("first request at a line: new tokens P50", f"{s['first_new_tokens_p50']:.0f}", ""),
         ("prompt tokens, mean", f"{s['prompt_tokens_mean']:.0f}", ""),
+        ("chars shown per answer within a line, mean", f"{s['shown_chars_mean']:.1f}", ""),
         ("requests with an error (all)", f"{s['errors']}", "0"),
     ]
     print(f"{'measure':<44}{'value':>16}{'target':>10}")

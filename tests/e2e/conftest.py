@@ -106,6 +106,10 @@ SMALL_MODEL_OPTIONS: dict[str, Any] = {
     # The machine may be shared: a cap that fires returns nothing and fails the test.
     "promptTimeoutMs": 120000,
     "generationTimeoutMs": 120000,
+    # Whole suggestions: these tests compare texts across requests (the automatic answer
+    # with the first alternative, typed-through remainders); early answers have their own
+    # tests (test_early_answers.py).
+    "answerAfterMs": 0,
 }
 
 

@@ -156,6 +156,26 @@ def test_type_through_hits_do_not_drag_the_model_percentiles() -> None:
     assert any(line.startswith("prefill p50") for line in table.splitlines())
 
 
+def test_early_answers_report_the_answer_and_the_whole_apart() -> None:
+    """An early answer's latency is what the user waited for; whole_ms is the suggestion's end."""
+    records = [
+        MetricsRecord(
+            ts=T0 + i,
+            request_id=f"e{i}",
+            latency_ms=100.0 + i,
+            whole_ms=400.0 + 10 * i,
+            answered_early=True,
+        )
+        for i in range(3)
+    ] + [MetricsRecord(ts=T0 + 5, request_id="w", latency_ms=200.0)]  # an older record
+    stats = compute_stats(records)
+    assert stats["answered_early"] == 3
+    assert stats["latency_ms"]["p50"] == 101.5  # 100, 101, 102, 200
+    assert stats["whole_ms"]["p50"] == 405.0  # 200 (no whole_ms: its latency), 400, 410, 420
+    table = format_stats(stats)
+    assert any(line.startswith("answered early") for line in table.splitlines())
+
+
 def test_empty_stats() -> None:
     stats = compute_stats([])
     assert stats["requests"] == 0
