@@ -472,13 +472,15 @@ class VectorIndex:
         with self._pending_lock:
             full, dirty = self._full, self._dirty
             self._full, self._dirty = False, set()
-        listed = {p for p in self.source.files() if not self.source.is_denied(p)}
+        indexed = set(self.source.files())
+        denied = self.source.is_denied  # a path resolved: only for the files looked at
         if full:
-            paths = sorted(listed)
+            listed = {p for p in indexed if not denied(p)}
             gone = [p for p in self._files if p not in listed]
         else:
-            paths = sorted(p for p in dirty if p in listed)
+            listed = {p for p in dirty if p in indexed and not denied(p)}
             gone = [p for p in dirty if p not in listed]
+        paths = sorted(listed)
         stored = self._store.load() if self._store is not None and self.stats.syncs == 0 else {}
         began = time.perf_counter()
         todo: list[tuple[Path, str]] = []
