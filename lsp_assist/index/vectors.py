@@ -677,7 +677,9 @@ class VectorIndex:
             n = self._n
             if n == 0 or self._matrix.shape[1] != query.shape[0]:
                 return []
-            scores = self._matrix[:n] @ query.astype(np.float32)
+            # numpy's own loop, one thread: BLAS's threaded product waits for a core the
+            # completion holds (12 ms instead of 0.2 at 4,000 rows with both cores busy)
+            scores = np.einsum("ij,j->i", self._matrix[:n], query.astype(np.float32))
             scores[~self._alive[:n]] = -1.0
             above = np.flatnonzero(scores >= threshold)
             order = above[np.argsort(-scores[above], kind="stable")]
