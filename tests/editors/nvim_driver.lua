@@ -52,6 +52,17 @@ function M.new(opts)
     d.sleep(30)
   end
 
+  --- Stop the lsp-assist clients (the servers exit), then quit Neovim.
+  function d.quit()
+    for _, client in ipairs(vim.lsp.get_clients({ name = 'lsp_assist' })) do
+      client:stop()
+    end
+    vim.wait(3000, function()
+      return #vim.lsp.get_clients({ name = 'lsp_assist' }) == 0
+    end, 50)
+    vim.cmd('qa!')
+  end
+
   --- Run `scenario` once Neovim has started, then `finish` (also after an error).
   function d.run(scenario, finish)
     co = coroutine.create(function()

@@ -10,7 +10,8 @@
 -- (what the real server would do with several items on explicit requests).
 -- fake.delay_ms: how long each answer takes. fake.ready / fake.model_error: what
 -- lspAssist.status says. fake.progress(kind, ...) sends $/progress for model loading.
--- fake.log: every request and notification received, in order.
+-- fake.log: every request and notification received, in order. fake.notify(method,
+-- params) sends a notification to the client (lspAssist/suggestionReady).
 
 local fake = {
   items = { 'hello' },
@@ -136,6 +137,11 @@ function fake.cmd(dispatchers)
   end
 
   return server
+end
+
+--- Send a notification to the client, as the server would (lspAssist/suggestionReady).
+function fake.notify(method, params)
+  fake.dispatchers.notification(method, params)
 end
 
 --- The requests of one method the fake received, in order.

@@ -89,13 +89,7 @@ local function finish()
   local fh = assert(io.open(out_path, 'w'))
   fh:write(encoded)
   fh:close()
-  for _, client in ipairs(clients) do
-    client:stop()
-  end
-  vim.wait(3000, function()
-    return #vim.lsp.get_clients({ name = 'lsp_assist' }) == 0
-  end, 50)
-  vim.cmd('qa!')
+  driver.quit()
 end
 
 local line = tonumber(env.LSP_ASSIST_TEST_LINE or '1')

@@ -310,6 +310,83 @@ local function scenario()
     keys('<Esc>')
   end)
 
+  -- lspAssist/suggestionReady (early answers): the capability is sent; a notice for the
+  -- suggestion on screen asks again (Automatic) and shows the longer text; the same text
+  -- is not redrawn; after typing into it the notice still applies; a dismissed
+  -- suggestion, another buffer, normal mode or a request in flight ignore it.
+  section('suggestion_ready', function()
+    local init = fake.requests('initialize')[1]
+    check('ready_capability', init.params.capabilities.experimental or vim.NIL)
+    local uri = vim.uri_from_bufnr(buf)
+    local function notice(position, other_uri)
+      return { textDocument = { uri = other_uri or uri, version = 1 }, position = position }
+    end
+    --- Send a notice; what the plugin did with it, and the requests it sent.
+    local function notify(params)
+      local count = inline_requests()
+      local notices = #assist.state.ready
+      local refreshes = #assist.state.refreshes
+      fake.notify('lspAssist/suggestionReady', params)
+      wait(function()
+        return #assist.state.ready > notices
+      end, 1000)
+      local entry = assist.state.ready[#assist.state.ready]
+      if entry and entry.action == 'refresh' then
+        wait(function()
+          return #assist.state.refreshes > refreshes
+        end, 1000)
+      else
+        sleep(60)
+      end
+      return {
+        action = entry and entry.action or vim.NIL,
+        requests = inline_requests() - count,
+        kind = inline_requests() > count and last_inline().context.triggerKind or vim.NIL,
+        ghost = ghost(),
+        extmark = assist.state.ghost and assist.state.ghost.extmark or vim.NIL,
+        refresh = #assist.state.refreshes > refreshes and assist.state.refreshes[#assist.state.refreshes] or vim.NIL,
+      }
+    end
+    local items = fake.items
+    keys('<Esc>')
+    fake.items = { '1, ' }
+    local first = ask('A')
+    local position = last_inline().position
+    fake.items = { '1, 2))' }
+    local longer = notify(notice(position))
+    local same = notify(notice(position))
+    check('ready_refresh', { first = first, longer = longer, same = same })
+    -- Typing into it: the typed character matches; the plugin asks at the new place.
+    fake.items = { ', 2' }
+    before = inline_requests()
+    keys('1')
+    wait(function()
+      return ghost() == ', 2'
+    end)
+    fake.items = { ', 2))' }
+    check('ready_after_typing', notify(notice(position)))
+    -- Ignored: another document, a malformed notice, a request in flight, a dismissed
+    -- suggestion, normal mode.
+    local ignored = {}
+    ignored.other_buffer = notify(notice(position, 'file:///elsewhere/other.py'))
+    ignored.malformed = notify({ position = position })
+    fake.delay_ms = 300
+    local responses = assist.state.responses
+    keys('<M-\\>')
+    ignored.in_flight = notify(notice(position))
+    wait(function()
+      return assist.state.responses > responses
+    end)
+    fake.delay_ms = 10
+    keys('<C-]>')
+    ignored.dismissed = notify(notice(position))
+    ask('<M-\\>')
+    keys('<Esc>')
+    ignored.normal_mode = notify(notice(position))
+    check('ready_ignored', ignored)
+    fake.items = items
+  end)
+
   -- The highlight: the user's colour wins; a colour scheme change restores the plugin's.
   section('highlight', function()
     vim.cmd('highlight LspAssistGhost ctermfg=1 guifg=#ff0000')

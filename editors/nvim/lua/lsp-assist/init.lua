@@ -14,6 +14,12 @@
 -- textDocument/completion and shows the item's textEdit the same way. Neovim 0.12's
 -- vim.lsp.inline_completion is used instead only with `use_builtin = true`.
 --
+-- Early answers: the client sets capabilities.experimental.lspAssistSuggestionReady, so
+-- a server that answered with the start of a suggestion (answerAfterMs) sends
+-- lspAssist/suggestionReady once the whole of it is in its cache; if that suggestion is
+-- still on screen here (the user stopped, or typed into it) and no request is out, the
+-- plugin asks again at the cursor (answered from the cache) and shows the longer text.
+--
 -- require('lsp-assist').state holds what the plugin saw (clients, last request and
 -- response, the ghost text, acceptances, the status): the headless tests read it.
 
@@ -25,6 +31,8 @@ local uv = vim.uv or vim.loop
 local NAME = 'lsp_assist'
 local INLINE = 'textDocument/inlineCompletion'
 local COMPLETION = 'textDocument/completion'
+local READY = 'lspAssist/suggestionReady'
+local READY_CAPABILITY = 'lspAssistSuggestionReady'
 local REQUEST_CANCELLED = -32800
 local ns = api.nvim_create_namespace('lsp-assist.ghost')
 
@@ -107,6 +115,11 @@ M.state = {
   accepted = {}, -- { item, inserted, command, response = { err, result } }
   partial = {}, -- { kind, inserted }
   history = {}, -- the last 50 answers: { invoked, stale, items, err }
+  --- lspAssist/suggestionReady notices (the last 50): { uri, position, version, action }
+  --- where action is 'refresh' or why it was ignored; refreshes (the last 50): the
+  --- answers to the requests they made, { before, after, same, ms }.
+  ready = {},
+  refreshes = {},
   errors = {},
   --- 'starting' | 'loading' | 'ready' | 'error'; thinking and off are derived.
   status = { state = 'starting', message = nil, latency_ms = nil, server = nil, progress = {} },
@@ -550,7 +563,8 @@ local timers = {} -- bufnr -> uv timer
 
 --- Ask the server for a suggestion at the cursor. `invoked`: the user asked explicitly.
 --- `opts.step`: when the answer comes, show the item `step` places after the shown one
---- (cycling), wrapping around.
+--- (cycling), wrapping around. `opts.refresh`: ask even though a suggestion shows here
+--- (lspAssist/suggestionReady), and keep the shown one unless the answer differs.
 function M.request(bufnr, invoked, opts)
   opts = opts or {}
   bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
@@ -569,7 +583,7 @@ function M.request(bufnr, invoked, opts)
   local tick = api.nvim_buf_get_changedtick(bufnr)
   local cursor = api.nvim_win_get_cursor(0)
   local here = { tick, cursor[1], cursor[2] }
-  if not invoked and not opts.step then
+  if not invoked and not opts.step and not opts.refresh then
     -- Nothing new to ask: a request for this text and place is out (an explicit one,
     -- maybe), or its suggestion is on screen.
     local out = pending[bufnr]
@@ -614,7 +628,9 @@ function M.request(bufnr, invoked, opts)
       status_changed()
       return
     end
-    M.state.status.latency_ms = ms
+    if not opts.refresh then
+      M.state.status.latency_ms = ms -- a refresh's is the cache's, not what the user waited
+    end
     if M.state.status.state == 'starting' or M.state.status.state == 'loading' then
       poll_status()
     end
@@ -631,6 +647,24 @@ function M.request(bufnr, invoked, opts)
         M.clear(bufnr) -- asked for alternatives, got none: keep nothing stale
       end
       return
+    end
+    if opts.refresh then
+      local ghost = M.state.ghost
+      local text = remaining_text(bufnr, client, items[1])
+      local same = ghost ~= nil and ghost.bufnr == bufnr and ghost.text == text
+        and ghost.row == cursor[1] - 1 and ghost.col == cursor[2]
+      table.insert(M.state.refreshes, {
+        before = ghost and ghost.bufnr == bufnr and ghost.text or vim.NIL,
+        after = text or vim.NIL,
+        same = same,
+        ms = ms,
+      })
+      if #M.state.refreshes > 50 then
+        table.remove(M.state.refreshes, 1)
+      end
+      if same or not text then
+        return -- no redraw: the text on screen is the answer (no flicker)
+      end
     end
     local index = 1
     if opts.step then
@@ -664,6 +698,68 @@ function M.schedule(bufnr)
       end
     end
   end))
+end
+
+--- Why a lspAssist/suggestionReady notice is not acted on (nil: ask again).
+local function ready_ignored(params, ctx)
+  if type(params) ~= 'table' or type(params.textDocument) ~= 'table' or type(params.position) ~= 'table' then
+    return 'malformed'
+  end
+  local bufnr = api.nvim_get_current_buf()
+  if vim.uri_from_bufnr(bufnr) ~= params.textDocument.uri then
+    return 'not the current buffer'
+  end
+  local client = get_client(bufnr)
+  if not client or client.id ~= ctx.client_id or M.state.builtin then
+    return 'not attached'
+  end
+  if not M.is_enabled(bufnr) then
+    return 'disabled'
+  end
+  if api.nvim_get_mode().mode:sub(1, 1) ~= 'i' then
+    return 'not in insert mode'
+  end
+  if pending[bufnr] then
+    return 'a request is in flight'
+  end
+  -- The suggestion of that request still shows: the text is unchanged since, or the
+  -- user typed into it (typing that does not match, a move or a dismiss removes it).
+  local ghost = M.state.ghost
+  local cursor = api.nvim_win_get_cursor(0)
+  if not ghost or ghost.bufnr ~= bufnr or ghost.tick ~= api.nvim_buf_get_changedtick(bufnr)
+    or ghost.row ~= cursor[1] - 1 or ghost.col ~= cursor[2] then
+    return 'no suggestion shown'
+  end
+  local position = params.position
+  -- Asked here, or before the cursor on the way typed since.
+  if position.line > ghost.row
+    or (position.line == ghost.row and byte_col(bufnr, position, client.offset_encoding) > ghost.col) then
+    return 'another place'
+  end
+  return nil
+end
+
+--- lspAssist/suggestionReady: the whole of an early-answered suggestion is in the
+--- server's cache. Ask again at the cursor (Automatic: the cache answers) when the
+--- suggestion still shows and nothing else is asked.
+function M.on_suggestion_ready(err, params, ctx)
+  if err then
+    return
+  end
+  local reason = ready_ignored(params, ctx or {})
+  local notice = {
+    uri = type(params) == 'table' and params.textDocument and params.textDocument.uri or vim.NIL,
+    version = type(params) == 'table' and params.textDocument and params.textDocument.version or vim.NIL,
+    position = type(params) == 'table' and params.position or vim.NIL,
+    action = reason or 'refresh',
+  }
+  table.insert(M.state.ready, notice)
+  if #M.state.ready > 50 then
+    table.remove(M.state.ready, 1)
+  end
+  if not reason then
+    M.request(api.nvim_get_current_buf(), false, { refresh = true })
+  end
 end
 
 local invoke_on_insert = false
@@ -1150,6 +1246,13 @@ function M.setup(opts)
     root_markers = config.root_markers,
     init_options = init_options,
     settings = { lspAssist = init_options },
+    -- Merged into make_client_capabilities() by the client.
+    capabilities = { experimental = { [READY_CAPABILITY] = true } },
+    handlers = {
+      [READY] = function(...)
+        return M.on_suggestion_ready(...)
+      end,
+    },
   }, config.lsp or {})
   local user_on_exit = lsp_config.on_exit
   lsp_config.on_exit = function(code, signal, client_id)
