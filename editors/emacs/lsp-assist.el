@@ -28,6 +28,12 @@
 ;; itself over eglot's connection; `completion-at-point' (C-M-i, company, corfu)
 ;; lists the same suggestion through the server's textDocument/completion item.
 ;;
+;; Early answers: the client sets capabilities.experimental.lspAssistSuggestionReady,
+;; so a server that answered with the start of a suggestion (answerAfterMs) sends
+;; lspAssist/suggestionReady when the whole of it is in its cache; if that start still
+;; shows (point rested, or typed through it) and no request is out, lsp-assist asks
+;; again at point (the cache answers) and shows the longer text.
+;;
 ;; Eglot runs one server per major mode: for the modes listed in `lsp-assist-modes'
 ;; lsp-assist replaces any other server eglot would start (pylsp, gopls ...).  The
 ;; server picks the language from the file name, so one process (one model in
@@ -490,10 +496,11 @@ Return the inserted text."
   (lsp-assist--set-state server :thinking
                          (max 0 (+ delta (or (plist-get (lsp-assist--state server) :thinking) 0)))))
 
-(defun lsp-assist--request (kind callback)
+(defun lsp-assist--request (kind callback &optional refresh)
   "Ask for suggestions at point; KIND is `automatic' or `invoked'.
 CALLBACK gets the list of suggestions (maybe empty) if the buffer and point are
-unchanged when the answer comes."
+unchanged when the answer comes.  REFRESH: asked again for a suggestion that
+shows (lspAssist/suggestionReady); its latency is not the mode line's."
   (let* ((server (lsp-assist--server))
          (buffer (current-buffer))
          (key (lsp-assist--key))
@@ -518,10 +525,10 @@ unchanged when the answer comes."
                     (with-current-buffer buffer
                       (when (= seq lsp-assist--request-seq)
                         (setq lsp-assist--pending nil)
-                        (if (eq response 'failed)
-                            (setq response nil)
-                          (lsp-assist--set-state server :latency
-                                                 (* 1000 (- (float-time) started))))
+                        (cond ((eq response 'failed) (setq response nil))
+                              (refresh)
+                              (t (lsp-assist--set-state
+                                  server :latency (* 1000 (- (float-time) started)))))
                         (setq lsp-assist-last-response response)
                         (when (equal key (lsp-assist--key))
                           (funcall callback
@@ -548,6 +555,9 @@ unchanged when the answer comes."
 
 (defvar-local lsp-assist--preview nil
   "The suggestion shown: plist (:text :delete :item :key :reported).")
+
+(defvar-local lsp-assist--typed-through nil
+  "`lsp-assist--key' after the whole suggestion shown was typed through, or nil.")
 
 (defvar-local lsp-assist--choices nil
   "Suggestions of the last answer, and which one shows: (INDEX . LIST).")
@@ -700,6 +710,7 @@ Report the acceptance the first time part of a suggestion is taken."
   "Remove the suggestion shown; none comes back until point or the text changes."
   (interactive)
   (lsp-assist--cancel-pending)
+  (setq lsp-assist--typed-through nil)
   (lsp-assist--clear-preview))
 
 (defun lsp-assist--cycle (step)
@@ -765,7 +776,9 @@ With a single choice from an automatic request, ask explicitly for more first."
                       (substring text 0 (- (point) start))))
       (let ((rest (substring text (- (point) start))))
         (if (string-empty-p rest)
-            (lsp-assist--clear-preview)
+            (progn (lsp-assist--clear-preview)
+                   ;; All of a suggestion's start typed: its whole may still come.
+                   (setq lsp-assist--typed-through (lsp-assist--key)))
           (lsp-assist--show (plist-put (copy-sequence preview) :text rest))))
       (setq lsp-assist--last-key (lsp-assist--key))
       t)))
@@ -811,6 +824,99 @@ asks for a suggestion there."
                  (eq (car (lsp-assist-state)) 'ready))
         (lsp-assist--request 'automatic
                              (lambda (suggestions) (lsp-assist--show-choices suggestions nil t)))))))
+
+;;;; Early answers: lspAssist/suggestionReady
+
+(defconst lsp-assist--ready-capability :lspAssistSuggestionReady
+  "The experimental client capability that asks for lspAssist/suggestionReady.")
+
+(defvar lsp-assist-ready-notices nil
+  "The lspAssist/suggestionReady notices received, newest first (at most 50).
+Each is a plist (:uri :version :position :action); :action is \"refresh\" or
+why the notice was ignored.")
+
+(defvar lsp-assist-refreshes nil
+  "The answers to the requests those notices made, newest first (at most 50).
+Each is a plist (:before :after :same): the text shown before, the answer's
+text, and whether they were the same (then nothing is redrawn).")
+
+(defun lsp-assist--own-connection-p (server)
+  "Non-nil when eglot started SERVER from lsp-assist's contact.
+Known before `initialize' (unlike the server's capabilities)."
+  (eq (plist-get (ignore-errors (eglot--saved-initargs server)) :initializationOptions)
+      #'lsp-assist--initialization-options))
+
+(defun lsp-assist--with-ready-capability (capabilities)
+  "CAPABILITIES (eglot's plist) with lspAssistSuggestionReady in :experimental."
+  (let* ((experimental (plist-get capabilities :experimental))
+         (pairs (cond ((hash-table-p experimental)
+                       (let (plist)
+                         (maphash (lambda (key value)
+                                    (setq plist (plist-put plist (if (keywordp key) key
+                                                                   (intern (format ":%s" key)))
+                                                           value)))
+                                  experimental)
+                         plist))
+                      ((consp experimental) (copy-sequence experimental)))))
+    (plist-put (copy-sequence capabilities) :experimental
+               (plist-put pairs lsp-assist--ready-capability t))))
+
+(cl-defmethod eglot-client-capabilities :around (server)
+  "Eglot's capabilities for SERVER, with lspAssistSuggestionReady for lsp-assist."
+  (let ((capabilities (cl-call-next-method)))
+    (if (lsp-assist--own-connection-p server)
+        (lsp-assist--with-ready-capability capabilities)
+      capabilities)))
+
+(defun lsp-assist--ready-ignored (server uri position)
+  "Why a notice from SERVER for URI at POSITION is not acted on here, or nil."
+  (let ((shown (and lsp-assist--preview
+                    (equal (plist-get lsp-assist--preview :key) (lsp-assist--key)))))
+    (cond ((not (and (stringp uri) (integerp (plist-get position :line))
+                     (integerp (plist-get position :character))))
+           "malformed")
+          ((not (and buffer-file-name
+                     (equal uri (plist-get (eglot--TextDocumentIdentifier) :uri))))
+           "not the current buffer")
+          ((not (eq (lsp-assist--buffer-server) server)) "not attached")
+          ((not (and lsp-assist-mode (lsp-assist--auto-allowed-p))) "disabled")
+          (lsp-assist--pending "a request is in flight")
+          ((not (or shown (equal lsp-assist--typed-through (lsp-assist--key))))
+           "no suggestion shown")
+          ;; The request was made here, or before point on the way typed since.
+          ((> (eglot--lsp-position-to-point position) (point)) "another place"))))
+
+(defun lsp-assist--refresh ()
+  "Ask again at point (Automatic: the server's cache answers); show a longer text."
+  (let ((shown (lsp-assist-preview-text)))
+    (lsp-assist--request
+     'automatic
+     (lambda (suggestions)
+       (let* ((now (lsp-assist-preview-text))
+              (text (plist-get (car suggestions) :text))
+              (same (equal text now)))
+         (push (list :before shown :after text :same same) lsp-assist-refreshes)
+         (setq lsp-assist-refreshes (seq-take lsp-assist-refreshes 50))
+         ;; The same text, or none: leave the preview as it is (no redraw).
+         (when (and text (not same))
+           (setq lsp-assist--typed-through nil)
+           (lsp-assist--show-choices suggestions nil t))))
+     t)))
+
+(cl-defmethod eglot-handle-notification
+  (server (_method (eql lspAssist/suggestionReady)) &key textDocument position
+          &allow-other-keys)
+  "SERVER has the whole suggestion asked for at POSITION in TEXTDOCUMENT.
+If the start of it still shows in the selected window's buffer, ask again there."
+  (with-current-buffer (window-buffer (selected-window))
+    (let* ((uri (plist-get textDocument :uri))
+           (reason (lsp-assist--ready-ignored server uri position)))
+      (push (list :uri uri :version (plist-get textDocument :version) :position position
+                  :action (or reason "refresh"))
+            lsp-assist-ready-notices)
+      (setq lsp-assist-ready-notices (seq-take lsp-assist-ready-notices 50))
+      (unless reason
+        (lsp-assist--refresh)))))
 
 ;;;; The minor modes
 

@@ -4,7 +4,8 @@
 ;;
 ;; Environment: LSP_ASSIST_TEST_INIT (the set-up snippet of docs/editors.md, written
 ;; to a file by the test), LSP_ASSIST_TEST_SERVER (the program; "" keeps the
-;; snippet's), LSP_ASSIST_TEST_SCENARIO (basic, capf, keys, offline, model-error),
+;; snippet's), LSP_ASSIST_TEST_SCENARIO (basic, capf, keys, early,
+;; offline, model-error),
 ;; LSP_ASSIST_TEST_CASES (JSON list of {file, line (1-based), column (0-based)}),
 ;; LSP_ASSIST_TEST_SETTINGS (JSON), LSP_ASSIST_TEST_OUT (JSON report written here),
 ;; LSP_ASSIST_TEST_TIMEOUT_S.
@@ -346,6 +347,104 @@ fallback positions, as the small model answers nothing at some places)."
           (put 'entered_request (driver-wait-request-after before)))))
     (driver-put 'keys (nreverse r))))
 
+;;;; Early answers
+
+(defvar driver-initialize-params nil "The params of the `initialize' request eglot sent.")
+
+(advice-add 'jsonrpc-async-request :before
+            (lambda (_connection method params &rest _)
+              (when (eq method :initialize)
+                (setq driver-initialize-params params)))
+            '((name . driver-initialize)))
+
+(defun driver-notice-count ()
+  (length lsp-assist-ready-notices))
+
+(defun driver-await-refresh (notices refreshes)
+  "Wait for a notice after NOTICES and, if acted on, its answer after REFRESHES.
+Return (ACTION TEXT-SHOWN-AFTER)."
+  (when (driver-wait (lambda () (> (driver-notice-count) notices)) 20)
+    (let ((action (plist-get (car lsp-assist-ready-notices) :action)))
+      (when (equal action "refresh")
+        (driver-wait (lambda () (> (length lsp-assist-refreshes) refreshes)) 10))
+      (list action (lsp-assist-preview-text)))))
+
+(defun driver-notify (server params)
+  "Hand PARAMS to the lspAssist/suggestionReady handler; what it did and showed."
+  (let ((notices (driver-notice-count))
+        (refreshes (length lsp-assist-refreshes))
+        (overlay lsp-assist--overlay)
+        (sent (driver-request-time)))
+    (apply #'eglot-handle-notification server 'lspAssist/suggestionReady params)
+    (let ((action (plist-get (car lsp-assist-ready-notices) :action)))
+      (when (equal action "refresh")
+        (driver-wait (lambda () (> (length lsp-assist-refreshes) refreshes)) 10))
+      (list (cons 'action (and (> (driver-notice-count) notices) action))
+            (cons 'requested (driver-bool (not (equal sent (driver-request-time)))))
+            (cons 'preview (lsp-assist-preview-text))
+            (cons 'same_overlay (driver-bool (and overlay (eq overlay lsp-assist--overlay))))
+            (cons 'refresh (and (> (length lsp-assist-refreshes) refreshes)
+                                (driver-json (car lsp-assist-refreshes))))))))
+
+(defun driver-early (server)
+  "The start of a suggestion, then the whole after lspAssist/suggestionReady.
+First after typing the start's first character, then with point resting; then
+notices handed to the handler: the same text, another buffer, a malformed one,
+a request in flight, a dismissed suggestion."
+  (driver-put 'sent_experimental
+              (driver-json (plist-get (plist-get driver-initialize-params :capabilities)
+                                      :experimental)))
+  (driver-put 'ready (symbol-name (driver-wait-ready)))
+  (let* ((case (car (driver-cases)))
+         (line (alist-get 'line case))
+         (text (progn (driver-goto line 0) (driver-line)))
+         (typed (alist-get 'typed case))
+         r)
+    (cl-flet ((put (k v) (push (cons k v) r)))
+      ;; Typing the first character of the start. First: this place extends the other,
+      ;; whose whole suggestion in the server's cache would answer it at once.
+      (let* ((notices (driver-notice-count))
+             (refreshes (length lsp-assist-refreshes))
+             (first (cadr (driver-trigger-auto line (concat text typed)))))
+        (put 'typed_first first)
+        (put 'typed_notice_before (driver-bool (> (driver-notice-count) notices)))
+        (when first
+          (execute-kbd-macro (substring first 0 1)))
+        (put 'typed_preview (lsp-assist-preview-text))
+        (put 'typed_after (if (> (driver-notice-count) notices)
+                              (list (plist-get (car lsp-assist-ready-notices) :action)
+                                    (lsp-assist-preview-text))
+                            (driver-await-refresh notices refreshes)))
+        (put 'typed_line (driver-line))
+        (put 'typed_refresh (driver-json (car lsp-assist-refreshes))))
+      ;; Point rests after the start shows.
+      (let* ((notices (driver-notice-count))
+             (refreshes (length lsp-assist-refreshes))
+             (first (cadr (driver-trigger-auto line text))))
+        (put 'rest_first first)
+        (put 'rest_after (driver-await-refresh notices refreshes))
+        (put 'rest_line (driver-line))
+        (put 'rest_notice (driver-json (car lsp-assist-ready-notices))))
+      ;; Notices handed to the handler directly.
+      (let* ((notice (car lsp-assist-ready-notices))
+             (params (list :textDocument (list :uri (plist-get notice :uri) :version 1)
+                           :position (plist-get notice :position))))
+        (put 'same (driver-notify server params))
+        (put 'other_buffer
+             (driver-notify server (plist-put (copy-sequence params) :textDocument
+                                              '(:uri "file:///elsewhere/other.py" :version 1))))
+        (put 'malformed (driver-notify server (list :position '(:line 0))))
+        (let ((lsp-assist--pending (cons server -1)))
+          (put 'in_flight (driver-notify server params)))
+        (driver-keys "C-g")
+        (put 'dismissed (driver-notify server params))))
+    (driver-put 'early (nreverse r)))
+  (driver-put 'notices (driver-json (reverse lsp-assist-ready-notices)))
+  (driver-step "status"
+    (let ((status (lsp-assist--execute "lspAssist.status" [])))
+      (driver-put 'status_last (driver-json (plist-get status :last)))
+      (driver-put 'typethrough (driver-json (plist-get status :typethrough))))))
+
 (defun driver-offline ()
   "No server: the missing-program message once; the preview keys on a fake suggestion."
   (let ((files (mapcar (lambda (c) (alist-get 'file c)) (driver-cases))))
@@ -458,7 +557,8 @@ fallback positions, as the small model answers nothing at some places)."
                (pcase scenario
                  ("basic" (driver-basic server))
                  ("capf" (driver-capf))
-                 ("keys" (driver-keys-scenario))))))))
+                 ("keys" (driver-keys-scenario))
+                 ("early" (driver-early server))))))))
     (driver-put 'states (vconcat (reverse driver-states)))
     (driver-write)
     (dolist (servers (and (boundp 'eglot--servers-by-project)

@@ -20,13 +20,14 @@ from typing import Any
 
 import pytest
 
-from .conftest import CURSOR_LINE, REPO, SETTINGS
+from .conftest import CURSOR_LINE, MAIN, REPO, SETTINGS
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
 EMACS = shutil.which("emacs")
 TMUX = shutil.which("tmux")
 DOCS = REPO / "docs" / "editors.md"
+MAIN_LINES = MAIN.splitlines()
 DRIVER = REPO / "tests" / "editors" / "emacs_driver.el"
 PLACEHOLDER = "/path/to/lsp-assist"
 
@@ -326,6 +327,72 @@ def test_preview_keys(
     # Entering the buffer again asked for a suggestion there.
     assert keys["other_buffer"] == "*scratch*" and keys["entered_buffer"] == "typed.py"
     assert keys["entered_request"] == "automatic", context
+
+
+# Early answers (docs/serving.md): the server answers after the first visible token and
+# writes the rest on; 24 tokens so the whole suggestion is longer than its start.
+EARLY_SETTINGS = {**SETTINGS, "answerAfterMs": 1, "maxTokens": 24}
+
+
+@needs_eglot
+def test_early_answer_then_the_whole_suggestion(
+    emacs_workspace: Path, server_command: str, server_env: dict[str, str], tmp_path: Path
+) -> None:
+    """answerAfterMs 1: the preview shows the start, then (suggestionReady) the whole."""
+    case = {"file": "main.py", "line": CURSOR_LINE, "column": 0, "typed": "1, "}
+    report = run_driver(
+        "early", emacs_workspace, server_command, server_env, tmp_path, [case], EARLY_SETTINGS
+    )
+    context = dump(report)
+    assert report["errors"] == [], context
+    # lsp-assist.el opted in (eglot-client-capabilities :around).
+    assert report["sent_experimental"] == {"lspAssistSuggestionReady": True}, context
+    assert report["ready"] == "ready", context
+    early = report["early"]
+    line = MAIN_LINES[CURSOR_LINE - 1]
+
+    # Typed the start's first character (type-through, no request), then the notice:
+    # the rest of the whole suggestion shows after what was typed. (First: the other
+    # place is a prefix of this one, and its whole suggestion would answer this one.)
+    typed_first = early["typed_first"]
+    assert typed_first, context
+    typed_line = line + "1, " + typed_first[0]
+    assert early["typed_line"] == typed_line, context
+    action, rest = early["typed_after"]
+    assert action == "refresh" and rest, context
+    whole = typed_first[0] + rest
+    assert len(whole) > len(typed_first) and whole.startswith(typed_first.rstrip()), context
+
+    # Point rested: the start showed, the notice came, and the whole replaced it.
+    first = early["rest_first"]
+    action, after = early["rest_after"]
+    assert first and action == "refresh", context
+    assert len(after) > len(first) and after.startswith(first.rstrip()), context
+    assert early["rest_line"] == line, context  # shown, nothing inserted
+    notice = early["rest_notice"]
+    assert notice["uri"] == (emacs_workspace / "main.py").as_uri(), context
+    assert notice["position"] == {"line": CURSOR_LINE - 1, "character": len(line)}, context
+
+    # The same text again: asked, nothing redrawn (the same overlay).
+    same = early["same"]
+    assert same["action"] == "refresh" and same["requested"] is True, context
+    assert same["preview"] == after and same["same_overlay"] is True, context
+    assert same["refresh"]["same"] is True, context
+    reasons = {
+        "other_buffer": "not the current buffer",
+        "malformed": "malformed",
+        "in_flight": "a request is in flight",
+        "dismissed": "no suggestion shown",
+    }
+    for name, reason in reasons.items():
+        entry = early[name]
+        assert entry["action"] == reason and entry["requested"] is False, (name, context)
+        assert entry["refresh"] is None, (name, context)
+    assert early["other_buffer"]["preview"] == after, context
+    assert early["dismissed"]["preview"] is None, context
+    # The refreshes were answered from the server's type-through cache.
+    assert report["status_last"]["cache_hit"] is True, context
+    assert report["typethrough"]["hits"] >= 2, context
 
 
 @needs_eglot
