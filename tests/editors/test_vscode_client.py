@@ -49,17 +49,13 @@ def logic_js(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def drive(
-    workspace: Path,
-    server: str,
-    env: dict[str, str],
-    logic: Path,
-    settings: dict[str, Any] | None = None,
-    retries: int = 10,
-) -> tuple[int, dict[str, Any], str]:
+def drive_command(
+    workspace: Path, server: str, settings: dict[str, Any], logic: Path, *extra: str
+) -> list[str]:
+    """drive-server.mjs at the end of main.py's CURSOR_LINE, polling status until ready."""
     assert NODE is not None
     last_line = MAIN.splitlines()[CURSOR_LINE - 1]
-    cmd = [
+    return [
         NODE,
         str(VSCODE / "test" / "drive-server.mjs"),
         "--file",
@@ -73,20 +69,38 @@ def drive(
         "--server",
         server,
         "--settings",
-        json.dumps(SETTINGS if settings is None else settings),
+        json.dumps(settings),
         "--timeout-ms",
         "120000",
-        # The status bar's loop: lspAssist.status from `initialized` until ready or error.
+        # The status bar's loop: lspAssist.status from `initialized` until ready or error
+        # (the answers are empty while the model loads).
         "--status-poll-ms",
         "100",
         "--logic",
         str(logic),
+        *extra,
+    ]
+
+
+def drive(
+    workspace: Path,
+    server: str,
+    env: dict[str, str],
+    logic: Path,
+    settings: dict[str, Any] | None = None,
+    retries: int = 10,
+) -> tuple[int, dict[str, Any], str]:
+    cmd = drive_command(
+        workspace,
+        server,
+        SETTINGS if settings is None else settings,
+        logic,
         "--retries",
         str(retries),
         # What the extension sends when a setting changes (workspace/didChangeConfiguration).
         "--change-settings",
         json.dumps({"lspAssist": {"maxTokens": 10}}),
-    ]
+    )
     proc = subprocess.run(
         cmd, cwd=VSCODE, env=env, capture_output=True, text=True, timeout=200, check=False
     )
@@ -164,6 +178,53 @@ def test_vscode_protocol_client(
 
     # The server exited cleanly after shutdown/exit.
     assert report["serverExit"] == {"code": 0, "signal": None}, context
+
+
+# Early answers (docs/serving.md): the server answers after the first visible token and
+# writes the rest on; 24 tokens so the whole suggestion is longer than its start.
+EARLY_SETTINGS = {**SETTINGS, "answerAfterMs": 1, "maxTokens": 24}
+
+
+@pytest.mark.skipif(NODE is None, reason="node not found (the VS Code client test needs node 20)")
+@pytest.mark.skipif(
+    not HAVE_MODULES, reason="editors/vscode/node_modules missing: run `npm ci` in editors/vscode"
+)
+@pytest.mark.parametrize("opt_in", [True, False], ids=["opted-in", "not-opted-in"])
+def test_vscode_early_answer_notice(
+    workspace: Path, server_command: str, server_env: dict[str, str], logic_js: Path, opt_in: bool
+) -> None:
+    """The extension's opt-in gets lspAssist/suggestionReady and then the whole suggestion;
+    without it, no notice comes, though the whole is written (and cached) all the same."""
+    last_line = MAIN.splitlines()[CURSOR_LINE - 1]
+    flags = ["--early", "--opt-in"] if opt_in else ["--early"]
+    cmd = drive_command(workspace, server_command, EARLY_SETTINGS, logic_js, *flags)
+    proc = subprocess.run(
+        cmd, cwd=VSCODE, env=server_env, capture_output=True, text=True, timeout=200, check=False
+    )
+    report: dict[str, Any] = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    context = json.dumps(report, indent=1)[:4000] + "\n--- stderr ---\n" + proc.stderr[-3000:]
+    assert proc.returncode == 0 and report["errors"] == [], context
+    early = report["early"]
+    first = early["first"]["text"]
+    assert first and early["first"]["triggerKind"] == 2, context
+    again = early.get("again")
+    assert again is not None, f"no lspAssist/suggestionReady in 20 s\n{context}"
+    # The second answer (Automatic) is the whole suggestion, from the server's cache.
+    whole = again["text"]
+    assert again["triggerKind"] == 2, context
+    assert whole and len(whole) > len(first) and whole.startswith(first.rstrip()), context
+    assert early["last"] == {"cache_hit": True, "text": whole}, context
+    if opt_in:
+        assert report["sentExperimental"] == {"lspAssistSuggestionReady": True}, context
+        (notice,) = early["notices"]
+        assert notice["textDocument"]["uri"] == (workspace / "main.py").as_uri(), context
+        assert notice["position"] == {"line": CURSOR_LINE - 1, "character": len(last_line)}
+        # logic.ts's readyIgnored, as the extension runs it on the notice: ask again.
+        assert early["decision"] == "ask again", context
+    else:
+        assert report["sentExperimental"] is None, context
+        assert early["whole"] == whole, context  # the server had finished writing it
+        assert early["notices"] == [] and early["noticesBeforeAgain"] == 0, context
 
 
 @pytest.mark.skipif(NODE is None, reason="node not found (the VS Code client test needs node 20)")

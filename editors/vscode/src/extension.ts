@@ -10,30 +10,48 @@
 // here would collide with the one the client registers for the server.
 //
 // The status bar item polls lspAssist.status while the model loads (loading, ready,
-// error) and shows requests in flight (thinking) and the last latency. The logic that
-// needs no VS Code lives in logic.ts, with unit tests.
+// error) and shows requests in flight (thinking) and the last latency.
+//
+// Early answers: the client opts in to lspAssist/suggestionReady (an experimental
+// capability, set by a StaticFeature). The server sends it when the whole of a
+// suggestion it answered early (only its start) is in its cache; if the notice is for
+// the active editor, at or before its cursor, and no inline request is out, the
+// extension runs editor.action.inlineSuggest.trigger, and the middleware sends that one
+// request as Automatic (the cache answers those; Invoked asks the model for
+// alternatives). VS Code replaces the ghost text with the longer one.
+//
+// The logic that needs no VS Code lives in logic.ts, with unit tests.
 
 import { execFile } from 'node:child_process';
 import * as vscode from 'vscode';
 import {
+  ClientCapabilities,
   DidChangeConfigurationNotification,
   ExecuteCommandRequest,
+  FeatureState,
   LanguageClient,
   LanguageClientOptions,
   ServerOptions,
   State,
+  StaticFeature,
   TransportKind,
 } from 'vscode-languageclient/node';
 
 import {
   ClientState,
   DisposableSlot,
+  EditorView,
+  InFlight,
   LANGUAGES,
   LAUNCH_KEYS,
+  READY_NOTIFICATION,
+  RefreshMarks,
   SERVER_KEYS,
   StatusModel,
+  addReadyCapability,
   changedSettings,
   doctorCommand,
+  readyIgnored,
   render,
 } from './logic';
 
@@ -50,6 +68,24 @@ const status = new StatusModel();
 /** Listeners on the current client; a restart disposes them with the client. */
 const clientListeners = new DisposableSlot();
 let pollTimer: NodeJS.Timeout | undefined;
+/** Inline requests out per document, and the documents whose next one a notice caused. */
+const inFlight = new InFlight();
+const refreshMarks = new RefreshMarks();
+
+/** Opts in to lspAssist/suggestionReady (capabilities.experimental). */
+class SuggestionReadyFeature implements StaticFeature {
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    addReadyCapability(capabilities);
+  }
+
+  initialize(): void {}
+
+  getState(): FeatureState {
+    return { kind: 'static' };
+  }
+
+  clear(): void {}
+}
 
 function isSet(config: vscode.WorkspaceConfiguration, key: string): boolean {
   const info = config.inspect(key);
@@ -126,17 +162,30 @@ function clientOptions(): LanguageClientOptions {
       // Thinking while a request is out, and the latency of the last one.
       provideInlineCompletionItems: async (document, position, context, token, next) => {
         const started = Date.now();
+        const uri = document.uri.toString();
+        const refresh = refreshMarks.take(uri, started);
+        if (refresh) {
+          // Asked again after lspAssist/suggestionReady: the cache answers Automatic.
+          context = { ...context, triggerKind: vscode.InlineCompletionTriggerKind.Automatic };
+        }
+        // A refresh's latency is the cache's; the status bar keeps the one waited for.
+        const shownLatency = status.latencyMs;
+        inFlight.start(uri);
         status.requestStarted();
         updateStatusItem();
         try {
           const result = await next(document, position, context, token);
           status.requestFinished(Date.now() - started);
+          if (refresh) {
+            status.latencyMs = shownLatency;
+          }
           return result;
         } catch (err) {
           const cancelled = token.isCancellationRequested;
           status.requestFinished(Date.now() - started, cancelled ? undefined : String(err));
           throw err;
         } finally {
+          inFlight.end(uri);
           updateStatusItem();
         }
       },
@@ -148,9 +197,32 @@ function toClientState(state: State): ClientState {
   return state === State.Running ? 'running' : state === State.Starting ? 'starting' : 'stopped';
 }
 
+/** lspAssist/suggestionReady: ask VS Code to ask again if the notice is for what shows. */
+function onSuggestionReady(current: LanguageClient, params: unknown): void {
+  const editor = vscode.window.activeTextEditor;
+  const selection = editor?.selection;
+  const single = editor !== undefined && editor.selections.length === 1 && selection?.isEmpty;
+  const uri = editor ? current.code2ProtocolConverter.asUri(editor.document.uri) : undefined;
+  const view: EditorView = {
+    uri,
+    version: editor?.document.version ?? -1,
+    cursor: single && selection ? { line: selection.active.line, character: selection.active.character } : undefined,
+    focused: vscode.window.state.focused,
+    inFlight: editor !== undefined && inFlight.has(editor.document.uri.toString()),
+  };
+  const reason = readyIgnored(params, view);
+  output?.debug(`${READY_NOTIFICATION}: ${reason ?? 'asking again'}`);
+  if (reason !== undefined || !editor) {
+    return;
+  }
+  refreshMarks.mark(editor.document.uri.toString(), Date.now());
+  void vscode.commands.executeCommand('editor.action.inlineSuggest.trigger');
+}
+
 async function startClient(): Promise<void> {
   lastSent = serverSettings();
   const current = new LanguageClient('lspAssist', 'lsp-assist', serverOptions(), clientOptions());
+  current.registerFeature(new SuggestionReadyFeature());
   client = current;
   clientListeners.set(
     current.onDidChangeState((event) => {
@@ -158,6 +230,7 @@ async function startClient(): Promise<void> {
       updateStatusItem();
       schedulePoll(0);
     }),
+    current.onNotification(READY_NOTIFICATION, (params: unknown) => onSuggestionReady(current, params)),
   );
   status.setClientState('starting');
   updateStatusItem();

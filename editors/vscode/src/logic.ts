@@ -1,6 +1,7 @@
 // The extension's logic that needs no VS Code: what the status bar says, which settings
-// to send, how to render a command's result, the doctor command line, and the per-client
-// listeners a restart must dispose. extension.ts wires it to the VS Code API; the unit
+// to send, how to render a command's result, the doctor command line, the per-client
+// listeners a restart must dispose, and when a lspAssist/suggestionReady notice asks
+// again (early answers). extension.ts wires it to the VS Code API; the unit
 // tests (test/unit/*.test.mjs, node's test runner) import the compiled out/logic.js.
 
 /** Settings that go to the server, as its flat camelCase keys. */
@@ -250,4 +251,129 @@ export function doctorCommand(serverPath: string, serverArgs: string[]): { comma
   const serve = serverArgs.indexOf('serve');
   const head = serve >= 0 ? serverArgs.slice(0, serve) : [];
   return { command: serverPath || 'lsp-assist', args: [...head, 'doctor'] };
+}
+
+// Early answers ----------------------------------------------------------------------
+//
+// The server may answer an inline request with the start of a suggestion and write the
+// rest into its cache; a client that sets capabilities.experimental
+// .lspAssistSuggestionReady is sent lspAssist/suggestionReady when the whole of it is
+// ready. The extension then asks VS Code to ask again (editor.action.inlineSuggest
+// .trigger), and sends that request as Automatic: the server's cache answers those,
+// while an explicit (Invoked) request is for alternatives and goes to the model.
+
+export const READY_NOTIFICATION = 'lspAssist/suggestionReady';
+export const READY_CAPABILITY = 'lspAssistSuggestionReady';
+
+/** Put the opt-in into client capabilities (a StaticFeature's fillClientCapabilities). */
+export function addReadyCapability(capabilities: { experimental?: unknown }): void {
+  const current = capabilities.experimental;
+  const experimental: Record<string, unknown> =
+    current && typeof current === 'object' && !Array.isArray(current)
+      ? (current as Record<string, unknown>)
+      : {};
+  experimental[READY_CAPABILITY] = true;
+  capabilities.experimental = experimental;
+}
+
+export interface LspPosition {
+  line: number;
+  character: number;
+}
+
+/** What the notice is compared with: the active editor, when the notice arrives. */
+export interface EditorView {
+  /** The active editor's document, as the client sends its URI; undefined: none. */
+  uri: string | undefined;
+  version: number;
+  /** The cursor; undefined when there is a selection or several cursors. */
+  cursor: LspPosition | undefined;
+  focused: boolean;
+  /** An inline completion request for this document is out. */
+  inFlight: boolean;
+}
+
+function isPosition(value: unknown): value is LspPosition {
+  const p = value as LspPosition | undefined;
+  return !!p && Number.isInteger(p.line) && Number.isInteger(p.character);
+}
+
+/**
+ * Why a lspAssist/suggestionReady notice is not acted on, or undefined: ask again.
+ * The suggestion's start is taken to show when the cursor is where it was asked for or
+ * after it (typed into it): VS Code cancels an inline request the user moved away from,
+ * and the server stops writing a suggestion when a request misses its cache.
+ */
+export function readyIgnored(notice: unknown, view: EditorView): string | undefined {
+  const params = notice as { textDocument?: { uri?: unknown; version?: unknown }; position?: unknown };
+  if (!params || typeof params !== 'object' || typeof params.textDocument?.uri !== 'string' || !isPosition(params.position)) {
+    return 'malformed';
+  }
+  if (view.uri === undefined) {
+    return 'no active editor';
+  }
+  if (view.uri !== params.textDocument.uri) {
+    return 'not the current document';
+  }
+  const version = params.textDocument.version;
+  if (typeof version === 'number' && version > view.version) {
+    return 'a newer document than the editor has';
+  }
+  if (!view.focused) {
+    return 'the window is not focused';
+  }
+  if (view.cursor === undefined) {
+    return 'a selection';
+  }
+  if (view.inFlight) {
+    return 'a request is in flight';
+  }
+  const at = params.position;
+  const cursor = view.cursor;
+  if (cursor.line < at.line || (cursor.line === at.line && cursor.character < at.character)) {
+    return 'another place';
+  }
+  return undefined;
+}
+
+/** Inline completion requests out, per document URI. */
+export class InFlight {
+  private counts = new Map<string, number>();
+
+  start(uri: string): void {
+    this.counts.set(uri, (this.counts.get(uri) ?? 0) + 1);
+  }
+
+  end(uri: string): void {
+    const left = (this.counts.get(uri) ?? 1) - 1;
+    if (left > 0) {
+      this.counts.set(uri, left);
+    } else {
+      this.counts.delete(uri);
+    }
+  }
+
+  has(uri: string): boolean {
+    return this.counts.has(uri);
+  }
+}
+
+/**
+ * One mark per document: the next inline request there, within `ttlMs`, was caused by a
+ * notice and goes as Automatic. A mark is taken once.
+ */
+export class RefreshMarks {
+  private marks = new Map<string, number>();
+
+  constructor(private readonly ttlMs = 2000) {}
+
+  mark(uri: string, now: number): void {
+    this.marks.set(uri, now);
+  }
+
+  take(uri: string, now: number): boolean {
+    const at = this.marks.get(uri);
+    this.marks.delete(uri);
+    return at !== undefined && now - at <= this.ttlMs;
+  }
 }

@@ -13,7 +13,7 @@
 //   node test/drive-server.mjs --file PATH [--line N --character N] [--text-after TEXT]
 //        [--server lsp-assist] [--server-arg serve]... [--settings JSON]
 //        [--root DIR] [--timeout-ms 60000] [--change-settings JSON] [--retries N]
-//        [--status-poll-ms N] [--logic out/logic.js]
+//        [--status-poll-ms N] [--logic out/logic.js] [--early [--opt-in]]
 // --retries N asks for the inline completion again (up to N more times, 500 ms apart)
 // while the answer is empty, e.g. while the model is still loading.
 // --status-poll-ms N polls lspAssist.status every N ms from `initialized` until the
@@ -21,6 +21,14 @@
 // (statusTimeline); with --logic (the compiled src/logic.ts) it also reports the
 // status bar states the extension's StatusModel derives from them (statusStates).
 // Without --line, the cursor goes to the end of the file.
+// --early (with settings such as {"answerAfterMs": 1}; needs --status-poll-ms) checks
+// early answers instead of the inline and completion requests above: an Automatic
+// request gets the suggestion's start; with --opt-in (the extension's
+// capabilities.experimental, from --logic's addReadyCapability) the server sends
+// lspAssist/suggestionReady, which --logic's readyIgnored judges as the extension
+// would, and the request the extension then makes (Automatic) gets the whole from the
+// server's cache; without --opt-in no notice may come once the whole is written
+// (lspAssist.status `last`). The report's `early` says what happened.
 
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -84,6 +92,8 @@ const { values } = parseArgs({
     retries: { type: 'string', default: '0' },
     'status-poll-ms': { type: 'string' },
     logic: { type: 'string' },
+    early: { type: 'boolean', default: false },
+    'opt-in': { type: 'boolean', default: false },
   },
 });
 
@@ -142,8 +152,14 @@ const connection = createMessageConnection(
 );
 
 const log = [];
+const READY = 'lspAssist/suggestionReady';
+const readyNotices = [];
+let onReady = null;
 connection.onNotification((method, params) => {
-  if (method === 'window/logMessage' || method === 'window/showMessage') {
+  if (method === READY) {
+    readyNotices.push(params);
+    onReady?.(params);
+  } else if (method === 'window/logMessage' || method === 'window/showMessage') {
     log.push({ method, type: params?.type, message: params?.message });
     process.stderr.write(`[server ${method}] ${params?.message}\n`);
   }
@@ -199,7 +215,6 @@ async function call(name, type, params) {
 
 /** Poll lspAssist.status until ready or a model error (the status bar's loop). */
 async function pollStatus(everyMs) {
-  const logic = values.logic ? createRequire(import.meta.url)(path.resolve(values.logic)) : null;
   const model = logic ? new logic.StatusModel() : null;
   model?.setClientState('running');
   report.statusTimeline = [];
@@ -234,32 +249,124 @@ async function pollStatus(everyMs) {
   }
 }
 
+const logic = values.logic ? createRequire(import.meta.url)(path.resolve(values.logic)) : null;
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function firstText(result) {
+  const items = Array.isArray(result) ? result : (result?.items ?? []);
+  const text = items[0]?.insertText;
+  return typeof text === 'string' ? text : (text?.value ?? null);
+}
+
+async function status() {
+  return call('lspAssist.status', ExecuteCommandRequest.type, { command: 'lspAssist.status', arguments: [] });
+}
+
+/** --early: the start, then the notice (or none) and the whole from the cache. */
+async function earlyCheck(position) {
+  const early = { optIn: values['opt-in'], notices: readyNotices };
+  report.early = early;
+  let inFlight = 0;
+  const marks = logic ? new logic.RefreshMarks() : null;
+  let refreshed = null;
+  const askAgain = new Promise((resolve) => {
+    refreshed = resolve;
+  });
+  // What the extension does on a notice (extension.ts onSuggestionReady).
+  onReady = (params) => {
+    const view = { uri, version: 1, cursor: position, focused: true, inFlight: inFlight > 0 };
+    const reason = logic ? logic.readyIgnored(params, view) : undefined;
+    early.decision = reason ?? 'ask again';
+    if (reason === undefined) {
+      marks?.mark(uri, Date.now());
+      refreshed(Date.now());
+    }
+  };
+  const inline = async (name, triggerKind) => {
+    inFlight += 1;
+    const started = Date.now();
+    const result = await call(name, InlineCompletionRequest.type, {
+      textDocument: { uri },
+      position,
+      context: { triggerKind },
+    });
+    inFlight -= 1;
+    return { text: firstText(result), ms: Date.now() - started, triggerKind };
+  };
+  early.first = await inline('textDocument/inlineCompletion (early)', InlineCompletionTriggerKind.Automatic);
+  const waitMs = 20000;
+  if (values['opt-in']) {
+    const noticed = await Promise.race([askAgain, sleep(waitMs).then(() => null)]);
+    if (noticed === null) {
+      return;
+    }
+    // The middleware: the request a notice caused goes as Automatic (VS Code's trigger
+    // command would make it Invoked).
+    const kind = marks === null || marks.take(uri, Date.now())
+      ? InlineCompletionTriggerKind.Automatic
+      : InlineCompletionTriggerKind.Invoked;
+    early.again = await inline('textDocument/inlineCompletion (again)', kind);
+  } else {
+    // No notice is coming: wait until the server wrote the whole suggestion (its last
+    // outcome is the early-answered request, finished), then a little longer.
+    const started = Date.now();
+    for (;;) {
+      const last = (await status())?.last ?? {};
+      if (typeof last.text === 'string' && early.first.text !== null && last.text.length > early.first.text.length) {
+        early.whole = last.text;
+        break;
+      }
+      if (Date.now() - started > waitMs) {
+        break;
+      }
+      await sleep(50);
+    }
+    await sleep(500);
+    early.noticesBeforeAgain = readyNotices.length;
+    early.again = await inline('textDocument/inlineCompletion (again)', InlineCompletionTriggerKind.Automatic);
+  }
+  const after = await status();
+  early.last = after?.last ? { cache_hit: after.last.cache_hit, text: after.last.text } : null;
+  early.typethrough = after?.typethrough ?? null;
+}
+
 async function main() {
+  const capabilities = {
+    general: { positionEncodings: ['utf-16'] },
+    workspace: {
+      configuration: true,
+      didChangeConfiguration: { dynamicRegistration: true },
+      executeCommand: { dynamicRegistration: true },
+      workspaceFolders: true,
+    },
+    textDocument: {
+      synchronization: { dynamicRegistration: true, didSave: true, willSave: false },
+      completion: {
+        dynamicRegistration: true,
+        completionItem: { snippetSupport: false, insertReplaceSupport: false },
+        contextSupport: true,
+      },
+      inlineCompletion: { dynamicRegistration: true },
+    },
+    window: { workDoneProgress: true },
+  };
+  if (values['opt-in']) {
+    // What the extension's StaticFeature adds (fillClientCapabilities).
+    if (logic) {
+      logic.addReadyCapability(capabilities);
+    } else {
+      capabilities.experimental = { lspAssistSuggestionReady: true };
+    }
+  }
+  report.sentExperimental = capabilities.experimental ?? null;
   const init = await call('initialize', InitializeRequest.type, {
     processId: process.pid,
     clientInfo: { name: 'lsp-assist drive-server.mjs', version: '0.1.0' },
     rootUri: pathToFileURL(root).href,
     workspaceFolders: [{ uri: pathToFileURL(root).href, name: path.basename(root) }],
     initializationOptions: settings,
-    capabilities: {
-      general: { positionEncodings: ['utf-16'] },
-      workspace: {
-        configuration: true,
-        didChangeConfiguration: { dynamicRegistration: true },
-        executeCommand: { dynamicRegistration: true },
-        workspaceFolders: true,
-      },
-      textDocument: {
-        synchronization: { dynamicRegistration: true, didSave: true, willSave: false },
-        completion: {
-          dynamicRegistration: true,
-          completionItem: { snippetSupport: false, insertReplaceSupport: false },
-          contextSupport: true,
-        },
-        inlineCompletion: { dynamicRegistration: true },
-      },
-      window: { workDoneProgress: true },
-    },
+    capabilities,
   });
   if (!init) {
     throw new Error('initialize failed');
@@ -283,6 +390,13 @@ async function main() {
   const position = { line, character };
   if (!init.capabilities?.inlineCompletionProvider) {
     report.errors.push({ request: 'initialize', message: 'no inlineCompletionProvider' });
+  }
+  if (values.early) {
+    await earlyCheck(position);
+    shuttingDown = true;
+    await call('shutdown', ShutdownRequest.type, undefined);
+    await connection.sendNotification(ExitNotification.type);
+    return;
   }
   const retries = Number(values.retries);
   let inline;

@@ -6,7 +6,19 @@ import { createRequire } from 'node:module';
 import { test } from 'node:test';
 
 const require = createRequire(import.meta.url);
-const { DisposableSlot, StatusModel, changedSettings, doctorCommand, render } = require('../../out/logic.js');
+const {
+  DisposableSlot,
+  InFlight,
+  READY_CAPABILITY,
+  READY_NOTIFICATION,
+  RefreshMarks,
+  StatusModel,
+  addReadyCapability,
+  changedSettings,
+  doctorCommand,
+  readyIgnored,
+  render,
+} = require('../../out/logic.js');
 
 /** An event source like LanguageClient.onDidChangeState: counts live listeners. */
 function emitter() {
@@ -155,4 +167,70 @@ test('doctorCommand replaces serve and what follows it with doctor', () => {
     args: ['-m', 'lsp_assist.cli.main', 'doctor'],
   });
   assert.deepEqual(doctorCommand('', []), { command: 'lsp-assist', args: ['doctor'] });
+});
+
+test('the opt-in to lspAssist/suggestionReady keeps other experimental capabilities', () => {
+  assert.equal(READY_NOTIFICATION, 'lspAssist/suggestionReady');
+  const bare = {};
+  addReadyCapability(bare);
+  assert.deepEqual(bare, { experimental: { lspAssistSuggestionReady: true } });
+  const other = { textDocument: {}, experimental: { snippetTextEdit: true } };
+  addReadyCapability(other);
+  assert.deepEqual(other.experimental, { snippetTextEdit: true, [READY_CAPABILITY]: true });
+  const odd = { experimental: [1] };
+  addReadyCapability(odd);
+  assert.deepEqual(odd.experimental, { lspAssistSuggestionReady: true });
+});
+
+test('readyIgnored: a notice for the cursor, or before it on the way typed, asks again', () => {
+  const uri = 'file:///ws/main.py';
+  const notice = { textDocument: { uri, version: 3 }, position: { line: 15, character: 14 } };
+  const view = { uri, version: 3, cursor: { line: 15, character: 14 }, focused: true, inFlight: false };
+  assert.equal(readyIgnored(notice, view), undefined);
+  // Typed into it: later on the line, or on a later line.
+  assert.equal(readyIgnored(notice, { ...view, version: 5, cursor: { line: 15, character: 16 } }), undefined);
+  assert.equal(readyIgnored(notice, { ...view, cursor: { line: 16, character: 0 } }), undefined);
+  // Not version-checked when the server sends none.
+  assert.equal(readyIgnored({ ...notice, textDocument: { uri } }, view), undefined);
+});
+
+test('readyIgnored: other documents, places, selections, requests out are ignored', () => {
+  const uri = 'file:///ws/main.py';
+  const notice = { textDocument: { uri, version: 3 }, position: { line: 15, character: 14 } };
+  const view = { uri, version: 3, cursor: { line: 15, character: 14 }, focused: true, inFlight: false };
+  const cases = [
+    [null, view, 'malformed'],
+    [{ position: notice.position }, view, 'malformed'],
+    [{ textDocument: { uri }, position: { line: 1 } }, view, 'malformed'],
+    [notice, { ...view, uri: undefined }, 'no active editor'],
+    [notice, { ...view, uri: 'file:///ws/helpers.py' }, 'not the current document'],
+    [notice, { ...view, version: 2 }, 'a newer document than the editor has'],
+    [notice, { ...view, focused: false }, 'the window is not focused'],
+    [notice, { ...view, cursor: undefined }, 'a selection'],
+    [notice, { ...view, inFlight: true }, 'a request is in flight'],
+    [notice, { ...view, cursor: { line: 15, character: 13 } }, 'another place'],
+    [notice, { ...view, cursor: { line: 14, character: 40 } }, 'another place'],
+  ];
+  for (const [params, seen, reason] of cases) {
+    assert.equal(readyIgnored(params, seen), reason, JSON.stringify([params, seen]));
+  }
+});
+
+test('InFlight counts requests per document; RefreshMarks are taken once, while fresh', () => {
+  const out = new InFlight();
+  out.start('a');
+  out.start('a');
+  out.end('a');
+  assert.equal(out.has('a'), true);
+  out.end('a');
+  assert.equal(out.has('a'), false);
+  out.end('b'); // an end without a start leaves nothing behind
+  assert.equal(out.has('b'), false);
+  const marks = new RefreshMarks(2000);
+  marks.mark('a', 1000);
+  assert.equal(marks.take('b', 1100), false);
+  assert.equal(marks.take('a', 1100), true);
+  assert.equal(marks.take('a', 1200), false);
+  marks.mark('a', 1000);
+  assert.equal(marks.take('a', 3001), false);
 });
