@@ -56,12 +56,16 @@ CURSOR_LINE = MAIN.count("\n")
 
 # Small prompt and output so SmolLM2 answers fast; generous time caps so a loaded
 # machine (2 shared cores) slows the answer down instead of turning it into an empty one.
+# No early answers (docs/serving.md): these tests take the suggestion shown apart with
+# the keys, so it must be the whole one, not its start (which a lspAssist/suggestionReady
+# notice may replace while a key is pressed); the early-answer tests set answerAfterMs.
 SETTINGS = {
     "contextBudget": 256,
     "maxTokens": 12,
     "debounceMs": 0,
     "promptTimeoutMs": 30000,
     "generationTimeoutMs": 30000,
+    "answerAfterMs": 0,
 }
 
 
