@@ -97,7 +97,10 @@ class Embedding(Protocol):
 
 
 class VectorSource(Protocol):
-    """The index lookups the vector index reads (``WorkspaceIndex`` has them)."""
+    """The index lookups the vector index reads (``WorkspaceIndex`` has them).
+
+    Used where a source has them too: ``on_change(listener)`` (changes as events),
+    ``holds(path)`` (one file's membership) and ``foreground_busy()`` (the gate)."""
 
     def files(self) -> list[Path]:
         """The indexed workspace files."""
@@ -472,13 +475,14 @@ class VectorIndex:
         with self._pending_lock:
             full, dirty = self._full, self._dirty
             self._full, self._dirty = False, set()
-        indexed = set(self.source.files())
         denied = self.source.is_denied  # a path resolved: only for the files looked at
         if full:
-            listed = {p for p in indexed if not denied(p)}
+            listed = {p for p in self.source.files() if not denied(p)}
             gone = [p for p in self._files if p not in listed]
         else:
-            listed = {p for p in dirty if p in indexed and not denied(p)}
+            holds = getattr(self.source, "holds", None)  # files() lists them all: 0.2 s at 50k
+            indexed = holds if callable(holds) else set(self.source.files()).__contains__
+            listed = {p for p in dirty if indexed(p) and not denied(p)}
             gone = [p for p in dirty if p not in listed]
         paths = sorted(listed)
         stored = self._store.load() if self._store is not None and self.stats.syncs == 0 else {}

@@ -151,6 +151,14 @@ class WorkspaceIndex:
         with self._lock:
             return sorted(self._disk_files | {p for p in self._buffers if self.rules.root_of(p)})
 
+    def holds(self, path: Path) -> bool:
+        """True when :meth:`files` lists ``path`` (without listing them all)."""
+        path = self._norm(path)
+        with self._lock:
+            return path in self._disk_files or (
+                path in self._buffers and self.rules.root_of(path) is not None
+            )
+
     def relative(self, path: Path) -> str:
         """Return the workspace-relative display path (root name first with several roots)."""
         path = self._norm(path)

@@ -198,3 +198,15 @@ def test_a_source_without_events_is_polled(tmp_path: Path) -> None:
     assert fast.ready.wait(10)
     assert _within(lambda: fast.stats.syncs >= 3, 5) is not None
     fast.stop()
+
+
+def test_holds_agrees_with_the_file_list(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    index = scanned_index(root, FILES)
+    listed = index.files()
+    assert listed and all(index.holds(p) for p in listed)
+    outside = tmp_path / "elsewhere.py"  # an open buffer outside the roots: not listed
+    index.open_buffer(outside, "def elsewhere():\n    return 1\n")
+    assert index.file(outside) is not None
+    assert outside not in index.files() and not index.holds(outside)
+    assert not index.holds(root / "shop" / "missing.py")
