@@ -363,7 +363,8 @@ fallback positions, as the small model answers nothing at some places)."
 (defun driver-await-refresh (notices refreshes)
   "Wait for a notice after NOTICES and, if acted on, its answer after REFRESHES.
 Return (ACTION TEXT-SHOWN-AFTER)."
-  (when (driver-wait (lambda () (> (driver-notice-count) notices)) 20)
+  ;; ~0.3 s on an idle machine; tens of seconds on a loaded one.
+  (when (driver-wait (lambda () (> (driver-notice-count) notices)) 60)
     (let ((action (plist-get (car lsp-assist-ready-notices) :action)))
       (when (equal action "refresh")
         (driver-wait (lambda () (> (length lsp-assist-refreshes) refreshes)) 10))

@@ -77,7 +77,7 @@ local function run()
     local refreshes = #assist.state.refreshes
     local shown = wait(function()
       return assist.state.ghost ~= nil
-    end, 30000)
+    end, 60000)
     local entry = {
       first = ghost(),
       first_ms = assist.state.last_response and assist.state.last_response.ms or vim.NIL,
@@ -85,9 +85,10 @@ local function run()
     }
     table.insert(report.attempts, entry)
     if shown then
+      -- ~0.3 s on an idle machine; tens of seconds on a loaded one.
       entry.noticed = wait(function()
         return #assist.state.ready > notices
-      end, 10000)
+      end, 60000)
       if entry.noticed then
         entry.refreshed = wait(function()
           return #assist.state.refreshes > refreshes

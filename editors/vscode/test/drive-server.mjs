@@ -13,7 +13,7 @@
 //   node test/drive-server.mjs --file PATH [--line N --character N] [--text-after TEXT]
 //        [--server lsp-assist] [--server-arg serve]... [--settings JSON]
 //        [--root DIR] [--timeout-ms 60000] [--change-settings JSON] [--retries N]
-//        [--status-poll-ms N] [--logic out/logic.js] [--early [--opt-in]]
+//        [--status-poll-ms N] [--logic out/logic.js] [--early [--opt-in] [--early-wait-ms N]]
 // --retries N asks for the inline completion again (up to N more times, 500 ms apart)
 // while the answer is empty, e.g. while the model is still loading.
 // --status-poll-ms N polls lspAssist.status every N ms from `initialized` until the
@@ -28,7 +28,8 @@
 // lspAssist/suggestionReady, which --logic's readyIgnored judges as the extension
 // would, and the request the extension then makes (Automatic) gets the whole from the
 // server's cache; without --opt-in no notice may come once the whole is written
-// (lspAssist.status `last`). The report's `early` says what happened.
+// (lspAssist.status `last`). --early-wait-ms (60000) bounds the wait for either. The
+// report's `early` says what happened.
 
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -94,6 +95,7 @@ const { values } = parseArgs({
     logic: { type: 'string' },
     early: { type: 'boolean', default: false },
     'opt-in': { type: 'boolean', default: false },
+    'early-wait-ms': { type: 'string', default: '60000' },
   },
 });
 
@@ -295,7 +297,8 @@ async function earlyCheck(position) {
     return { text: firstText(result), ms: Date.now() - started, triggerKind };
   };
   early.first = await inline('textDocument/inlineCompletion (early)', InlineCompletionTriggerKind.Automatic);
-  const waitMs = 20000;
+  // The rest takes ~0.3 s here on an idle machine; tens of seconds on a loaded one.
+  const waitMs = Number(values['early-wait-ms']);
   if (values['opt-in']) {
     const noticed = await Promise.race([askAgain, sleep(waitMs).then(() => null)]);
     if (noticed === null) {
