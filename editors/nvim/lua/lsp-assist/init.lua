@@ -710,8 +710,11 @@ local function ready_ignored(params, ctx)
     return 'not the current buffer'
   end
   local client = get_client(bufnr)
-  if not client or client.id ~= ctx.client_id or M.state.builtin then
+  if not client or client.id ~= ctx.client_id then
     return 'not attached'
+  end
+  if M.state.builtin then
+    return 'use_builtin' -- vim.lsp.inline_completion shows only what it asked for
   end
   if not M.is_enabled(bufnr) then
     return 'disabled'
