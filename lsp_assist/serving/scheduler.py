@@ -34,6 +34,12 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+REST_WAIT_S = 0.25
+"""How long a keystroke that typed all of a suggestion still being written waits for its
+next piece (the model writes a token every ~25 ms on a 2-core CPU) before going to the
+model itself."""
+REST_POLL_S = 0.005
+
 
 def _settle(future: asyncio.Future[CompletionOutcome], answer: CompletionOutcome) -> None:
     """Set an early answer unless the request is over already."""
@@ -50,8 +56,8 @@ class Scheduler:
         self._latest: dict[str, CancelToken] = {}
         self._running: CancelToken | None = None
         self._prefills: set[CancelToken] = set()
-        self._writing_on: set[CancelToken] = set()
-        """Requests answered early whose rest the model thread is still writing."""
+        self._writing_on: dict[CancelToken, str] = {}
+        """Requests answered early whose rest the model thread is still writing, by URI."""
         self.on_ready: Callable[[CompletionQuery, CompletionOutcome], None] | None = None
         """Called on the event loop when an early-answered suggestion is complete and longer."""
 
@@ -101,6 +107,8 @@ class Scheduler:
         # An explicit ask for alternatives goes to the model: the cache holds one suggestion.
         cycles = wanted(query, self.engine.settings.completion) > 1
         hit = None if cycles else self.engine.cached(query)
+        if hit is None and not cycles:
+            hit = await self._wait_for_the_rest(query)
         if hit is not None:
             self._supersede(query, hit=True)
             return hit
@@ -128,7 +136,7 @@ class Scheduler:
                 early.cancel()
                 return await future
             answer = early.result()
-            self._writing_on.add(query.cancel)
+            self._writing_on[query.cancel] = query.uri
             future.add_done_callback(lambda done: self._written(query, answer, done))
             return answer
         except asyncio.CancelledError:
@@ -138,6 +146,25 @@ class Scheduler:
             if self._latest.get(query.uri) is query.cancel:
                 del self._latest[query.uri]
 
+    async def _wait_for_the_rest(self, query: CompletionQuery) -> CompletionOutcome | None:
+        """A keystroke that typed all of a suggestion still being written waits for more.
+
+        Without this it would miss the cache (nothing left to show), cancel the writing
+        and start the model afresh for the text that is about to arrive.
+        """
+        if query.uri not in self._writing_on.values() or query.snapshot is None:
+            return None
+        doc = query.snapshot
+        offset = doc.offset_at(doc.clamp(query.line, query.column))
+        before, after = doc.text[:offset], doc.text[offset:]
+        cache = self.engine.typethrough
+        deadline = time.perf_counter() + REST_WAIT_S
+        while cache.typed_through(query.uri, before, after):
+            if time.perf_counter() > deadline or query.uri not in self._writing_on.values():
+                return None
+            await asyncio.sleep(REST_POLL_S)
+        return self.engine.cached(query)
+
     def _written(
         self,
         query: CompletionQuery,
@@ -145,7 +172,7 @@ class Scheduler:
         done: asyncio.Future[CompletionOutcome],
     ) -> None:
         """The rest of an early-answered suggestion is written (or was cancelled)."""
-        self._writing_on.discard(query.cancel)
+        self._writing_on.pop(query.cancel, None)
         if done.cancelled() or done.exception() is not None:
             return
         whole = done.result()

@@ -91,6 +91,25 @@ class TypeThroughCache:
             self.hits += 1
             return remainder
 
+    def typed_through(self, uri: str, prefix_text: str, suffix_text: str) -> bool:
+        """True when the user has typed exactly all of a cached suggestion (no counters).
+
+        A suggestion still being written (an early answer) may then grow: the scheduler
+        waits for that instead of sending the keystroke to the model.
+        """
+        n = len(prefix_text)
+        suffix_hash = _digest(suffix_text)
+        with self._lock:
+            for key in self._by_uri.get(uri, ()):
+                suggestion = self._entries[key]
+                if n - key.prefix_len != len(suggestion) or key.suffix_hash != suffix_hash:
+                    continue
+                if prefix_text[key.prefix_len :] != suggestion:
+                    continue
+                if _digest(prefix_text[: key.prefix_len]) == key.prefix_hash:
+                    return True
+        return False
+
     def _lookup(self, uri: str, prefix_text: str, suffix_text: str) -> tuple[_Key, str] | None:
         keys = self._by_uri.get(uri)
         if not keys:

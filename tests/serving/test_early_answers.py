@@ -125,6 +125,18 @@ async def _type(
     return await scheduler.complete(query(uri, CURSOR_COLUMN + len(text)))
 
 
+async def test_typing_all_of_the_start_waits_for_the_next_piece(tmp_path: Path) -> None:
+    engine, scheduler, uri, backend = setup(tmp_path, answer_after_ms=40)
+    first = await scheduler.complete(query(uri))
+    assert first.answered_early and len(first.text) < len(WHOLE)
+    # every character shown typed: the cache has nothing left until the model writes more
+    hit = await _type(engine, scheduler, uri, first.text)
+    assert hit.cache_hit and hit.text and WHOLE[len(first.text) :].startswith(hit.text)
+    assert backend.calls == 1 and backend.cancelled == 0
+    scheduler.shutdown()
+    engine.close()
+
+
 async def test_a_request_the_cache_cannot_answer_cancels_the_rest(tmp_path: Path) -> None:
     engine, scheduler, uri, backend = setup(tmp_path, answer_after_ms=40)
     first = await scheduler.complete(query(uri))
