@@ -7,25 +7,36 @@ greedily from the same prompt (so it equals a one-item request on prompt + that 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from lsp_assist.backends.base import GenerationRequest
 from lsp_assist.backends.llama import LocalBackend
 
 from .conftest import code_text
+from .identity import IDENTITY_CAP_S
 
 pytestmark = pytest.mark.slow
 
 
+def _uncapped(prompt: list[int], max_tokens: int, **extra: Any) -> GenerationRequest:
+    """A request whose time caps cannot fire: a cap hit is not a divergence (identity.py)."""
+    return GenerationRequest(
+        prompt_tokens=prompt,
+        max_tokens=max_tokens,
+        prompt_timeout_s=IDENTITY_CAP_S,
+        generation_timeout_s=IDENTITY_CAP_S,
+        **extra,
+    )
+
+
 def test_greedy_first_then_branches_on_the_next_first_tokens(smol: LocalBackend) -> None:
     prompt = smol.tokenize(code_text(700))
-    single = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=10))
+    single = smol.generate(_uncapped(prompt, 10))
     streamed: list[str] = []
-    multi = smol.generate(
-        GenerationRequest(
-            prompt_tokens=prompt, max_tokens=10, alternatives=3, on_text=streamed.append
-        )
-    )
+    multi = smol.generate(_uncapped(prompt, 10, alternatives=3, on_text=streamed.append))
+    assert not single.cancelled and not multi.cancelled, (single.stop_reason, multi.stop_reason)
     assert single.tokens and single.alternatives == []
     assert (multi.text, multi.tokens) == (single.text, single.tokens)
     assert "".join(streamed) == multi.text  # only the first suggestion streams
@@ -34,9 +45,8 @@ def test_greedy_first_then_branches_on_the_next_first_tokens(smol: LocalBackend)
     assert len(set(firsts)) == 3, firsts
     for branch in multi.alternatives:
         assert branch.complete and branch.text == smol.detokenize(branch.tokens)
-        rest = smol.generate(
-            GenerationRequest(prompt_tokens=[*prompt, branch.tokens[0]], max_tokens=9)
-        )
+        rest = smol.generate(_uncapped([*prompt, branch.tokens[0]], 9))
+        assert not rest.cancelled, rest.stop_reason
         assert list(branch.tokens[1:]) == rest.tokens, (branch.text, rest.text)
 
 
