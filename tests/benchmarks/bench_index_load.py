@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_common import pct  # noqa: E402
+from bench_common import metrics_by_id, parse_setting_args, pct  # noqa: E402
 from gen_tree import write_tree  # noqa: E402
 
 from tests.support.lsp_load import LoadClient, suggestion_of  # noqa: E402
@@ -125,10 +125,7 @@ def join_metrics(records: list[dict[str, Any]], cache: Path) -> None:
     An early answer (docs/serving.md) is recorded when the whole suggestion is written,
     after ``lspAssist.status`` was asked; the metrics log has it, with ``whole_ms``.
     """
-    from lsp_assist.telemetry.metrics import METRICS_FILE, read_records
-
-    dirs = sorted({p.parent for p in cache.rglob(METRICS_FILE + "*")})
-    logged = {r.request_id: r for r in read_records(dirs)} if dirs else {}
+    logged = metrics_by_id(cache)
     for record in records:
         found = logged.get(str(record["last"].get("request_id", "")))
         if found is not None and record["last"].get("pending"):
@@ -164,13 +161,11 @@ def serve(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LSP_ASSIST_")}
     command = [sys.executable, "-m", "lsp_assist.cli.main", "serve", "--log-level", "INFO"]
     client = LoadClient(command, env=env)
-    options: dict[str, Any] = {"cacheDir": str(cache), "logPrompts": True}
-    for item in args.setting:
-        key, _, value = item.partition("=")
-        try:
-            options[key] = json.loads(value)
-        except ValueError:
-            options[key] = value
+    options: dict[str, Any] = {
+        "cacheDir": str(cache),
+        "logPrompts": True,
+        **parse_setting_args(args.setting),
+    }
     if args.model:
         options["modelPath"] = args.model
     path = root / (args.file or DEFAULT_FILES.get(args.tree, ""))

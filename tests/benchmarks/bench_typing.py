@@ -47,7 +47,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench_common import pct  # noqa: E402
+from bench_common import metrics_by_id, parse_setting_args, pct  # noqa: E402
 from lsprotocol import types  # noqa: E402
 
 from lsp_assist.evaluation.client import (  # noqa: E402
@@ -194,10 +194,7 @@ def join_metrics(records: list[dict[str, Any]], cache: Path) -> None:
     Every record then has ``whole_client_ms``: the round trip plus the time the rest of an
     early-answered suggestion took after the answer (the round trip itself otherwise).
     """
-    from lsp_assist.telemetry.metrics import METRICS_FILE, read_records
-
-    dirs = sorted({p.parent for p in cache.rglob(METRICS_FILE + "*")})
-    logged = {r.request_id: r for r in read_records(dirs)} if dirs else {}
+    logged = metrics_by_id(cache)
     for r in records:
         found = logged.get(r["request_id"])
         if found is not None and r["pending"]:
@@ -290,13 +287,7 @@ def main() -> int:
     )
     parser.add_argument("--json", default="")
     args = parser.parse_args()
-    extra: dict[str, Any] = {}
-    for item in args.setting:
-        key, _, value = item.partition("=")
-        try:
-            extra[key] = json.loads(value)
-        except ValueError:
-            extra[key] = value
+    extra = parse_setting_args(args.setting)
     load = os.getloadavg()[0]
     out = asyncio.run(
         run(
