@@ -1,4 +1,4 @@
-"""Vector index: the workspace's definitions as embedding vectors, searched by brute force.
+"""Vector index: the workspace's definitions as embedding vectors, searched by brute force or HNSW.
 
 This module owns:
 
@@ -12,7 +12,10 @@ This module owns:
 - :class:`VectorIndex`: a background thread that embeds what changed (only the chunks
   whose embedded text is new: unchanged definitions keep their vectors), a contiguous
   float32 matrix of every live chunk, and :meth:`VectorIndex.search` (cosine, a
-  threshold, best first).
+  threshold, best first): brute force over the matrix below ``ANN_MIN_CHUNKS`` live
+  chunks, an approximate (HNSW, hnswlib) index over the same rows above it, built and
+  kept current on the worker thread (keys: the matrix rows), its candidates scored
+  exactly against the matrix; brute force while it is being built.
 
 Changes arrive as events: the workspace index calls the vector index for each file whose
 content changed or went (``WorkspaceIndex.on_change``: a watcher batch, a rescan, an open
@@ -45,7 +48,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -79,6 +82,25 @@ MAX_DELAY_S = 3.0
 """... or this long after the first of them (typing without a pause)."""
 POLL_S = 30.0
 """A source that cannot report changes is looked over this often."""
+ANN_MIN_CHUNKS = 50_000
+"""Live chunks from which search goes through the approximate index. Brute force's P99
+passes 20 ms at about 75,000 chunks on this 2-core VM (docs/performance.md, "At 50,000
+files"); 50,000 (P99 8.5 ms there) leaves room for a busier machine."""
+ANN_DROP_FRACTION = 0.8
+"""Below this fraction of the threshold the approximate index is dropped (hysteresis)."""
+ANN_REBUILD_REMOVED = 0.5
+"""The index is rebuilt once the keys removed from it exceed this fraction of its live ones
+(HNSW removal leaves holes in the graph)."""
+ANN_BUILD_BATCH = 20_000
+"""Rows added per call while building (then the worker looks at ``busy`` and stop)."""
+ANN_THREADS = 1
+"""Threads of a build: the worker's one (a request keeps the other core)."""
+ANN_CANDIDATES = 64
+"""Neighbours first asked of the approximate index (then x4 while all of them pass)."""
+ANN_MAX_CANDIDATES = 4096
+ANN_CONNECTIVITY = 16
+ANN_EXPANSION_ADD = 128
+ANN_EXPANSION_SEARCH = 64
 Progress = Callable[[int, int, int], None]
 """Called as files are embedded: (files done, files to embed, chunks embedded so far)."""
 
@@ -282,6 +304,12 @@ class VectorStats:
     model_seconds: float = 0.0
     sweep_seconds: float = 0.0
     """The last full pass's look at every file (embedding not counted)."""
+    ann_chunks: int = 0
+    """Keys in the approximate index (0: none; search is brute force)."""
+    ann_builds: int = 0
+    ann_build_seconds: float = 0.0
+    """The last build of the approximate index."""
+    ann_bytes: int = 0
 
 
 _Plan = tuple[list[tuple["ChunkSpan", str]], dict[str, Matrix], list[int]]
@@ -311,6 +339,65 @@ def _lower_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
 
 
+class Hnsw:
+    """hnswlib's HNSW graph over unit rows (inner product = cosine), keyed by matrix row.
+
+    hnswlib (not usearch: its extension carries and exports its own libstdc++, after which
+    llama.cpp fails to load BPE vocabularies, docs/decisions.md) marks removed keys deleted
+    and reuses their slots for new rows; the caller rebuilds once many are deleted.
+    """
+
+    def __init__(self, dim: int, capacity: int) -> None:
+        import hnswlib  # type: ignore[import-untyped]  # no stubs, no py.typed
+
+        self.dim = dim
+        self._index: Any = hnswlib.Index(space="ip", dim=dim)
+        self._index.init_index(
+            max_elements=capacity,
+            ef_construction=ANN_EXPANSION_ADD,
+            M=ANN_CONNECTIVITY,
+            allow_replace_deleted=True,
+        )
+        self._index.set_ef(ANN_EXPANSION_SEARCH)
+        self._index.set_num_threads(ANN_THREADS)
+        self._keys: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def add(self, keys: npt.NDArray[np.int64], vectors: Matrix) -> None:
+        """Add rows under their keys (growing the graph's capacity as needed)."""
+        if len(keys) == 0:
+            return
+        need = len(self._keys) + len(keys)
+        if need > self._index.get_max_elements():
+            self._index.resize_index(max(need, 2 * self._index.get_max_elements()))
+        self._index.add_items(vectors, keys, num_threads=ANN_THREADS, replace_deleted=True)
+        self._keys.update(int(k) for k in keys)
+
+    def remove(self, keys: Iterable[int]) -> None:
+        """Mark rows deleted (they are no longer returned)."""
+        for key in keys:
+            if int(key) in self._keys:
+                self._index.mark_deleted(int(key))
+                self._keys.discard(int(key))
+
+    def search(self, query: Matrix, count: int) -> npt.NDArray[np.int64]:
+        """Return the keys of about the ``count`` nearest rows, nearest first."""
+        count = min(count, len(self._keys))
+        if count <= 0:
+            return np.zeros(0, dtype=np.int64)
+        self._index.set_ef(max(ANN_EXPANSION_SEARCH, count))
+        labels, _distances = self._index.knn_query(query.reshape(1, -1), k=count)
+        return np.asarray(labels[0], dtype=np.int64)
+
+    @property
+    def memory_bytes(self) -> int:
+        """An estimate: the vectors plus two layers of links per slot."""
+        slots = int(self._index.get_max_elements())
+        return slots * (self.dim * 4 + ANN_CONNECTIVITY * 2 * 4 + 16)
+
+
 class VectorIndex:
     """The workspace's chunks as a contiguous float32 matrix, kept current in the background.
 
@@ -332,6 +419,7 @@ class VectorIndex:
         max_delay_s: float = MAX_DELAY_S,
         busy: Callable[[], bool] | None = None,
         max_chunks: int = 1_000_000,
+        ann_min_chunks: int | None = None,
     ) -> None:
         self.source = source
         self.model_id = model_id
@@ -342,6 +430,8 @@ class VectorIndex:
         self.max_delay_s = max_delay_s
         self._busy = busy
         self.max_chunks = max_chunks
+        self.ann_min_chunks = ANN_MIN_CHUNKS if ann_min_chunks is None else ann_min_chunks
+        """Live chunks from which search uses the approximate index."""
         self._store: VectorStore | None = None
         if cache_dir is not None:
             try:
@@ -355,6 +445,12 @@ class VectorIndex:
         self._alive = np.zeros(0, dtype=bool)
         self._refs: list[tuple[Path, ChunkSpan] | None] = []
         self._files: dict[Path, _File] = {}
+        self._ann: Hnsw | None = None
+        """The approximate index over the live rows (keys: rows), None below the threshold
+        and while one is being built; changed under ``_lock`` only."""
+        self._ann_removed = 0
+        self._version = 0
+        """Counts changes to the rows (a build started before one is not installed)."""
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._pending_lock = threading.Lock()
@@ -514,6 +610,7 @@ class VectorIndex:
             if todo:  # still to embed: the next pass looks at them again
                 self.notify(path for path, _ in todo)
             self.stats.syncs += 1
+            self._maintain_ann()
             return self.stats
         self.stats.pending = len(todo)
         rows: list[tuple[str, str, list[ChunkSpan], Matrix]] = []
@@ -533,6 +630,7 @@ class VectorIndex:
             self._store.save(rows, [])
         self.stats.missing = 0
         self.stats.syncs += 1
+        self._maintain_ann()
         return self.stats
 
     def _plan(self, path: Path, cached: Stored | None) -> _Plan | None:
@@ -603,6 +701,7 @@ class VectorIndex:
                 for row in old.rows:
                     self._alive[row] = False
                     self._refs[row] = None
+                self._ann_forget(old.rows)
             self._update_counts()
 
     def _install(self, path: Path, key: str, spans: list[ChunkSpan], vectors: Matrix) -> None:
@@ -612,6 +711,7 @@ class VectorIndex:
                 for row in old.rows:
                     self._alive[row] = False
                     self._refs[row] = None
+                self._ann_forget(old.rows)
             n = len(spans)
             if self.stats.chunks + n > self.max_chunks:
                 logger.warning("vector index full (%d chunks): %s left out", self.max_chunks, path)
@@ -624,6 +724,8 @@ class VectorIndex:
                 self._matrix[self._n : self._n + n] = vectors
                 self._alive[self._n : self._n + n] = True
                 self._refs.extend((path, span) for span in spans)
+                if self._ann is not None:
+                    self._ann.add(np.asarray(rows, dtype=np.int64), vectors)
                 self._n += n
             self._files[path] = _File(key, rows)
             self._update_counts()
@@ -632,10 +734,15 @@ class VectorIndex:
         """Make room for ``n`` more rows: compact when a quarter is dead, else grow x2."""
         if self._matrix.shape[1] != dim and self._n == 0:
             self._matrix = np.zeros((0, dim), dtype=np.float32)
+            self._ann = None
         if self._n + n <= self._matrix.shape[0]:
             return
         live = np.flatnonzero(self._alive[: self._n])
         if len(live) < 0.75 * self._n:
+            # the rows move: the approximate index's keys no longer name them (rebuilt
+            # at the end of the pass; brute force until then)
+            self._ann = None
+            self._version += 1
             remap = {int(old): new for new, old in enumerate(live)}
             self._matrix[: len(live)] = self._matrix[live]
             self._alive[:] = False
@@ -654,9 +761,66 @@ class VectorIndex:
         self._matrix, self._alive = matrix, alive
 
     def _update_counts(self) -> None:
+        self._version += 1
         self.stats.files = len(self._files)
         self.stats.chunks = int(self._alive[: self._n].sum())
         self.stats.matrix_bytes = int(self._matrix.nbytes)
+        self.stats.ann_chunks = len(self._ann) if self._ann is not None else 0
+
+    # -- the approximate index -----------------------------------------------------------
+
+    def _ann_forget(self, rows: Sequence[int]) -> None:
+        """Remove rows from the approximate index (under ``_lock``)."""
+        if self._ann is not None and rows:
+            self._ann.remove(rows)
+            self._ann_removed += len(rows)
+
+    def _maintain_ann(self) -> None:
+        """Build, rebuild or drop the approximate index as the live count asks (worker)."""
+        live = self.stats.chunks
+        with self._lock:
+            ann = self._ann
+            if ann is not None and live < ANN_DROP_FRACTION * self.ann_min_chunks:
+                self._ann = None
+                self._update_counts()
+                return
+            stale = ann is not None and self._ann_removed > ANN_REBUILD_REMOVED * len(ann)
+        if live >= self.ann_min_chunks and (ann is None or stale):
+            self.build_ann()
+
+    def build_ann(self) -> bool:
+        """Build the approximate index over the live rows (blocking; the worker calls it).
+
+        Search is brute force until it is installed. Returns False when the rows changed
+        meanwhile or the index stopped (nothing installed)."""
+        with self._lock:
+            self._ann = None
+            self._update_counts()
+            version = self._version
+            rows = np.flatnonzero(self._alive[: self._n]).astype(np.int64)
+            dim = int(self._matrix.shape[1])
+        began = time.perf_counter()
+        index = Hnsw(dim, capacity=max(1024, 2 * len(rows)))
+        for start in range(0, len(rows), ANN_BUILD_BATCH):
+            if self._stop.is_set():
+                return False
+            self._wait_foreground()
+            batch = rows[start : start + ANN_BUILD_BATCH]
+            with self._lock:
+                if self._version != version:
+                    return False
+                block = self._matrix[batch.astype(np.int64)]
+            index.add(batch, block)
+        with self._lock:
+            if self._version != version:
+                return False
+            self._ann = index
+            self._ann_removed = 0
+            self.stats.ann_builds += 1
+            self.stats.ann_build_seconds = time.perf_counter() - began
+            self.stats.ann_bytes = index.memory_bytes
+            self._update_counts()
+        return True
 
     # -- queries -----------------------------------------------------------------------
 
@@ -681,21 +845,73 @@ class VectorIndex:
             n = self._n
             if n == 0 or self._matrix.shape[1] != query.shape[0]:
                 return []
-            # numpy's own loop, one thread: BLAS's threaded product waits for a core the
-            # completion holds (12 ms instead of 0.2 at 4,000 rows with both cores busy)
-            scores = np.einsum("ij,j->i", self._matrix[:n], query.astype(np.float32))
-            scores[~self._alive[:n]] = -1.0
-            above = np.flatnonzero(scores >= threshold)
-            order = above[np.argsort(-scores[above], kind="stable")]
+            if self._ann is not None:
+                return self._search_ann(self._ann, query, limit, threshold, skip)
+            return self._search_brute(query, limit, threshold, skip)
+
+    def _search_brute(
+        self,
+        query: Matrix,
+        limit: int,
+        threshold: float,
+        skip: Callable[[Path, ChunkSpan], bool] | None,
+    ) -> list[VectorHit]:
+        """Every live row scored (under ``_lock``)."""
+        n = self._n
+        # numpy's own loop, one thread: BLAS's threaded product waits for a core the
+        # completion holds (12 ms instead of 0.2 at 4,000 rows with both cores busy)
+        scores = np.einsum("ij,j->i", self._matrix[:n], query.astype(np.float32))
+        scores[~self._alive[:n]] = -1.0
+        above = np.flatnonzero(scores >= threshold)
+        order = above[np.argsort(-scores[above], kind="stable")]
+        hits: list[VectorHit] = []
+        for row in order:
+            ref = self._refs[int(row)]
+            if ref is None or (skip is not None and skip(ref[0], ref[1])):
+                continue
+            hits.append(VectorHit(ref[0], ref[1], float(scores[row])))
+            if len(hits) >= limit:
+                break
+        return hits
+
+    def _search_ann(
+        self,
+        ann: Hnsw,
+        query: Matrix,
+        limit: int,
+        threshold: float,
+        skip: Callable[[Path, ChunkSpan], bool] | None,
+    ) -> list[VectorHit]:
+        """The approximate index's nearest rows, scored exactly (under ``_lock``).
+
+        More neighbours are asked for (x4) while fewer than ``limit`` hits came and every
+        candidate still passed the threshold (a skipped file's chunks, a dense region)."""
+        q = query.astype(np.float32)
+        size = len(ann)
+        k = ANN_CANDIDATES
+        while True:
+            count = min(k, size)
+            if count == 0:
+                return []
+            rows = ann.search(q, count)
+            rows = rows[(rows >= 0) & (rows < self._n)]
+            rows = rows[self._alive[rows]]
+            scores = np.einsum("ij,j->i", self._matrix[rows], q)
+            order = np.lexsort((rows, -scores))
             hits: list[VectorHit] = []
-            for row in order:
-                ref = self._refs[int(row)]
+            for i in order:
+                if scores[i] < threshold:
+                    break
+                ref = self._refs[int(rows[i])]
                 if ref is None or (skip is not None and skip(ref[0], ref[1])):
                     continue
-                hits.append(VectorHit(ref[0], ref[1], float(scores[row])))
+                hits.append(VectorHit(ref[0], ref[1], float(scores[i])))
                 if len(hits) >= limit:
-                    break
-            return hits
+                    return hits
+            all_pass = len(rows) > 0 and float(scores.min()) >= threshold
+            if not all_pass or count >= size or k >= ANN_MAX_CANDIDATES:
+                return hits
+            k *= 4
 
     def chunks_of(self, path: Path) -> list[ChunkSpan]:
         """Return the chunks held for ``path`` (tests, explain)."""

@@ -21,14 +21,23 @@ measures the rest at full size and extrapolates only the embedding:
    generated code is alike, so many rows pass the threshold and get sorted), once with
    the matrix overwritten by random unit vectors (nothing passes: the product and the
    mask alone); and the product alone over the first 25,000 ... 400,000 rows;
-6. the full tree's embedding time **extrapolated** from (2) and (3), labelled so.
+6. the full tree's embedding time **extrapolated** from (2) and (3), labelled so;
+7. with ``--ann``: the **approximate index** (hnswlib HNSW, what ``VectorIndex`` builds
+   past ``ANN_MIN_CHUNKS``) at full size, over the sample's real vectors each with
+   Gaussian noise (sigma ``NOISE`` per component, renormalised: cosine ~0.93 to its
+   original, so no two rows are equal as plain replay makes them): its build time (the
+   worker's one thread) and memory, search P50/P99 through ``VectorIndex.search`` as the
+   layer calls it, brute force on the same matrix for comparison, and recall@10 against
+   brute force (limit 10, no threshold, and the layer's call) on the ``--queries``.
+
+The steps before 7 keep brute force (``ann_min_chunks`` out of reach).
 
 Also timed: a full pass over the tree with nothing changed (what the 30 s poll the
 vector index no longer runs cost).
 
 Run: .venv/bin/python tests/benchmarks/bench_vector_scale.py [--files 50000]
      [--tree /tmp/lsp-tree-50000] [--cache /tmp/vscale-cache] [--sample 300]
-     [--queries 200] [--threads 1] [--json FILE]
+     [--queries 200] [--threads 1] [--ann] [--json FILE]
 """
 
 from __future__ import annotations
@@ -43,7 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,13 +65,15 @@ from bench_common import pct  # noqa: E402
 from lsp_assist.backends.embedding import Embedder, minilm_gguf_path  # noqa: E402
 from lsp_assist.config import ContextSettings, IndexSettings  # noqa: E402
 from lsp_assist.context.vector import MAX_HITS, query_text  # noqa: E402
-from lsp_assist.index.vectors import VectorIndex, chunk_file  # noqa: E402
+from lsp_assist.index.vectors import ANN_THREADS, VectorIndex, chunk_file  # noqa: E402
 from lsp_assist.index.workspace import WorkspaceIndex  # noqa: E402
 
 SEARCH_LIMIT_MS = 20.0
 """A search slower than this at P99 would want an approximate index."""
 SWEEP_ROWS = (25_000, 50_000, 100_000, 200_000, 400_000)
 """Matrix sizes (its first rows) at which the product alone is timed."""
+NOISE = 0.02
+"""Per-component noise added to the replayed vectors before the approximate index (step 7)."""
 
 
 def rss_mb() -> float:
@@ -89,6 +100,69 @@ class Replay:
         return out
 
 
+def measure_ann(
+    vectors: VectorIndex,
+    queries: list[tuple[Path, np.ndarray]],
+    threshold: float,
+    timed: Callable[..., dict[str, float]],
+    seed: int,
+) -> dict[str, Any]:
+    """Step 7: the approximate index at full size against brute force on the same rows."""
+    noise_rng = np.random.default_rng(seed + 2)
+    with vectors._lock:
+        n = vectors._n
+        dim = vectors._matrix.shape[1]
+        for start in range(0, n, 50_000):
+            block = vectors._matrix[start : min(n, start + 50_000)]
+            block += NOISE * noise_rng.standard_normal(block.shape).astype(np.float32)
+            block /= np.linalg.norm(block, axis=1, keepdims=True)
+    res: dict[str, Any] = {"noise": NOISE, "rows": n, "dim": dim, "threads": ANN_THREADS}
+    res["brute_same_rows"] = timed("brute force, noisy replayed vectors")
+
+    def top(limit: int, thr: float, skip_own: bool, exact: bool) -> list[set[int]]:
+        sets = []
+        for path, q in queries:
+            skip = (lambda p, s, path=path: p == path) if skip_own else None
+            if exact:
+                with vectors._lock:
+                    hits = vectors._search_brute(q, limit, thr, skip)
+            else:
+                hits = vectors.search(q, limit=limit, threshold=thr, skip=skip)
+            sets.append({hash((h.path, h.span)) for h in hits})
+        return sets
+
+    exact10 = top(10, -1.0, False, True)
+    exact_layer = top(MAX_HITS, threshold, True, True)
+    rss0 = rss_mb()
+    vectors.ann_min_chunks = 1
+    started = time.perf_counter()
+    built = vectors.build_ann()
+    res["build_s"] = round(time.perf_counter() - started, 1)
+    res["built"] = built
+    res["build_rss_mb"] = round(rss_mb() - rss0, 1)
+    res["index_mb"] = round(vectors.stats.ann_bytes / 1e6, 1)
+    res["keys"] = vectors.stats.ann_chunks
+    print(
+        f"approximate index: {res['keys']} keys built in {res['build_s']} s "
+        f"({ANN_THREADS} thread), {res['index_mb']} MB (hnswlib, estimated), "
+        f"+{res['build_rss_mb']} MB RSS"
+    )
+    res["search"] = timed("approximate index (hnswlib HNSW)")
+    res["search_limit10"] = timed("approximate index, limit 10", 10)
+
+    def recall(got: list[set[int]], want: list[set[int]]) -> float:
+        total = sum(len(w) for w in want)
+        return round(sum(len(g & w) for g, w in zip(got, want, strict=True)) / max(1, total), 4)
+
+    res["recall_at_10"] = recall(top(10, -1.0, False, False), exact10)
+    res["recall_layer_call"] = recall(top(MAX_HITS, threshold, True, False), exact_layer)
+    print(
+        f"recall@10 vs brute force: {res['recall_at_10']}; "
+        f"the layer's call (limit {MAX_HITS}, threshold {threshold}): {res['recall_layer_call']}"
+    )
+    return res
+
+
 def main() -> int:
     """Measure and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -99,6 +173,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--ann", action="store_true", help="measure the approximate index")
     parser.add_argument("--json", default="")
     args = parser.parse_args()
     tree = Path(args.tree or f"/tmp/lsp-tree-{args.files}")
@@ -201,7 +276,9 @@ def main() -> int:
     store_dir = Path(tempfile.mkdtemp(prefix="vscale-vectors-"))
     replay = Replay(sample_vectors)
     rss2 = rss_mb()
-    vectors = VectorIndex(index, lambda: replay, model_id="replay", cache_dir=store_dir)
+    vectors = VectorIndex(
+        index, lambda: replay, model_id="replay", cache_dir=store_dir, ann_min_chunks=10**12
+    )
     started = time.perf_counter()
     vstats = vectors.sync()
     sync_s = time.perf_counter() - started
@@ -239,13 +316,13 @@ def main() -> int:
         queries.append((path, embedder.embed([text or "def"])[0]))
     threshold = ContextSettings().vector_threshold
 
-    def timed(label: str) -> dict[str, float]:
+    def timed(label: str, limit: int = MAX_HITS) -> dict[str, float]:
         ms: list[float] = []
         found: list[int] = []
         for path, q in queries:
             t = time.perf_counter()
             hits = vectors.search(
-                q, limit=MAX_HITS, threshold=threshold, skip=lambda p, s, path=path: p == path
+                q, limit=limit, threshold=threshold, skip=lambda p, s, path=path: p == path
             )
             ms.append((time.perf_counter() - t) * 1000)
             found.append(len(hits))
@@ -272,6 +349,10 @@ def main() -> int:
             sweep[str(k)] = {"p50_ms": round(pct(ms, 50), 2), "p99_ms": round(pct(ms, 99), 2)}
     out["product_by_rows"] = sweep
     print(f"the product alone by rows: {sweep}")
+    if args.ann:
+        out["ann"] = measure_ann(vectors, queries, threshold, timed, args.seed)
+        with vectors._lock:  # the rows are overwritten next: brute force again
+            vectors._ann = None
     # the same matrix filled with random unit vectors (nothing passes the threshold)
     gen_rng = np.random.default_rng(args.seed)
     with vectors._lock:
