@@ -800,7 +800,7 @@ class VectorIndex:
             rows = np.flatnonzero(self._alive[: self._n]).astype(np.int64)
             dim = int(self._matrix.shape[1])
         began = time.perf_counter()
-        index = Hnsw(dim, capacity=max(1024, 2 * len(rows)))
+        index = Hnsw(dim, capacity=max(1024, len(rows) + len(rows) // 4))
         for start in range(0, len(rows), ANN_BUILD_BATCH):
             if self._stop.is_set():
                 return False
