@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
-from lsp_assist.serving.typethrough import TypeThroughCache
+from lsp_assist.serving.typethrough import EntryKey, TypeThroughCache
 
 
 class EarlyAnswer:
@@ -33,7 +33,7 @@ class EarlyAnswer:
         after_s: float,
         clean: Callable[[str], str],
         cache: TypeThroughCache,
-        cache_key: tuple[str, str, str],
+        cache_key: EntryKey,
     ) -> None:
         self.query = query
         self.outcome = outcome
@@ -41,7 +41,7 @@ class EarlyAnswer:
         self.clean = clean
         self.cache = cache
         self.cache_key = cache_key
-        """(uri, text before the cursor, text after it) the suggestion is made for."""
+        """The type-through entry of the suggestion (hashed once, put as it grows)."""
         self.raw = ""
         self.first_text_at: float | None = None
         self.answered_at: float | None = None
@@ -59,8 +59,7 @@ class EarlyAnswer:
         text = self.clean(self.raw)
         if not text or text == self.shown:
             return
-        uri, before, after = self.cache_key
-        self.cache.put(uri, before, after, text)
+        self.cache.put_at(self.cache_key, text)
         self.shown = text
         if self.answered_at is None:
             self._answer(text, now)
@@ -80,8 +79,3 @@ class EarlyAnswer:
             latency_ms=(now - self.query.received_at) * 1000,
         )
         on_answer(answer)
-
-    @property
-    def answered(self) -> bool:
-        """True once the editor got an early answer."""
-        return self.answered_at is not None

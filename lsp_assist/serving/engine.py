@@ -500,6 +500,8 @@ class CompletionEngine:
             )
 
         alternatives = wanted(query, completion)
+        # keyed by the text the suggestion was made for, not the buffer as it is now
+        entry = self.typethrough.key(doc.uri, doc.text[:offset], doc.text[offset:])
         early: EarlyAnswer | None = None
         if query.on_answer is not None and completion.answer_after_ms > 0 and alternatives == 1:
             early = EarlyAnswer(
@@ -508,7 +510,7 @@ class CompletionEngine:
                 after_s=completion.answer_after_ms / 1000,
                 clean=clean,
                 cache=self.typethrough,
-                cache_key=(doc.uri, doc.text[:offset], doc.text[offset:]),
+                cache_key=entry,
             )
         request = GenerationRequest(
             prompt_tokens=prompt.tokens,
@@ -557,9 +559,7 @@ class CompletionEngine:
         if result.alternatives and not outcome.cancelled:
             branches = [clean(branch.text) for branch in result.alternatives if branch.complete]
             outcome.text, outcome.alternatives = distinct(text, branches)
-        if outcome.text:
-            # keyed by the text the suggestion was made for, not the buffer as it is now
-            self.typethrough.put(doc.uri, doc.text[:offset], doc.text[offset:], outcome.text)
+        self.typethrough.put_at(entry, outcome.text)
 
     def prefill(
         self,

@@ -27,7 +27,9 @@ def _digest(text: str) -> bytes:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class _Key:
+class EntryKey:
+    """What a suggestion was made for: the URI, the text before the cursor (length, hash), after."""
+
     uri: str
     prefix_len: int
     prefix_hash: bytes
@@ -54,23 +56,32 @@ class TypeThroughCache:
         self.max_entries = max(1, max_entries)
         self.hits = 0
         self.misses = 0
-        self._entries: OrderedDict[_Key, str] = OrderedDict()
-        self._by_uri: dict[str, set[_Key]] = {}
+        self._entries: OrderedDict[EntryKey, str] = OrderedDict()
+        self._by_uri: dict[str, set[EntryKey]] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def put(self, uri: str, prefix_text: str, suffix_text: str, suggestion: str) -> None:
-        """Remember ``suggestion`` made with ``prefix_text`` before and ``suffix_text`` after."""
-        if not suggestion:
-            return
-        key = _Key(
+    @staticmethod
+    def key(uri: str, prefix_text: str, suffix_text: str) -> EntryKey:
+        """Return the entry key of a suggestion made with this text before and after the cursor."""
+        return EntryKey(
             uri=uri,
             prefix_len=len(prefix_text),
             prefix_hash=_digest(prefix_text),
             suffix_hash=_digest(suffix_text),
         )
+
+    def put(self, uri: str, prefix_text: str, suffix_text: str, suggestion: str) -> None:
+        """Remember ``suggestion`` made with ``prefix_text`` before and ``suffix_text`` after."""
+        self.put_at(self.key(uri, prefix_text, suffix_text), suggestion)
+
+    def put_at(self, key: EntryKey, suggestion: str) -> None:
+        """Remember ``suggestion`` under a key from :meth:`key` (a growing one: no rehashing)."""
+        if not suggestion:
+            return
+        uri = key.uri
         with self._lock:
             self._entries[key] = suggestion
             self._entries.move_to_end(key)
@@ -110,7 +121,7 @@ class TypeThroughCache:
                     return True
         return False
 
-    def _lookup(self, uri: str, prefix_text: str, suffix_text: str) -> tuple[_Key, str] | None:
+    def _lookup(self, uri: str, prefix_text: str, suffix_text: str) -> tuple[EntryKey, str] | None:
         keys = self._by_uri.get(uri)
         if not keys:
             return None
@@ -144,7 +155,7 @@ class TypeThroughCache:
             return key, remainder
         return None
 
-    def _forget(self, key: _Key) -> None:
+    def _forget(self, key: EntryKey) -> None:
         keys = self._by_uri.get(key.uri)
         if keys is not None:
             keys.discard(key)

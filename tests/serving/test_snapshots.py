@@ -17,6 +17,7 @@ import pytest
 from lsp_assist.documents import Position
 from lsp_assist.serving.engine import CompletionEngine, CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
+from lsp_assist.serving.typethrough import EntryKey
 from tests.serving.fakes import (
     CURSOR_COLUMN,
     CURSOR_LINE,
@@ -28,15 +29,28 @@ from tests.serving.fakes import (
 
 
 def _record_puts(engine: CompletionEngine) -> list[tuple[str, str, str]]:
-    """Wrap the type-through cache's put: return the (prefix, suffix, suggestion) list."""
+    """Wrap the type-through cache's puts: return the (prefix, suffix, suggestion) list.
+
+    The engine hashes the texts into a key once (``key``) and puts the suggestion under it
+    as it grows (``put_at``): the texts of each key are remembered to name them again.
+    """
     puts: list[tuple[str, str, str]] = []
-    put = engine.typethrough.put
+    cache = engine.typethrough
+    key, put_at = cache.key, cache.put_at
+    texts: dict[EntryKey, tuple[str, str]] = {}
 
-    def recording_put(uri: str, prefix: str, suffix: str, suggestion: str) -> None:
-        puts.append((prefix, suffix, suggestion))
-        put(uri, prefix, suffix, suggestion)
+    def recording_key(uri: str, prefix: str, suffix: str) -> EntryKey:
+        made = key(uri, prefix, suffix)
+        texts[made] = (prefix, suffix)
+        return made
 
-    engine.typethrough.put = recording_put  # type: ignore[method-assign]
+    def recording_put_at(entry: EntryKey, suggestion: str) -> None:
+        if suggestion:
+            puts.append((*texts[entry], suggestion))
+        put_at(entry, suggestion)
+
+    cache.key = recording_key  # type: ignore[method-assign]
+    cache.put_at = recording_put_at  # type: ignore[method-assign]
     return puts
 
 
