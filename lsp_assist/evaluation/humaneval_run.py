@@ -1,0 +1,395 @@
+"""Running HumanEval single-line infilling: the plain-FIM arm, the server arm, the result.
+
+This module owns how the tasks of humaneval.py are answered: ``plain`` builds the
+plain FIM prompt as token ids itself (llama-cpp-python's ``suffix=`` is not used) and
+decodes greedily with :class:`~lsp_assist.backends.llama_engine.LlamaEngine` in this
+process; ``server`` starts the real ``lsp-assist serve`` over stdio on a scratch
+workspace holding each problem as its own file, opens the task's file with the line
+blanked and sends one automatic inline request at the cursor, as an editor does while
+the user types. :func:`run_humaneval` runs the arms asked for, scores every answer and
+returns the result that humaneval.py writes. docs/evaluation.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsp_assist.config import machine_cpus, parse_settings
+from lsp_assist.evaluation import humaneval as he
+from lsp_assist.evaluation.client import (
+    close_document,
+    inline_request,
+    open_document,
+    start_server,
+    stop_server,
+    wait_loaded,
+)
+from lsp_assist.evaluation.runner import CAPS, Progress, clean_env
+
+PLAIN_MAX_TOKENS = 64
+"""Tokens the plain arm may write for one line (it stops at the first newline)."""
+SERVER_SETTINGS: dict[str, Any] = {"answerAfterMs": 0, **CAPS}
+"""What the server arm sets: whole suggestions, and time caps that let every request answer."""
+_OUTCOME_KEYS = (
+    "prompt_tokens",
+    "reused_tokens",
+    "output_tokens",
+    "ttft_ms",
+    "skipped",
+    "cancelled",
+    "error",
+    "cache_hit",
+    "multiline",
+    "strategy",
+)
+
+
+@dataclass(slots=True)
+class HumanEvalConfig:
+    """What ``lsp-assist bench --humaneval`` was asked for."""
+
+    model: Path
+    tasks: int = 164
+    """Sample size; 0: every candidate line."""
+    seed: int = 14
+    arms: tuple[str, ...] = he.ARMS
+    settings: dict[str, Any] = field(default_factory=dict)
+    """``--setting`` values: the server arm gets them all, the plain arm ``threads`` and
+    ``contextLength``."""
+    timeout_s: float = he.TEST_TIMEOUT_S
+    data: Path | None = None
+    """A HumanEval jsonl(.gz) other than the package's (tests)."""
+    problems: int = 0
+    """Use only the first N problems (0: all; tests)."""
+
+
+Answer = dict[str, Any]
+"""One arm's answer to one task: ``suggestion``, ``latency_ms`` and what the arm adds."""
+
+
+# -- plain FIM --------------------------------------------------------------------------
+
+
+def plain_prompt(
+    task: he.LineTask,
+    tokenize: Callable[[str], list[int]],
+    fim: tuple[int, int, int] | None,
+    bos: Sequence[int] = (),
+) -> list[int]:
+    """Return the plain prompt's ids: BOS, FIM prefix, prefix, FIM suffix, suffix, FIM middle.
+
+    Without FIM ids (``fim`` None) the prompt is BOS and the prefix alone.
+    """
+    head = list(bos)
+    if fim is None:
+        return head + tokenize(task.prefix())
+    pre, suf, mid = fim
+    return [*head, pre, *tokenize(task.prefix()), suf, *tokenize(task.suffix()), mid]
+
+
+class PlainModel:
+    """The model alone: one llama.cpp context, plain prompts, greedy to the line's end."""
+
+    def __init__(self, model: Path, *, threads: int, n_ctx: int) -> None:
+        from lsp_assist.backends.llama_engine import LlamaEngine
+        from lsp_assist.backends.vocab import llama_cpp_lib
+
+        self.engine = LlamaEngine(model, n_ctx=n_ctx, threads=threads)
+        ll = llama_cpp_lib()
+        vocab = ll.llama_model_get_vocab(self.engine.model)
+        ids = [
+            int(f(vocab))
+            for f in (ll.llama_vocab_fim_pre, ll.llama_vocab_fim_suf, ll.llama_vocab_fim_mid)
+        ]
+        self.fim: tuple[int, int, int] | None = None
+        if all(i >= 0 for i in ids):
+            self.fim = (ids[0], ids[1], ids[2])
+        bos = int(ll.llama_vocab_bos(vocab))
+        self.bos = [bos] if bos >= 0 and ll.llama_vocab_get_add_bos(vocab) else []
+
+    def prompt(self, task: he.LineTask) -> list[int]:
+        """Return the task's plain prompt ids for this model."""
+        return plain_prompt(task, self.engine.tokenize, self.fim, self.bos)
+
+    def complete(self, task: he.LineTask, max_tokens: int = PLAIN_MAX_TOKENS) -> Answer:
+        """Return the greedy completion of the task's line and its token counts and time."""
+        engine = self.engine
+        started = time.perf_counter()
+        prompt = self.prompt(task)
+        if len(prompt) + max_tokens > engine.n_ctx:
+            return {"suggestion": "", "latency_ms": None, "error": "prompt over the context"}
+        common = 0
+        for have, want in zip(engine.tokens, prompt, strict=False):
+            if have != want:
+                break
+            common += 1
+        common = min(common, len(prompt) - 1)  # the last prompt token gives the logits
+        engine.truncate(common)
+        engine.eval(prompt[common:], n_logits=1)
+        first = time.perf_counter()
+        out = bytearray()
+        written = 0
+        while written < max_tokens:
+            token = engine.argmax(0)
+            if engine.is_eog(token) or engine.is_special(token):
+                break
+            out += engine.piece(token, special=False)
+            written += 1
+            if b"\n" in out:
+                del out[out.index(b"\n") :]
+                break
+            engine.eval([token], n_logits=1)
+        done = time.perf_counter()
+        return {
+            "suggestion": out.decode("utf-8", "replace"),
+            "latency_ms": round((done - started) * 1000, 2),
+            "ttft_ms": round((first - started) * 1000, 2),
+            "prompt_tokens": len(prompt),
+            "reused_tokens": common,
+            "output_tokens": written,
+        }
+
+    def close(self) -> None:
+        """Free the model."""
+        self.engine.close()
+
+
+def run_plain(
+    tasks: Sequence[he.LineTask],
+    model: Path,
+    *,
+    threads: int,
+    n_ctx: int,
+    on_answer: Callable[[he.LineTask, Answer], None],
+) -> dict[str, Any]:
+    """Answer every task with the model alone; return the session (load time, FIM or not)."""
+    started = time.perf_counter()
+    plain = PlainModel(model, threads=threads, n_ctx=n_ctx)
+    session: dict[str, Any] = {
+        "load_s": round(time.perf_counter() - started, 2),
+        "fim": plain.fim is not None,
+        "threads": threads,
+        "n_ctx": n_ctx,
+    }
+    try:
+        for task in tasks:
+            on_answer(task, plain.complete(task))
+    finally:
+        plain.close()
+    session["wall_s"] = round(time.perf_counter() - started, 1)
+    return session
+
+
+# -- through the server ------------------------------------------------------------------
+
+
+def server_options(model: Path, cache_dir: Path, settings: dict[str, Any]) -> dict[str, Any]:
+    """Return the server arm's initializationOptions: ours, then ``--setting``, then the model."""
+    own = {"cacheDir": str(cache_dir), "watch": False, "metrics": True, "logPrompts": True}
+    return {**own, **SERVER_SETTINGS, **settings, "modelPath": str(model)}
+
+
+async def _serve(
+    tasks: Sequence[he.LineTask],
+    problems: Sequence[he.Problem],
+    model: Path,
+    settings: dict[str, Any],
+    on_answer: Callable[[he.LineTask, Answer], None],
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    scratch = Path(tempfile.mkdtemp(prefix="lsp-assist-humaneval-"))
+    root = scratch / "workspace"
+    root.mkdir()
+    for problem in problems:
+        (root / problem.file_name).write_text(problem.program, encoding="utf-8")
+    options = server_options(model, scratch / "cache", settings)
+    messages: list[str] = []
+    answers: list[tuple[he.LineTask, Answer]] = []
+    client, _ = await start_server(
+        "bench-humaneval", root, options, env=clean_env(False), on_message=messages.append
+    )
+    session: dict[str, Any] = {"settings": {k: v for k, v in options.items() if k != "cacheDir"}}
+    try:
+        status = await wait_loaded(client)
+        session["load_s"] = round(time.perf_counter() - started, 2)
+        session["budget"] = dict(status.get("budget", {}))
+        last_id = ""
+        for task in tasks:
+            path = root / task.problem.file_name
+            uri = path.as_uri()
+            blank = task.blanked()
+            path.write_text(blank, encoding="utf-8")  # the disk says what the buffer says
+            try:
+                open_document(client, uri, blank, "python")
+                suggestion, client_ms, last = await inline_request(
+                    client, uri, task.line, task.indent, automatic=True
+                )
+            finally:
+                path.write_text(task.problem.program, encoding="utf-8")  # before didClose
+            close_document(client, uri)
+            answer: Answer = {"suggestion": suggestion, "client_ms": round(client_ms, 2)}
+            request_id = str(last.get("request_id", ""))
+            if not request_id or request_id == last_id:
+                answer.update(latency_ms=round(client_ms, 2), skipped="no outcome")
+            else:
+                last_id = request_id
+                answer["request_id"] = request_id
+                answer["latency_ms"] = last.get("latency_ms")
+                answer.update({k: last[k] for k in _OUTCOME_KEYS if k in last})
+            answers.append((task, answer))
+    finally:
+        with contextlib.suppress(Exception):
+            await stop_server(client)
+        try:
+            _join_prompts(scratch / "cache", [a for _, a in answers])
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    for task, answer in answers:
+        on_answer(task, answer)
+    session["messages"] = messages
+    session["wall_s"] = round(time.perf_counter() - started, 1)
+    return session
+
+
+def _join_prompts(cache_dir: Path, answers: Sequence[Answer]) -> None:
+    """Give each answer the prompt the server logged for its request (``logPrompts``)."""
+    from lsp_assist.telemetry import METRICS_FILE, read_records
+
+    dirs = sorted({p.parent for p in cache_dir.rglob(METRICS_FILE + "*")})
+    by_id = {r.request_id: r for r in read_records(dirs)} if dirs else {}
+    for answer in answers:
+        logged = by_id.get(str(answer.get("request_id", "")))
+        if logged is not None and logged.prompt is not None:
+            answer["prompt"] = logged.prompt
+
+
+def run_server(
+    tasks: Sequence[he.LineTask],
+    problems: Sequence[he.Problem],
+    model: Path,
+    settings: dict[str, Any],
+    on_answer: Callable[[he.LineTask, Answer], None],
+) -> dict[str, Any]:
+    """Answer every task through ``lsp-assist serve``; return the session (load, settings)."""
+    return asyncio.run(_serve(tasks, problems, model, settings, on_answer))
+
+
+# -- the whole run ------------------------------------------------------------------------
+
+
+def model_label(model: Path) -> tuple[str, str]:
+    """Return the model's ``general.name`` with its file name, and its quantization."""
+    from lsp_assist.backends import Vocabulary
+
+    vocab = Vocabulary(model)
+    try:
+        info = vocab.info()
+        name = vocab.meta("general.name") or info.name
+    finally:
+        vocab.close()
+    return (f"{name} ({model.name})" if name else model.name), info.quantization
+
+
+def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
+    """Run the arms asked for over the sampled tasks, score every answer, return the result."""
+    from lsp_assist.evaluation import report
+
+    started = time.perf_counter()
+    load_start = os.getloadavg()[0]
+    problems = he.load_problems(config.data)
+    if config.problems:
+        problems = problems[: config.problems]
+    tasks = he.sample_tasks(problems, config.tasks, config.seed)
+    candidates = len(he.all_tasks(problems))
+    label, quantization = model_label(config.model)
+    settings, _ = parse_settings(config.settings)
+    progress = Progress(len(tasks) * (len(config.arms) + 1), sys.stderr)
+    progress.note(
+        f"HumanEval: {len(tasks)} of {candidates} lines of {len(problems)} problems; "
+        f"arms {', '.join(config.arms)}; {label}"
+    )
+    records: dict[str, dict[str, Any]] = {}
+    canonical = blank = 0
+    for task in tasks:
+        ref = he.reference(task, config.timeout_s)
+        canonical += ref["canonical_passes"]
+        blank += ref["blank_passes"]
+        records[task.id] = {
+            "task": task.id,
+            "problem": task.problem.task_id,
+            "line": task.line + 1,
+            "indent": task.indent,
+            "expected": task.expected,
+            **ref,
+            "arms": {},
+        }
+        progress.step("reference")
+
+    def keep(arm: str) -> Callable[[he.LineTask, Answer], None]:
+        def on_answer(task: he.LineTask, answer: Answer) -> None:
+            scores = he.score(task, str(answer.get("suggestion", "")), config.timeout_s)
+            records[task.id]["arms"][arm] = {**answer, **scores}
+            progress.step(arm)
+
+        return on_answer
+
+    sessions: dict[str, dict[str, Any]] = {}
+    for arm in config.arms:
+        if arm == "plain":
+            threads = settings.model.threads or machine_cpus()
+            n_ctx = settings.model.context_length
+            sessions[arm] = run_plain(
+                tasks, config.model, threads=threads, n_ctx=n_ctx, on_answer=keep(arm)
+            )
+        else:
+            sessions[arm] = run_server(
+                tasks, problems, config.model, dict(config.settings), keep(arm)
+            )
+        progress.note(f"arm {arm}: {sessions[arm]['wall_s']:.0f} s")
+    progress.close()
+    rows = list(records.values())
+    shown = ", ".join(
+        f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
+        for k, v in {**SERVER_SETTINGS, **config.settings}.items()
+    )
+    meta = {
+        "command": command,
+        "date": report.now(),
+        "machine": report.machine(),
+        "commit": report.commit(),
+        "model": str(config.model),
+        "model_label": label,
+        "quantization": quantization,
+        "problems": len(problems),
+        "candidates": candidates,
+        "tasks": len(tasks),
+        "all_lines": len(tasks) == candidates,
+        "seed": config.seed,
+        "timeout_s": config.timeout_s,
+        "plain_max_tokens": PLAIN_MAX_TOKENS,
+        "server_settings": shown,
+        "reference": {"canonical_passes": canonical, "blank_passes": blank},
+        "load_start": round(load_start, 2),
+        "load_end": round(os.getloadavg()[0], 2),
+        "wall_min": round((time.perf_counter() - started) / 60, 2),
+    }
+    arms = [
+        {
+            "name": arm,
+            "label": he.ARM_LABELS[arm],
+            "session": sessions[arm],
+            "summary": he.summarize(rows, arm),
+        }
+        for arm in config.arms
+    ]
+    return {"meta": meta, "arms": arms, "records": rows}
