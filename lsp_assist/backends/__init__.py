@@ -17,15 +17,19 @@ from lsp_assist.backends.base import (
     StopRule,
     Usage,
 )
+from lsp_assist.backends.embedding import MAX_TOKENS as EMBEDDING_MAX_TOKENS
+from lsp_assist.backends.embedding import Embedder, minilm_gguf_path
 from lsp_assist.backends.factory import create_backend, resolve_model_path
 from lsp_assist.backends.models import embedded_model_path, small_model_path
 from lsp_assist.backends.vocab import Vocabulary, read_model_info
 
 __all__ = [
     "BACKEND_FIELDS",
+    "EMBEDDING_MAX_TOKENS",
     "USAGE_FIELDS",
     "Backend",
     "CancelToken",
+    "Embedder",
     "GenerationRequest",
     "GenerationResult",
     "ModelInfo",
@@ -34,6 +38,7 @@ __all__ = [
     "Vocabulary",
     "create_backend",
     "embedded_model_path",
+    "minilm_gguf_path",
     "read_model_info",
     "resolve_model_path",
     "small_model_path",

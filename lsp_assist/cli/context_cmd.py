@@ -42,9 +42,9 @@ from lsp_assist.context import attach_vectors
 from lsp_assist.documents import language_for_path
 from lsp_assist.errors import BackendError, LspAssistError
 from lsp_assist.index import IndexLookup, VectorIndex
-from lsp_assist.index.vectors import open_workspace_vectors
 from lsp_assist.serving import CompletionEngine
 from lsp_assist.serving.adaptive_budget import explain_with_budget, is_explicit
+from lsp_assist.serving.vectors_wiring import open_workspace_vectors
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -8,7 +8,7 @@ package never imports llama_cpp.
 
 from lsp_assist.context.engine import ContextEngine, explain
 from lsp_assist.context.model import AssembledPrompt, Cursor, Layer, LayerItem, TokenCounter
-from lsp_assist.context.vector import attach_vectors
+from lsp_assist.context.vector_layer import attach_vectors
 
 __all__ = [
     "AssembledPrompt",

@@ -50,7 +50,7 @@ from lsp_assist.context.similar import SimilarCode, similar_layer
 from lsp_assist.context.summaries import FileOutline, project_summary_layer
 from lsp_assist.context.syntax import TreeCache
 from lsp_assist.context.tokens import CachedCounter
-from lsp_assist.context.vector import VectorLayer, query_text
+from lsp_assist.context.vector_layer import VectorLayer, query_text
 from lsp_assist.context.zone import (
     Zone,
     estimate_ratio,

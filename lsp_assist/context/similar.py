@@ -198,7 +198,7 @@ def similar_layer(
     """Return the ``similar`` layer: windows of ``recent`` files like the zone, within ``budget``.
 
     Windows overlapping a definition the related layer holds are left out. ``vectors``
-    (vector retrieval, ``context/vector.py``) turns the windows and that exclusion into
+    (vector retrieval, ``context/vector_layer.py``) turns the windows and that exclusion into
     the fused list of windows and vector matches.
     """
     files: list[tuple[Path, str]] = []

@@ -13,10 +13,11 @@ from lsp_assist.index.model import (
     Symbol,
     SymbolKind,
 )
-from lsp_assist.index.vectors import VectorIndex, start_workspace_vectors
+from lsp_assist.index.vectors import Embedding, VectorIndex, VectorSource
 from lsp_assist.index.workspace import WorkspaceIndex
 
 __all__ = [
+    "Embedding",
     "EmptyIndex",
     "FileEntry",
     "Import",
@@ -24,7 +25,7 @@ __all__ = [
     "Symbol",
     "SymbolKind",
     "VectorIndex",
+    "VectorSource",
     "WorkspaceIndex",
     "available_languages",
-    "start_workspace_vectors",
 ]

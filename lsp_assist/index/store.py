@@ -8,7 +8,7 @@ schema version and a fingerprint of the query files are stored in ``meta``; when
 either differs the cache is dropped.
 sqlite3 errors are mapped to :class:`~lsp_assist.errors.IndexError_`. It also owns how
 a cache database is opened (:func:`connect`) and written (:func:`transaction`), for the
-other tables of the same file (the vectors of ``index/vectors.py``).
+other tables of the same file (the vectors of ``index/vectors/store.py``).
 """
 
 from __future__ import annotations

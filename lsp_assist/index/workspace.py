@@ -192,12 +192,15 @@ class WorkspaceIndex:
         with self._gate.hold():
             yield
 
-    def foreground_busy(self) -> bool:
-        """True while a request holds the foreground gate (other background work waits)."""
-        return self._gate.holders > 0
+    def yield_to_foreground(self, stopped: Callable[[], bool] | None = None) -> None:
+        """Wait while a request holds the foreground gate (background work calls this).
 
-    def _yield_to_foreground(self) -> None:
-        self._gate.wait(self._is_stopped)
+        At most ``gate.MAX_YIELD_S``; it ends early once the index stops or ``stopped()``
+        (the caller's own stop) is true, when the gate is next released or the wait ends."""
+        if stopped is None:
+            self._gate.wait(self._is_stopped)
+        else:
+            self._gate.wait(lambda: self._stopped or stopped())
 
     def _is_stopped(self) -> bool:
         return self._stopped
@@ -461,7 +464,7 @@ class WorkspaceIndex:
         step = max(1, total // 100)
         seen: set[Path] = set()
         for done, item in enumerate(found, 1):
-            self._yield_to_foreground()
+            self.yield_to_foreground()
             if self._stopped:
                 break
             seen.add(item.path)

@@ -47,7 +47,7 @@ from lsp_assist.documents import (
     uri_to_path,
 )
 from lsp_assist.errors import BackendError, GenerationCancelled, LspAssistError, ModelLoadError
-from lsp_assist.index import EmptyIndex, VectorIndex, WorkspaceIndex, start_workspace_vectors
+from lsp_assist.index import EmptyIndex, VectorIndex, WorkspaceIndex
 from lsp_assist.serving.adaptive_budget import (
     AdaptiveBudget,
     budget_for,
@@ -63,6 +63,7 @@ from lsp_assist.serving.records import metrics_record
 from lsp_assist.serving.stoprules import make_stop_rule, stop_strings
 from lsp_assist.serving.triggers import oversized_reason, skip_reason
 from lsp_assist.serving.typethrough import TypeThroughCache
+from lsp_assist.serving.vectors_wiring import start_workspace_vectors
 from lsp_assist.telemetry import MetricsLog, metrics_dir
 
 __all__ = [
@@ -172,7 +173,7 @@ class CompletionEngine:
                     self.model_error = str(exc)
                     logger.error("backend not available: %s", exc)
                     return None
-                self._context = None
+                self._drop_context()
                 self.adaptive = AdaptiveBudget()
                 if not is_explicit(self.settings):
                     calibrate(backend, self.adaptive)  # before the model counts as loaded
@@ -190,13 +191,19 @@ class CompletionEngine:
                     self.backend.close()
                 self.backend = None
                 self.model_error = ""
-            self._context = None
+            self._drop_context()
         elif context is not None:
             context.update_settings(settings.context)
         if old.telemetry != settings.telemetry:
             self._open_metrics()
         if old.index != settings.index:
             logger.warning("index settings take effect when the server restarts")
+
+    def _drop_context(self) -> None:
+        """Forget the context engine (built for another model) and stop its vector layer."""
+        context, self._context = self._context, None
+        if context is not None and context.vectors is not None:
+            context.vectors.stop()
 
     def context_engine(self) -> ContextEngine | None:
         """Return the context engine (built lazily once the model's tokenizer is known)."""
@@ -235,7 +242,8 @@ class CompletionEngine:
         return thread
 
     def close(self) -> None:
-        """Stop the watcher and release the model."""
+        """Stop the watcher, the vector threads and release the model."""
+        self._drop_context()
         if self.index is not None:
             self.index.stop()
         if self.vectors is not None:

@@ -56,7 +56,7 @@ from bench_context import EXCLUDE, load_vocabulary, scanned_index  # noqa: E402
 from lsp_assist.backends.embedding import Embedder, minilm_gguf_path  # noqa: E402
 from lsp_assist.config import ContextSettings  # noqa: E402
 from lsp_assist.context.similar import SimilarCode, SimilarHit  # noqa: E402
-from lsp_assist.context.vector import VectorLayer, merge, query_text  # noqa: E402
+from lsp_assist.context.vector_layer import VectorLayer, merge, query_text  # noqa: E402
 from lsp_assist.index.model import Symbol  # noqa: E402
 from lsp_assist.index.vectors import VectorIndex, chunk_file  # noqa: E402
 

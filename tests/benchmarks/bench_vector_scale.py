@@ -64,8 +64,9 @@ from bench_common import pct  # noqa: E402
 
 from lsp_assist.backends.embedding import Embedder, minilm_gguf_path  # noqa: E402
 from lsp_assist.config import ContextSettings, IndexSettings  # noqa: E402
-from lsp_assist.context.vector import MAX_HITS, query_text  # noqa: E402
-from lsp_assist.index.vectors import ANN_THREADS, VectorIndex, chunk_file  # noqa: E402
+from lsp_assist.context.vector_layer import MAX_HITS, query_text  # noqa: E402
+from lsp_assist.index.vectors import VectorIndex, chunk_file  # noqa: E402
+from lsp_assist.index.vectors.ann import ANN_THREADS  # noqa: E402
 from lsp_assist.index.workspace import WorkspaceIndex  # noqa: E402
 
 SEARCH_LIMIT_MS = 20.0

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lsp_assist.index import vectors as vectors_module
 from lsp_assist.index.vectors import VectorHit, VectorIndex
+from lsp_assist.index.vectors import index as vectors_module
 from lsp_assist.index.workspace import WorkspaceIndex
 from tests.support.workspace import rewrite, scanned_index
 
@@ -148,13 +148,21 @@ def test_changed_definition_is_removed_by_key(tmp_path: Path) -> None:
 
 def test_search_falls_back_to_brute_force_while_building(tmp_path: Path) -> None:
     index = scanned_index(tmp_path / "ws", FILES)
-    gate = threading.Event()
-    ann = VectorIndex(index, HashedRandom, model_id="r", ann_min_chunks=100, busy=gate.is_set)
+    held, release = threading.Event(), threading.Event()
+
+    def request() -> None:
+        with index.foreground():
+            held.set()
+            release.wait(10)
+
+    ann = VectorIndex(index, HashedRandom, model_id="r", ann_min_chunks=100)
     brute = VectorIndex(index, HashedRandom, model_id="r", ann_min_chunks=10**9)
     ann.sync()
     brute.sync()
     assert ann.stats.ann_chunks == 400
-    gate.set()  # a request is being served: the build waits between batches
+    holder = threading.Thread(target=request)  # a request is being served: the build
+    holder.start()  # waits between batches
+    assert held.wait(5)
     builder = threading.Thread(target=ann.build_ann)
     builder.start()
     try:
@@ -169,7 +177,8 @@ def test_search_falls_back_to_brute_force_while_building(tmp_path: Path) -> None
         )
         assert builder.is_alive()
     finally:
-        gate.clear()
+        release.set()
+        holder.join(10)
         builder.join(10)
     assert ann.stats.ann_chunks == 400 and ann.stats.ann_builds == 2
 

@@ -157,9 +157,9 @@ def test_the_worker_waits_while_a_request_holds_the_gate(
             release.wait(10)
 
     # the vector index yields to the same gate as the scan does (its own model: the
-    # fixture's worker embeds the same change without waiting)
+    # fixture's worker, which waits too, counts into another)
     own = BagOfWords()
-    gated = VectorIndex(index, lambda: own, model_id="bag", busy=index.foreground_busy)
+    gated = VectorIndex(index, lambda: own, model_id="bag")
     gated.sync()
     own.texts.clear()
     thread = threading.Thread(target=request)
@@ -181,14 +181,20 @@ def test_the_worker_waits_while_a_request_holds_the_gate(
 
 def test_a_source_without_events_is_polled(tmp_path: Path) -> None:
     class Silent:
-        """The index's lookups without ``on_change``."""
+        """The index's lookups, but ``on_change`` cannot report changes (None)."""
 
         def __init__(self, index: WorkspaceIndex) -> None:
             self.files = index.files
+            self.holds = index.holds
             self.file = index.file
             self.text_of = index.text_of
             self.relative = index.relative
             self.is_denied = index.is_denied
+            self.yield_to_foreground = index.yield_to_foreground
+
+        def on_change(self, listener: Callable[[Path], None]) -> None:
+            """Report nothing: the vector index polls."""
+            return None
 
     index = scanned_index(tmp_path / "ws", FILES)
     vectors = VectorIndex(Silent(index), BagOfWords, model_id="bag")

@@ -228,14 +228,3 @@ def test_a_change_on_disk_is_re_embedded_by_the_packaged_model(tmp_path: Path) -
     finally:
         vectors.stop()
         index.stop()
-
-
-def test_the_workspace_wiring_follows_events_and_the_gate(tmp_path: Path) -> None:
-    from lsp_assist.config import Settings
-    from lsp_assist.index.vectors import open_workspace_vectors
-
-    index = scanned_index(tmp_path / "ws", {"a.py": "def a():\n    return 1\n"})
-    vectors = open_workspace_vectors(index, Settings(), None)
-    assert vectors.poll_s is None  # the index reports its changes
-    assert vectors._busy == index.foreground_busy
-    vectors.stop()

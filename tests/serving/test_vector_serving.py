@@ -16,7 +16,8 @@ pytest.importorskip("all_minilm_l6_v2")
 
 from lsp_assist.config import Settings, parse_settings
 from lsp_assist.serving.engine import CompletionEngine
-from tests.support.workspace import write_files
+from lsp_assist.serving.vectors_wiring import open_workspace_vectors
+from tests.support.workspace import scanned_index, write_files
 
 from .fakes import MarkerBackend
 
@@ -99,3 +100,11 @@ def test_switch_off_starts_nothing(tmp_path: Path) -> None:
         assert "65521" not in prompt.prompt
     finally:
         engine.close()
+
+
+def test_the_workspace_wiring_follows_events(tmp_path: Path) -> None:
+    index = scanned_index(tmp_path / "ws", {"a.py": "def a():\n    return 1\n"})
+    vectors = open_workspace_vectors(index, Settings(), None)
+    assert vectors.poll_s is None  # the index reports its changes
+    assert vectors.source is index  # and its gate is the one the worker yields to
+    vectors.stop()

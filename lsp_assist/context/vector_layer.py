@@ -8,12 +8,14 @@ This module owns:
   recent query vectors), :meth:`VectorLayer.prefetch` (called when a build starts: the
   embedding overlaps the zone and related layers) and :meth:`VectorLayer.merge`, which
   waits at most ``vector_wait_ms`` for the query (not ready: the build goes on without
-  vectors), searches the workspace's chunks (:class:`~lsp_assist.index.vectors.VectorIndex`),
+  vectors), searches the workspace's chunks (:class:`~lsp_assist.index.VectorIndex`),
   drops matches under ``vector_threshold`` and those overlapping related definitions,
   and fuses them with the lexical (Jaccard) windows of the similar layer by reciprocal
   rank, overlapping chunks merged into one item.
 
 The vector index and its model belong to the index side; this module only reads them.
+The layer's thread is its owner's to stop (:meth:`VectorLayer.stop`): serving stops it
+when its engine closes or drops the context engine for another model.
 """
 
 from __future__ import annotations
@@ -250,7 +252,12 @@ def merge(lexical: list[SimilarHit], vector: list[SimilarHit]) -> list[SimilarHi
 
 
 def attach_vectors(context: Any, vectors: VectorIndex | None, index: Any) -> None:
-    """Give a context engine the vector layer over ``vectors`` (nothing when None)."""
+    """Give a context engine the vector layer over ``vectors`` (nothing when None).
+
+    A layer it had before is stopped: its query thread is not left behind."""
     if vectors is None:
         return
+    old = context.vectors
     context.vectors = VectorLayer(vectors, text_of=index.text_of, relative=index.relative)
+    if old is not None:
+        old.stop()

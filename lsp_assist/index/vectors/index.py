@@ -1,78 +1,53 @@
-"""Vector index: the workspace's definitions as embedding vectors, searched by brute force or HNSW.
+"""The vector index: the workspace's chunks as one matrix, searched and kept current.
 
-This module owns:
+Owns :class:`VectorIndex`: a background thread that embeds what changed (only the
+chunks whose embedded text is new), a contiguous float32 matrix of every live chunk,
+and :meth:`VectorIndex.search` (cosine, a threshold, best first): brute force below
+``ANN_MIN_CHUNKS`` live chunks, the approximate index (``ann``) over the same rows
+above it, built and kept current on the worker (keys: the matrix rows), its candidates
+scored exactly; brute force while it is being built. Also the protocols it
+reads through: :class:`Embedding` (the model) and :class:`VectorSource` (the index).
 
-- the **chunker** (:func:`chunk_file`): one chunk per definition from the syntax index
-  (function, method, class header with its docstring and member names), a long
-  definition split into pieces of ``MAX_LINES``; the embedded text starts with the
-  file's path and the enclosing names (``pkg/mod.py Class.method``);
-- :class:`VectorStore`: the vectors in the per-workspace SQLite cache
-  (``index.sqlite3``, beside the symbols): one row per file and model, keyed by the
-  index's content hash, with its chunks and their vectors (float16);
-- :class:`VectorIndex`: a background thread that embeds what changed (only the chunks
-  whose embedded text is new: unchanged definitions keep their vectors), a contiguous
-  float32 matrix of every live chunk, and :meth:`VectorIndex.search` (cosine, a
-  threshold, best first): brute force over the matrix below ``ANN_MIN_CHUNKS`` live
-  chunks, an approximate (HNSW, hnswlib) index over the same rows above it, built and
-  kept current on the worker thread (keys: the matrix rows), its candidates scored
-  exactly against the matrix; brute force while it is being built.
+Changes arrive as events: the source calls the vector index for each file whose content
+changed or went (``VectorSource.on_change``; ``WorkspaceIndex`` calls it from the one
+place that changes entries, ``_install``). The worker waits for ``quiet_s`` without a
+new one (at most ``max_delay_s`` after the first), then looks at those files only; no
+periodic full pass, which would find nothing the events did not say at the cost of a
+look over every file (a second at 50,000 files). A source that cannot report changes
+(``on_change`` returns None) is looked over every ``poll_s`` (30 s) instead. Between
+batches of ``BATCH`` chunks the worker yields to a request being served
+(``VectorSource.yield_to_foreground``: the index's foreground gate).
 
-Changes arrive as events: the workspace index calls the vector index for each file whose
-content changed or went (``WorkspaceIndex.on_change``: a watcher batch, a rescan, an open
-buffer's edit once re-extracted, a closed buffer, a deletion). The worker waits for
-``quiet_s`` without a new one (at most ``max_delay_s`` after the first), then looks at
-those files only, and embeds only their changed definitions. There is no periodic full
-pass with such a source: every change to an entry goes through the one place that calls
-the listeners (``WorkspaceIndex._install``), so a poll would find nothing the events did
-not say, at the cost of looking over every file (a second on a 50,000-file tree). A
-source without ``on_change`` is looked over every ``poll_s`` (30 s) instead. The worker
-waits while a request holds the index's foreground gate (``busy``), between batches of
-``BATCH`` chunks (one ``llama_decode`` of the packaged model).
-
-The embedding model is whatever the caller's factory returns (anything with ``dim``
-and ``embed(texts) -> (n, dim) float32``, L2-normalised); the serving layer passes
-:class:`lsp_assist.backends.embedding.Embedder`. The model is loaded on the worker
-thread, never on the caller's.
+The embedding model is whatever the caller's factory returns (``dim`` and
+``embed(texts) -> (n, dim) float32``, L2-normalised), loaded on the worker thread; the
+serving layer passes :class:`lsp_assist.backends.embedding.Embedder`
+(``serving/vectors_wiring.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
-import marshal
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
-import numpy.typing as npt
 
-from lsp_assist.config import Settings, workspace_cache_dir
 from lsp_assist.errors import IndexError_, LspAssistError
-from lsp_assist.index.model import FileEntry, Symbol
-from lsp_assist.index.store import DB_NAME, connect, transaction
-
-Matrix = npt.NDArray[np.float32]
-"""A float32 vector or matrix (rows are L2-normalised embeddings)."""
-Stored = tuple[str, list["ChunkSpan"], npt.NDArray[np.float16]]
-"""A file's row in the cache: its content hash, its chunks, their float16 vectors."""
+from lsp_assist.index.model import FileEntry
+from lsp_assist.index.vectors.ann import Hnsw
+from lsp_assist.index.vectors.chunks import ChunkSpan, Matrix, VectorHit, chunk_file, text_key
+from lsp_assist.index.vectors.store import Stored, VectorStore
 
 logger = logging.getLogger(__name__)
 
-CHUNK_KINDS = frozenset({"function", "method", "class", "interface", "struct", "enum", "type"})
-CLASS_KINDS = frozenset({"class", "interface", "struct", "enum"})
-MAX_LINES = 40
-"""A definition longer than this is embedded as pieces of this many lines."""
-HEADER_LINES = 20
-"""A class's chunk: its header up to its first member, at most this many lines."""
 BATCH = 4
-"""Chunks per embedding call on the worker thread (then it looks at ``busy`` again): the
+"""Chunks per embedding call on the worker thread (then it yields to the foreground): the
 packaged model's sequences per ``llama_decode``, so a request waits behind one at most."""
 SAVE_BATCH = 200
 """Files per SQLite transaction."""
@@ -92,15 +67,11 @@ ANN_REBUILD_REMOVED = 0.5
 """The index is rebuilt once the keys removed from it exceed this fraction of its live ones
 (HNSW removal leaves holes in the graph)."""
 ANN_BUILD_BATCH = 20_000
-"""Rows added per call while building (then the worker looks at ``busy`` and stop)."""
-ANN_THREADS = 1
-"""Threads of a build: the worker's one (a request keeps the other core)."""
+"""Rows added per call while building (then the worker yields to the foreground)."""
 ANN_CANDIDATES = 64
 """Neighbours first asked of the approximate index (then x4 while all of them pass)."""
 ANN_MAX_CANDIDATES = 4096
-ANN_CONNECTIVITY = 16
-ANN_EXPANSION_ADD = 128
-ANN_EXPANSION_SEARCH = 64
+"""The most neighbours one search asks the approximate index for."""
 Progress = Callable[[int, int, int], None]
 """Called as files are embedded: (files done, files to embed, chunks embedded so far)."""
 
@@ -119,13 +90,14 @@ class Embedding(Protocol):
 
 
 class VectorSource(Protocol):
-    """The index lookups the vector index reads (``WorkspaceIndex`` has them).
-
-    Used where a source has them too: ``on_change(listener)`` (changes as events),
-    ``holds(path)`` (one file's membership) and ``foreground_busy()`` (the gate)."""
+    """The index the vector index reads and follows (``WorkspaceIndex`` is one)."""
 
     def files(self) -> list[Path]:
         """The indexed workspace files."""
+        ...
+
+    def holds(self, path: Path) -> bool:
+        """True when :meth:`files` lists ``path`` (without listing them all)."""
         ...
 
     def file(self, path: Path) -> FileEntry | None:
@@ -144,143 +116,17 @@ class VectorSource(Protocol):
         """True for secrets."""
         ...
 
+    def on_change(self, listener: Callable[[Path], None]) -> Callable[[], None] | None:
+        """Call ``listener(path)`` as a file's content changes or goes; return how to stop.
 
-@dataclass(frozen=True, slots=True)
-class ChunkSpan:
-    """One embedded piece of a definition: its lines (0-based, inclusive) and label."""
+        The listener only notes the path (it may run under the source's own lock). A
+        source that cannot report its changes returns None: it is looked over every
+        ``poll_s`` instead."""
+        ...
 
-    start_line: int
-    end_line: int
-    label: str
-    """The enclosing names and the definition's name, e.g. ``Parser.parse_args``."""
-    kind: str
-    key: str
-    """Hash of the embedded text: the same text keeps its vector."""
-
-
-@dataclass(frozen=True, slots=True)
-class VectorHit:
-    """A chunk that passed the threshold."""
-
-    path: Path
-    span: ChunkSpan
-    score: float
-
-
-def _key(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=12).hexdigest()
-
-
-def _label(sym: Symbol) -> str:
-    return f"{sym.parent}.{sym.name}" if sym.parent else sym.name
-
-
-def chunk_file(rel: str, symbols: Sequence[Symbol], text: str) -> list[tuple[ChunkSpan, str]]:
-    """Return the chunks of one file with the text embedded for each (path and names first)."""
-    lines = text.split("\n")
-    out: list[tuple[ChunkSpan, str]] = []
-    for sym in symbols:
-        if sym.kind not in CHUNK_KINDS or sym.start_line >= len(lines):
-            continue
-        end = min(sym.end_line, len(lines) - 1)
-        label = _label(sym)
-        if sym.kind in CLASS_KINDS:
-            members = [
-                s for s in symbols if s.parent == sym.name and sym.start_line < s.start_line <= end
-            ]
-            # the header: docstring and attributes, up to the first member with a body
-            stop = min(
-                [end, sym.start_line + HEADER_LINES - 1]
-                + [m.start_line - 1 for m in members if m.kind in CHUNK_KINDS]
-            )
-            stop = max(stop, sym.start_line)
-            body = "\n".join(lines[sym.start_line : stop + 1])
-            names = ", ".join(dict.fromkeys(m.name for m in members))
-            embedded = f"{rel} {label}\n{body}" + (f"\nmembers: {names}" if names else "")
-            out.append((ChunkSpan(sym.start_line, stop, label, sym.kind, _key(embedded)), embedded))
-            continue
-        for part, start in enumerate(range(sym.start_line, end + 1, MAX_LINES)):
-            stop = min(end, start + MAX_LINES - 1)
-            body = "\n".join(lines[start : stop + 1])
-            if not body.strip():
-                continue
-            shown = label if part == 0 else f"{label} (part {part + 1})"
-            embedded = f"{rel} {shown}\n{body}"
-            out.append((ChunkSpan(start, stop, shown, sym.kind, _key(embedded)), embedded))
-    return out
-
-
-# ---------------------------------------------------------------------- persistence
-
-
-class VectorStore:
-    """The vectors of one workspace and model in ``<cache_dir>/index.sqlite3`` (thread-safe)."""
-
-    def __init__(self, cache_dir: Path, model_id: str) -> None:
-        self.path = cache_dir / DB_NAME
-        self.model_id = model_id
-        self._lock = threading.Lock()
-        try:
-            self._db = connect(self.path)
-            self._db.execute(
-                "CREATE TABLE IF NOT EXISTS vectors (model TEXT, path TEXT, file_key TEXT,"
-                " chunks BLOB, vectors BLOB, PRIMARY KEY (model, path))"
-            )
-        except (sqlite3.Error, OSError) as exc:
-            raise IndexError_(f"cannot open the vector cache {self.path}: {exc}") from exc
-
-    def load(self) -> dict[str, Stored]:
-        """Return every stored file of this model: path -> (file key, chunks, vectors)."""
-        out: dict[str, Stored] = {}
-        try:
-            with self._lock:
-                rows = self._db.execute(
-                    "SELECT path, file_key, chunks, vectors FROM vectors WHERE model=?",
-                    (self.model_id,),
-                ).fetchall()
-        except sqlite3.Error as exc:
-            raise IndexError_(f"cannot read the vector cache {self.path}: {exc}") from exc
-        for path, file_key, chunks_blob, vectors_blob in rows:
-            try:
-                spans = [ChunkSpan(*t) for t in marshal.loads(chunks_blob)]
-                vectors = np.frombuffer(vectors_blob, dtype=np.float16).reshape(len(spans), -1)
-            except (ValueError, TypeError, EOFError) as exc:
-                logger.warning("vector cache row %s does not decode (%s): re-embedding", path, exc)
-                continue
-            out[path] = (file_key, spans, vectors)
-        return out
-
-    def save(
-        self, rows: Iterable[tuple[str, str, list[ChunkSpan], Matrix]], deleted: Iterable[str]
-    ) -> None:
-        """Write (path, file key, chunks, vectors) rows and delete paths, in one transaction."""
-        data = [
-            (
-                self.model_id,
-                path,
-                file_key,
-                marshal.dumps([(s.start_line, s.end_line, s.label, s.kind, s.key) for s in spans]),
-                np.ascontiguousarray(vectors, dtype=np.float16).tobytes(),
-            )
-            for path, file_key, spans, vectors in rows
-        ]
-        gone = [(self.model_id, p) for p in deleted]
-        if not data and not gone:
-            return
-        try:
-            with transaction(self._db, self._lock) as db:
-                db.executemany("DELETE FROM vectors WHERE model=? AND path=?", gone)
-                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)", data)
-        except sqlite3.Error as exc:
-            raise IndexError_(f"cannot write the vector cache {self.path}: {exc}") from exc
-
-    def close(self) -> None:
-        """Close the database."""
-        with self._lock, contextlib.suppress(sqlite3.Error):
-            self._db.close()
-
-
-# ---------------------------------------------------------------------- the index
+    def yield_to_foreground(self, stopped: Callable[[], bool]) -> None:
+        """Wait while a request is being served (bounded; returns once ``stopped()``)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -312,7 +158,7 @@ class VectorStats:
     ann_bytes: int = 0
 
 
-_Plan = tuple[list[tuple["ChunkSpan", str]], dict[str, Matrix], list[int]]
+_Plan = tuple[list[tuple[ChunkSpan, str]], dict[str, Matrix], list[int]]
 """A file's chunks (span, embedded text), the vectors known by key, the missing indexes."""
 
 
@@ -330,7 +176,7 @@ def _file_key(source: VectorSource, path: Path) -> str | None:
     if entry.content_hash:
         return entry.content_hash
     text = source.text_of(path)
-    return None if text is None else _key(text)
+    return None if text is None else text_key(text)
 
 
 def _lower_priority() -> None:
@@ -339,71 +185,12 @@ def _lower_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
 
 
-class Hnsw:
-    """hnswlib's HNSW graph over unit rows (inner product = cosine), keyed by matrix row.
-
-    hnswlib (not usearch: its extension carries and exports its own libstdc++, after which
-    llama.cpp fails to load BPE vocabularies, docs/decisions.md) marks removed keys deleted
-    and reuses their slots for new rows; the caller rebuilds once many are deleted.
-    """
-
-    def __init__(self, dim: int, capacity: int) -> None:
-        import hnswlib  # type: ignore[import-untyped]  # no stubs, no py.typed
-
-        self.dim = dim
-        self._index: Any = hnswlib.Index(space="ip", dim=dim)
-        self._index.init_index(
-            max_elements=capacity,
-            ef_construction=ANN_EXPANSION_ADD,
-            M=ANN_CONNECTIVITY,
-            allow_replace_deleted=True,
-        )
-        self._index.set_ef(ANN_EXPANSION_SEARCH)
-        self._index.set_num_threads(ANN_THREADS)
-        self._keys: set[int] = set()
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def add(self, keys: npt.NDArray[np.int64], vectors: Matrix) -> None:
-        """Add rows under their keys (growing the graph's capacity as needed)."""
-        if len(keys) == 0:
-            return
-        need = len(self._keys) + len(keys)
-        if need > self._index.get_max_elements():
-            self._index.resize_index(max(need, 2 * self._index.get_max_elements()))
-        self._index.add_items(vectors, keys, num_threads=ANN_THREADS, replace_deleted=True)
-        self._keys.update(int(k) for k in keys)
-
-    def remove(self, keys: Iterable[int]) -> None:
-        """Mark rows deleted (they are no longer returned)."""
-        for key in keys:
-            if int(key) in self._keys:
-                self._index.mark_deleted(int(key))
-                self._keys.discard(int(key))
-
-    def search(self, query: Matrix, count: int) -> npt.NDArray[np.int64]:
-        """Return the keys of about the ``count`` nearest rows, nearest first."""
-        count = min(count, len(self._keys))
-        if count <= 0:
-            return np.zeros(0, dtype=np.int64)
-        self._index.set_ef(max(ANN_EXPANSION_SEARCH, count))
-        labels, _distances = self._index.knn_query(query.reshape(1, -1), k=count)
-        return np.asarray(labels[0], dtype=np.int64)
-
-    @property
-    def memory_bytes(self) -> int:
-        """An estimate: the vectors plus two layers of links per slot."""
-        slots = int(self._index.get_max_elements())
-        return slots * (self.dim * 4 + ANN_CONNECTIVITY * 2 * 4 + 16)
-
-
 class VectorIndex:
     """The workspace's chunks as a contiguous float32 matrix, kept current in the background.
 
     ``start()`` starts the worker: it loads the model, installs what the cache holds
     for unchanged files, embeds the rest, then waits for changes (:meth:`notify`, which
-    a source with ``on_change`` calls itself) and embeds what changed, debounced.
+    a source reporting its changes calls itself) and embeds what changed, debounced.
     :meth:`search` never waits for the worker.
     """
 
@@ -417,7 +204,6 @@ class VectorIndex:
         poll_s: float | None = None,
         quiet_s: float = QUIET_S,
         max_delay_s: float = MAX_DELAY_S,
-        busy: Callable[[], bool] | None = None,
         max_chunks: int = 1_000_000,
         ann_min_chunks: int | None = None,
     ) -> None:
@@ -428,7 +214,6 @@ class VectorIndex:
         self._query_model: Embedding | None = None
         self.quiet_s = quiet_s
         self.max_delay_s = max_delay_s
-        self._busy = busy
         self.max_chunks = max_chunks
         self.ann_min_chunks = ANN_MIN_CHUNKS if ann_min_chunks is None else ann_min_chunks
         """Live chunks from which search uses the approximate index."""
@@ -459,10 +244,7 @@ class VectorIndex:
         self._dirty: set[Path] = set()
         self._full = True
         self._thread: threading.Thread | None = None
-        self._unsubscribe: Callable[[], None] | None = None
-        subscribe = getattr(source, "on_change", None)
-        if callable(subscribe):
-            self._unsubscribe = subscribe(self._changed)
+        self._unsubscribe = source.on_change(self._changed)
         self.poll_s = poll_s if poll_s is not None or self._unsubscribe else POLL_S
         """Seconds between full passes (None: never; the source reports its changes)."""
         self.ready = threading.Event()
@@ -576,9 +358,8 @@ class VectorIndex:
             listed = {p for p in self.source.files() if not denied(p)}
             gone = [p for p in self._files if p not in listed]
         else:
-            holds = getattr(self.source, "holds", None)  # files() lists them all: 0.2 s at 50k
-            indexed = holds if callable(holds) else set(self.source.files()).__contains__
-            listed = {p for p in dirty if indexed(p) and not denied(p)}
+            holds = self.source.holds  # not files(): it lists them all, 0.2 s at 50k
+            listed = {p for p in dirty if holds(p) and not denied(p)}
             gone = [p for p in dirty if p not in listed]
         paths = sorted(listed)
         stored = self._store.load() if self._store is not None and self.stats.syncs == 0 else {}
@@ -683,12 +464,8 @@ class VectorIndex:
         return spans, vectors
 
     def _wait_foreground(self) -> None:
-        """Let a request being served go first (at most 5 s at a time)."""
-        if self._busy is None:
-            return
-        deadline = time.monotonic() + 5.0
-        while self._busy() and time.monotonic() < deadline and not self._stop.is_set():
-            time.sleep(0.005)
+        """Let a request being served go first (the source's gate: bounded, ends on stop)."""
+        self.source.yield_to_foreground(self._stop.is_set)
 
     # -- the matrix --------------------------------------------------------------------
 
@@ -919,69 +696,3 @@ class VectorIndex:
             f = self._files.get(path)
             refs = [self._refs[r] for r in f.rows] if f is not None else []
         return [r[1] for r in refs if r is not None]
-
-
-# ---------------------------------------------------------------------- wiring
-
-
-def embedding_model_path(settings: Settings) -> Path:
-    """Return the embedding GGUF the settings name (default: the packaged MiniLM)."""
-    # backends is imported where it is used: importing the index loads no model code
-    from lsp_assist.backends.embedding import minilm_gguf_path
-
-    given = settings.context.vector_model
-    return Path(given).expanduser() if given else minilm_gguf_path()
-
-
-def open_workspace_vectors(
-    source: VectorSource, settings: Settings, workspace: Path | None
-) -> VectorIndex:
-    """Return the vector index of a workspace, not started (raises when no model can be had).
-
-    Its vectors are kept in the workspace's cache database when the index persists; it
-    follows the source's changes (``on_change``) and yields to its foreground gate
-    (``foreground_busy``) where the source has them."""
-    from lsp_assist.backends.embedding import MAX_TOKENS, Embedder
-
-    path = embedding_model_path(settings)
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise IndexError_(f"cannot read the embedding model {path}: {exc}") from exc
-
-    def load() -> Embedding:
-        return Embedder(path, threads=1)
-
-    cache_dir = (
-        workspace_cache_dir(settings, workspace)
-        if workspace is not None and settings.index.persist
-        else None
-    )
-    model_id = f"{path.name}:{size}:{MAX_TOKENS}:chunks-v1"
-    busy = getattr(source, "foreground_busy", None)
-    return VectorIndex(
-        source,
-        load,
-        model_id=model_id,
-        cache_dir=cache_dir,
-        busy=busy if callable(busy) else None,
-    )
-
-
-def start_workspace_vectors(
-    source: VectorSource,
-    settings: Settings,
-    workspace: Path | None,
-    *,
-    after: threading.Thread | None = None,
-) -> VectorIndex | None:
-    """Start the background vector index of a workspace (None when no model can be had).
-
-    The worker starts after ``after`` (the index's background scan)."""
-    try:
-        vectors = open_workspace_vectors(source, settings, workspace)
-    except LspAssistError as exc:
-        logger.warning("vector retrieval off: %s", exc)
-        return None
-    vectors.start(after=after)
-    return vectors
