@@ -15,13 +15,11 @@ from pathlib import Path
 
 from tree_sitter import Parser, Tree
 
+from lsp_assist.documents import canonical_language
 from lsp_assist.errors import IndexError_
 from lsp_assist.index import languages
 
 log = logging.getLogger(__name__)
-
-# Editor language ids that name a grammar the index knows under another id.
-_ALIASES = {"javascriptreact": "javascript", "jsx": "javascript", "typescriptreact": "tsx"}
 
 
 def get_parser(language: str) -> Parser | None:
@@ -30,7 +28,7 @@ def get_parser(language: str) -> Parser | None:
     Parsers are not thread-safe; ``lsp_assist.index.languages`` keeps one per thread.
     """
     try:
-        return languages.get_parser(_ALIASES.get(language, language))
+        return languages.get_parser(canonical_language(language))
     except IndexError_:
         return None
 

@@ -6,6 +6,7 @@ from lsp_assist.documents.document import (
     DocumentSnapshot,
     Position,
     TextView,
+    canonical_language,
     language_for_path,
     uri_to_path,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "DocumentStore",
     "Position",
     "TextView",
+    "canonical_language",
     "language_for_path",
     "uri_to_path",
 ]

@@ -1,5 +1,8 @@
 """One open document: text, line index, position encodings, edits and snapshots.
 
+Language ids are canonical here (:func:`canonical_language`: one alias table for the
+editors' ids, ``typescriptreact`` is ``tsx``), from the file name first.
+
 Positions inside lsp-assist are (line, column) with the column counted in Unicode code
 points (Python ``str`` indices). LSP positions arrive in UTF-16 code units (the default)
 or UTF-8 bytes and are converted here. Lines end at ``\\n``, ``\\r\\n`` or ``\\r``, as
@@ -52,6 +55,18 @@ EXTENSION_LANGUAGES: dict[str, str] = {
     ".hxx": "cpp",
 }
 
+LANGUAGE_ALIASES: dict[str, str] = {
+    "javascriptreact": "javascript",
+    "jsx": "javascript",
+    "typescriptreact": "tsx",
+    "golang": "go",
+    "py": "python",
+    "js": "javascript",
+    "ts": "typescript",
+    "c++": "cpp",
+}
+"""Editor language ids (and short names) for a language lsp-assist knows by another id."""
+
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -59,6 +74,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def language_for_path(path: str | Path) -> str | None:
     """Return the language id lsp-assist uses for a file name, or None if unsupported."""
     return EXTENSION_LANGUAGES.get(Path(path).suffix.lower())
+
+
+def canonical_language(language: str) -> str:
+    """Return the id lsp-assist uses for an editor's language id (others unchanged)."""
+    return LANGUAGE_ALIASES.get(language, language)
 
 
 def uri_to_path(uri: str) -> Path:
@@ -283,7 +303,7 @@ class Document(TextView):
         self.uri = uri
         self.path = uri_to_path(uri)
         self.version = version
-        self.language_id = language_for_path(self.path) or language_id
+        self.language_id = language_for_path(self.path) or canonical_language(language_id)
         self._warned_surrogates = False
         self._state = TextState.of(self._clean(text))
 

@@ -26,6 +26,8 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+from lsp_assist.documents import canonical_language
+
 log = logging.getLogger(__name__)
 
 _PAIRS = {")": "(", "]": "[", "}": "{"}
@@ -71,23 +73,12 @@ _BLOCK_TYPES = frozenset(
 # -- scanning -------------------------------------------------------------------------
 
 
-_ALIASES = {
-    "javascriptreact": "javascript",
-    "typescriptreact": "tsx",
-    "golang": "go",
-    "py": "python",
-    "js": "javascript",
-    "ts": "typescript",
-    "c++": "cpp",
-}
-
-
 def _quotes(language: str) -> tuple[str, ...]:
-    return _QUOTES.get(_ALIASES.get(language, language), _DEFAULT_QUOTES)
+    return _QUOTES.get(canonical_language(language), _DEFAULT_QUOTES)
 
 
 def _comment(language: str) -> str:
-    return "#" if _ALIASES.get(language, language) in _HASH_COMMENT else "//"
+    return "#" if canonical_language(language) in _HASH_COMMENT else "//"
 
 
 def _scan(text: str, stack: list[str], language: str) -> Iterator[tuple[int, str, str | None, int]]:
@@ -340,7 +331,7 @@ def _opens_block(code: str, language: str) -> bool:
     if code.endswith(("{", "(", "[")):
         return True
     if code.endswith(":"):
-        if _ALIASES.get(language, language) == "python":
+        if canonical_language(language) == "python":
             return True
         head = code.lstrip()
         return head.startswith(("case ", "default")) or head.endswith(("public:", "private:"))

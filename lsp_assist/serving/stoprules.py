@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 
 from lsp_assist.backends import StopRule
+from lsp_assist.documents import canonical_language
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +68,10 @@ _LANGUAGE_STOPS: dict[str, list[str]] = {
     "cpp": ["\n#include", "\n#define", "\nint main(", "\nnamespace "],
 }
 
-_ALIASES = {"javascriptreact": "javascript", "typescriptreact": "tsx", "golang": "go"}
-
 
 def stop_strings(language: str) -> list[str]:
     """Return the literal stop sequences for ``language`` (model special tokens included)."""
-    language = _ALIASES.get(language, language)
+    language = canonical_language(language)
     return [*_MODEL_STOPS, *_LANGUAGE_STOPS.get(language, [])]
 
 
