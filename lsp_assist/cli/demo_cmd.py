@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--file", default=DEMO_FILE, help="file to open, relative to the workspace")
     parser.add_argument("--line", type=int, help="1-based line (default: the file's last line)")
     parser.add_argument("--col", type=int, help="1-based column (default: end of that line)")
-    parser.add_argument("--model", help="GGUF model path (default: the embedded model)")
+    parser.add_argument("--model", help="model preset or GGUF path (default: coder-0.5b)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 

@@ -10,7 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lsp_assist.backends import Vocabulary, embedded_model_path
+from lsp_assist.backends import (
+    PRESETS,
+    Vocabulary,
+    preset_installed,
+    resolve_model_path,
+    resolve_model_settings,
+)
 from lsp_assist.cli.common import add_model_flags, settings_from_args
 from lsp_assist.config import cache_root, workspace_cache_dir
 from lsp_assist.index import available_languages
@@ -101,6 +107,22 @@ def budget_report(settings: Any) -> dict[str, Any]:
     return decision.to_json()
 
 
+def presets_report(settings: Any) -> list[dict[str, Any]]:
+    """Return each packaged preset: its model, whether installed, whether in force."""
+    chosen = "" if settings.model.model_path.strip() else settings.model.model.strip()
+    return [
+        {
+            "name": name,
+            "title": preset.title,
+            "installed": preset_installed(name),
+            "in_force": name == chosen,
+            "draft": preset.draft,
+            "license": preset.license,
+        }
+        for name, preset in PRESETS.items()
+    ]
+
+
 def collect(args: argparse.Namespace) -> dict[str, Any]:
     """Gather the whole report."""
     settings, warnings = settings_from_args(args)
@@ -110,11 +132,13 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         "settings_warnings": warnings,
         "llama_cpp": llama_build(),
     }
+    report["presets"] = presets_report(settings)
     try:
-        path = (
-            Path(settings.model.model_path) if settings.model.model_path else embedded_model_path()
-        )
+        path = resolve_model_path(settings.model)
         report["model"] = model_report(path)
+        resolved = resolve_model_settings(settings.model)
+        report["model"]["draft"] = resolved.draft
+        report["model"]["draft_model"] = resolved.draft_model_path
     except Exception as exc:  # doctor reports every failure instead of stopping
         report["model"] = {"error": str(exc)}
     report["budget"] = budget_report(settings)
@@ -155,6 +179,13 @@ def run(args: argparse.Namespace) -> int:
             )
     else:
         print(f"llama.cpp     NOT INSTALLED: {llama.get('error')}")
+    for preset in report["presets"]:
+        flags = ["installed" if preset["installed"] else "NOT INSTALLED (make setup)"]
+        if preset["in_force"]:
+            flags.append("IN FORCE")
+        if preset["draft"]:
+            flags.append(f"drafts with {preset['draft']}")
+        print(f"preset        {preset['name']:<11} {preset['title']}: {', '.join(flags)}")
     model = report["model"]
     if "error" in model:
         print(f"model         ERROR: {model['error']}")
@@ -167,6 +198,8 @@ def run(args: argparse.Namespace) -> int:
             f"vocab {model['vocab_size']}, trained context {model['context_length_train']}"
         )
         print(f"  FIM tokens  {fim_text} {fim if fim_text == 'yes' else ''}".rstrip())
+        draft = model.get("draft_model") or "none"
+        print(f"  drafting    {model.get('draft')} (draft model: {draft})")
         if model["special_tokens"]:
             print(f"  special     {', '.join(sorted(model['special_tokens']))}")
     budget = report["budget"]

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="write another quantization of a GGUF (default: the embedded model)",
     )
     parser.add_argument("type", metavar="TYPE", help="one of " + ", ".join(TYPES))
-    parser.add_argument("--model", metavar="GGUF", help="source (default: the embedded model)")
+    parser.add_argument("--model", metavar="PRESET|GGUF", help="source (default: coder-0.5b)")
     parser.add_argument(
         "--out", type=Path, help="file to write (default: <cache>/lsp-assist/models/...)"
     )
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Quantize, print the written file's path on stdout."""
-    from lsp_assist.backends.models import embedded_model_path
+    from lsp_assist.backends.models import resolve_model
     from lsp_assist.errors import LspAssistError
     from lsp_assist.evaluation.quantize import TYPES, quant_type, quantize, quantized_path
 
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: unknown TYPE {args.type}: one of {', '.join(TYPES)}", file=sys.stderr)
         return 2
     try:
-        source = Path(args.model or embedded_model_path()).resolve()
+        source = resolve_model(args.model or "")[0].resolve()
         target = args.out or quantized_path(source, kind)
         if args.force or not target.is_file():
             print(f"quantizing {source} to {kind} ...", file=sys.stderr)

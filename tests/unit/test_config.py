@@ -12,7 +12,8 @@ def test_defaults_without_values() -> None:
     assert warnings == []
     assert settings == Settings()
     assert settings.context.context_budget == 1024
-    assert settings.model.draft == "prompt-lookup"
+    assert settings.model.draft == "auto"
+    assert settings.model.model == "coder-0.5b"
 
 
 def test_valid_values_are_coerced() -> None:
@@ -29,7 +30,8 @@ def test_valid_values_are_coerced() -> None:
 def test_invalid_value_warns_naming_key_and_keeps_default() -> None:
     settings, warnings = parse_settings({"contextBudget": -5, "draft": "maybe", "threads": "x"})
     assert settings.context.context_budget == 1024
-    assert settings.model.draft == "prompt-lookup"
+    assert settings.model.draft == "auto"
+    assert settings.model.model == "coder-0.5b"
     assert settings.model.threads == 0
     assert len(warnings) == 3
     assert any("contextBudget" in w for w in warnings)
