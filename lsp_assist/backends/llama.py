@@ -48,26 +48,14 @@ from lsp_assist.backends.drafting import (
 )
 from lsp_assist.backends.kv_states import KVStateCache, common_prefix_len
 from lsp_assist.backends.llama_engine import (
-    INVARIANT_MAX_ROWS,
     INVARIANT_MIN_ROWS,
     DecodeAborted,
     LlamaEngine,
 )
-from lsp_assist.backends.vocab import read_model_info
 from lsp_assist.config import ModelSettings
 from lsp_assist.errors import BackendError, ModelLoadError
 
 logger = logging.getLogger(__name__)
-
-__all__ = [  # the names older callers import from here
-    "INVARIANT_MAX_ROWS",
-    "INVARIANT_MIN_ROWS",
-    "DraftModelDrafter",
-    "LlamaEngine",
-    "LocalBackend",
-    "check_draft_vocab",
-    "read_model_info",
-]
 
 
 class LocalBackend(Backend):

@@ -11,7 +11,9 @@ This module owns:
   weights), the serving backend's :class:`~lsp_assist.backends.llama_engine.LlamaEngine` is
   the same class with weights and a context;
 - :func:`read_model_info`: the :class:`ModelInfo` (FIM ids, special tokens, BOS/EOS,
-  quantization, training context) of a loaded vocabulary.
+  quantization, training context) of a loaded vocabulary;
+- :class:`VocabularyBackend`: a vocabulary-only load behind the backend contract, which
+  tokenizes and refuses to generate (``lsp-assist context`` builds prompts with it).
 
 ``lsp-assist serve``, ``lsp-assist context``, ``lsp-assist doctor`` and the remote
 backend's local tokenizer all read a model through here, so they detect the same prompt
@@ -28,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lsp_assist.backends.base import ModelInfo
+from lsp_assist.backends.base import Backend, GenerationRequest, GenerationResult, ModelInfo
 from lsp_assist.backends.gguf_meta import GGUFHeader, read_gguf_header
 from lsp_assist.errors import BackendError, ModelLoadError
 
@@ -286,3 +288,34 @@ def read_model_info(vocab: Vocabulary) -> ModelInfo:
         fim_middle_id=tok(ll.llama_vocab_fim_mid(vocab.vocab)),
         special_tokens=specials,
     )
+
+
+class VocabularyBackend(Backend):
+    """A backend that only tokenizes (a vocabulary-only load): enough to build prompts."""
+
+    name = "vocabulary"
+
+    def __init__(self, path: str | Path) -> None:
+        self.vocab = Vocabulary(path)
+        self._info = self.vocab.info()
+
+    @property
+    def info(self) -> ModelInfo:
+        """Metadata of the model, read from its vocabulary."""
+        return self._info
+
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        """Return the model's token ids for ``text`` (no BOS)."""
+        return self.vocab.tokenize(text, special=special)
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        """Return the text of ``tokens``."""
+        return self.vocab.detokenize(tokens)
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        """Refuse: no weights are loaded."""
+        raise BackendError("a vocabulary-only load cannot generate")
+
+    def close(self) -> None:
+        """Release the vocabulary."""
+        self.vocab.close()

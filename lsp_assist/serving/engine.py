@@ -3,7 +3,7 @@
 documents -> index -> context -> backend -> post-processing, with telemetry around it.
 The LSP handlers and the CLI both call this class; the scheduler runs its blocking
 ``complete`` on the model's own single-thread executor. Around it: the request and
-outcome types (``model``, re-exported here), the trigger rules (``triggers``), the
+outcome types (``model``), the trigger rules (``triggers``), the
 metrics record (``records``), the prompt budget (``adaptive_budget``).
 
 The engine sees only snapshots. Edits change the live :class:`Document` on the event
@@ -66,13 +66,7 @@ from lsp_assist.serving.typethrough import TypeThroughCache
 from lsp_assist.serving.vectors_wiring import start_workspace_vectors
 from lsp_assist.telemetry import MetricsLog, metrics_dir
 
-__all__ = [
-    "BackendFactory",
-    "Change",
-    "CompletionEngine",
-    "CompletionOutcome",
-    "CompletionQuery",
-]
+__all__ = ["BackendFactory", "CompletionEngine"]
 
 logger = logging.getLogger(__name__)
 

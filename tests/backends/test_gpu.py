@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from lsp_assist.backends.base import GenerationRequest
-from lsp_assist.backends.llama import INVARIANT_MAX_ROWS, LocalBackend
+from lsp_assist.backends.llama import LocalBackend
+from lsp_assist.backends.llama_engine import INVARIANT_MAX_ROWS
 from lsp_assist.config import ModelSettings
 from tests.support.tiny_gguf import write_tiny_gguf
 

@@ -31,7 +31,8 @@ from bench_common import pct
 
 from lsp_assist.backends.models import embedded_model_path, small_model_path
 from lsp_assist.config import parse_settings
-from lsp_assist.serving.engine import CompletionEngine, CompletionQuery
+from lsp_assist.serving.engine import CompletionEngine
+from lsp_assist.serving.model import CompletionQuery
 
 
 def positions(text: str, count: int) -> list[tuple[int, int]]:

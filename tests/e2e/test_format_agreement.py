@@ -26,7 +26,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from lsp_assist.backends.base import Backend, GenerationRequest, GenerationResult
 from lsp_assist.cli.main import main as cli_main
 from lsp_assist.config import parse_settings
-from lsp_assist.serving.engine import CompletionEngine, CompletionQuery
+from lsp_assist.serving.engine import CompletionEngine
+from lsp_assist.serving.model import CompletionQuery
 from tests.e2e.conftest import SERVER, init_params, open_file, server_env, wait_ready
 from tests.support.tiny_gguf import FAMILIES
 

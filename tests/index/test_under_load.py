@@ -201,7 +201,7 @@ def test_work_on_the_foreground_thread_never_waits_for_itself(
 
 def test_a_completion_holds_the_foreground_gate(tmp_path: Path) -> None:
     from lsp_assist.backends.base import GenerationRequest, GenerationResult
-    from lsp_assist.serving.engine import CompletionQuery
+    from lsp_assist.serving.model import CompletionQuery
     from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, MarkerBackend, make_engine
 
     held: list[int] = []

@@ -30,7 +30,8 @@ from lsp_assist.serving.adaptive_budget import (
     choose,
     is_explicit,
 )
-from lsp_assist.serving.engine import CompletionEngine, CompletionQuery
+from lsp_assist.serving.engine import CompletionEngine
+from lsp_assist.serving.model import CompletionQuery
 from tests.serving.fakes import CharBackend, make_engine
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from lsp_assist.backends.base import Alternative, GenerationRequest, GenerationResult
 from lsp_assist.config import parse_settings
 from lsp_assist.serving.alternatives import distinct
-from lsp_assist.serving.engine import CompletionEngine, CompletionQuery
+from lsp_assist.serving.engine import CompletionEngine
+from lsp_assist.serving.model import CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
 from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, CharBackend, make_engine
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lsp_assist.errors import GenerationCancelled
-from lsp_assist.serving.engine import CompletionQuery
+from lsp_assist.serving.model import CompletionQuery
 from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, MarkerBackend, make_engine
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from lsp_assist.backends.base import GenerationRequest, GenerationResult
 from lsp_assist.documents import Position
-from lsp_assist.serving.engine import CompletionEngine, CompletionQuery
-from lsp_assist.serving.model import CompletionOutcome
+from lsp_assist.serving.engine import CompletionEngine
+from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
 from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, CharBackend, make_engine
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from lsp_assist.config import Settings, parse_settings
 from lsp_assist.documents import Position
-from lsp_assist.serving.engine import CompletionEngine, CompletionQuery
+from lsp_assist.serving.engine import CompletionEngine
+from lsp_assist.serving.model import CompletionQuery
 from tests.serving.test_scheduler import SlowBackend
 
 

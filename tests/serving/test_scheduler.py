@@ -13,7 +13,8 @@ from pathlib import Path
 
 from lsp_assist.backends.base import CancelToken, GenerationRequest, GenerationResult
 from lsp_assist.config import Settings, parse_settings
-from lsp_assist.serving.engine import CompletionEngine, CompletionQuery
+from lsp_assist.serving.engine import CompletionEngine
+from lsp_assist.serving.model import CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
 from tests.serving.fakes import CharBackend
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from lsp_assist.documents import Position
-from lsp_assist.serving.engine import CompletionEngine, CompletionQuery
+from lsp_assist.serving.engine import CompletionEngine
+from lsp_assist.serving.model import CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
 from lsp_assist.serving.typethrough import EntryKey
 from tests.serving.fakes import (

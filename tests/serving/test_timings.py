@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from lsp_assist.documents import Position
-from lsp_assist.serving.engine import CompletionQuery
+from lsp_assist.serving.model import CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
 from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, MarkerBackend, make_engine
 

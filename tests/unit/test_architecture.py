@@ -51,8 +51,26 @@ LLAMA_CPP_HOME = "lsp_assist.backends.vocab"
 CONTRACT_ONLY = ("context", "telemetry")
 """Packages that may import only the backend contract (``backends.base``) of backends."""
 
-PUBLIC_NAMES_FROM = ("serving", "lsp")
+PUBLIC_NAMES_FROM = ("serving", "lsp", "evaluation")
 """Packages whose imports of other packages go through the packages' public names."""
+
+EVALUATION_PENDING = frozenset(
+    {
+        "lsp_assist.backends.llama_engine",
+        "lsp_assist.backends.vocab",
+        "lsp_assist.context.syntax",
+        "lsp_assist.documents.document",
+        "lsp_assist.index.files",
+        "lsp_assist.index.model",
+        "lsp_assist.index.workspace",
+        "lsp_assist.serving.adaptive_budget",
+        "lsp_assist.telemetry.metrics",
+        "lsp_assist.telemetry.stats",
+    }
+)
+"""Modules inside stage packages that evaluation still imports directly (it was held to
+no rule before this one): each is to go through its package's ``__init__``, and is
+struck from here when the last such import goes (a stale entry fails the test)."""
 
 LOCAL_IMPORTS_SAY_WHY = ("", "errors", "config", "documents", "serving", "telemetry", "lsp")
 """Packages where an in-package import inside a function carries a comment saying why."""
@@ -298,10 +316,17 @@ def test_context_and_telemetry_see_only_the_backend_contract(project: list[Impor
     assert not found, "\n".join(found)
 
 
-def test_serving_and_lsp_use_public_names(project: list[Imported]) -> None:
+def test_serving_lsp_and_evaluation_use_public_names(project: list[Imported]) -> None:
     public = {name: package_all(name) for name in LAYERS if (ROOT / name / "__init__.py").is_file()}
-    found = list(not_public(project, public))
+    pending = [
+        imp
+        for imp in project
+        if package_of(imp.module) == "evaluation" and imp.target in EVALUATION_PENDING
+    ]
+    found = list(not_public([imp for imp in project if imp not in pending], public))
     assert not found, "\n".join(found)
+    stale = EVALUATION_PENDING - {imp.target for imp in pending}
+    assert not stale, f"no longer imported by evaluation: strike from EVALUATION_PENDING {stale}"
 
 
 def test_local_imports_say_why(project: list[Imported]) -> None:
@@ -414,6 +439,8 @@ def test_checker_sees_private_paths_and_unexported_names() -> None:
     assert len(found) == 2, found
     assert "import it from lsp_assist.index" in found[0]
     assert "Secret is not in lsp_assist.index.__all__" in found[1]
+    # evaluation is held to the same rule
+    assert len(list(not_public(_check("lsp_assist.evaluation.runner", source), public))) == 2
 
 
 def test_checker_sees_a_local_import_without_a_reason() -> None:
