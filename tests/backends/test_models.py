@@ -91,7 +91,7 @@ def test_a_file_changed_after_assembly_fails_verification(fake_preset: ModelPres
 
 
 def test_unknown_names_and_missing_paths_say_what_presets_exist(tmp_path: Path) -> None:
-    with pytest.raises(ModelLoadError, match="coder-0.5b, coder-1.5b, gemma-270m"):
+    with pytest.raises(ModelLoadError, match=r"coder-0\.5b, coder-1\.5b, gemma-270m"):
         resolve_model(str(tmp_path / "nope.gguf"))
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
