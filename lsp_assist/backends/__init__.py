@@ -22,6 +22,7 @@ from lsp_assist.backends.embedding import MAX_TOKENS as EMBEDDING_MAX_TOKENS
 from lsp_assist.backends.embedding import Embedder, minilm_gguf_path
 from lsp_assist.backends.factory import (
     create_backend,
+    memory_plan,
     resolve_model_path,
     resolve_model_settings,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "create_backend",
     "default_model_path",
     "embedded_model_path",
+    "memory_plan",
     "minilm_gguf_path",
     "preset_installed",
     "preset_path",

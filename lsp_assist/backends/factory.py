@@ -1,4 +1,10 @@
-"""Choose and build the backend the settings ask for: which GGUF, which draft, which kind."""
+"""Choose and build the backend the settings ask for: which GGUF, which draft, which kind.
+
+A local load first goes through :func:`~lsp_assist.backends.memory.plan_memory` (the
+context clamped to the model's trained one, the KV cache checked against the memory
+available); :func:`memory_plan` is the same check for a caller that still holds a model
+and wants to know before it closes it.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +13,10 @@ import logging
 from pathlib import Path
 
 from lsp_assist.backends.base import Backend
+from lsp_assist.backends.memory import MemoryPlan, plan_memory
 from lsp_assist.backends.models import preset_path, resolve_model
 from lsp_assist.config import ModelSettings
+from lsp_assist.errors import LspAssistError, ModelLoadError
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +51,24 @@ def resolve_model_settings(settings: ModelSettings) -> ModelSettings:
     )
 
 
+def memory_plan(settings: ModelSettings, *, loaded: ModelSettings | None = None) -> MemoryPlan:
+    """Return the memory check of loading ``settings`` in place of ``loaded`` (if any).
+
+    The KV memory of ``loaded`` (a local model about to be closed) counts as available.
+    A remote backend, or a model that cannot be read or resolved, gives an empty plan:
+    the load itself then says what is wrong, as before.
+    """
+    if settings.backend != "local":
+        return MemoryPlan(settings)
+    releasing = 0
+    try:
+        if loaded is not None and loaded.backend == "local":
+            releasing = plan_memory(resolve_model_settings(loaded)).kv_bytes
+        return plan_memory(resolve_model_settings(settings), releasing=releasing)
+    except LspAssistError:
+        return MemoryPlan(settings)
+
+
 def create_backend(settings: ModelSettings) -> Backend:
     """Return a LocalBackend or RemoteBackend; raises BackendError subclasses on failure."""
     # the implementations are imported here, not at the top: this module is imported
@@ -56,5 +82,10 @@ def create_backend(settings: ModelSettings) -> Backend:
         return RemoteBackend(settings, model_path=path)
     from lsp_assist.backends.llama import LocalBackend
 
-    resolved = resolve_model_settings(settings)
+    plan = plan_memory(resolve_model_settings(settings))
+    for warning in plan.warnings:
+        logger.warning("%s", warning)
+    if plan.refusal:
+        raise ModelLoadError(plan.refusal)
+    resolved = plan.settings
     return LocalBackend(resolved, model_path=Path(resolved.model_path), kv_reuse=resolved.kv_reuse)

@@ -266,8 +266,14 @@ class LspAssistServer(LanguageServer):
         assert self.scheduler is not None and self.engine is not None
         if swap:
             self.ready.clear()  # status says loading until the new model is in
-        await self.scheduler.run(self.engine.update_settings, settings)
-        if swap:
+        warnings = await self.scheduler.run(self.engine.update_settings, settings)
+        for warning in warnings:
+            self.warn(warning)
+        if swap and self.engine.settings.model != settings.model:
+            # refused (the KV cache would not fit): the loaded model runs on
+            self.warn(self.engine.model_refused, types.MessageType.Error)
+            self.ready.set()
+        elif swap:
             await self._load_model_with_progress()
 
     async def _begin_progress(self, token: str, title: str) -> bool:

@@ -18,6 +18,7 @@ context engine, the settings, the metrics log) is read once into a local.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -33,6 +34,7 @@ from lsp_assist.backends import (
     CancelToken,
     GenerationRequest,
     create_backend,
+    memory_plan,
 )
 from lsp_assist.config import Settings, workspace_cache_dir
 from lsp_assist.context import AssembledPrompt, ContextEngine, Cursor, attach_vectors
@@ -93,6 +95,8 @@ class CompletionEngine:
         self._backend_factory = backend_factory or _default_backend_factory
         self.backend: Backend | None = None
         self.model_error = ""
+        self.model_refused = ""
+        """Why the last new model settings were refused (their KV cache would not fit)."""
         self._backend_lock = threading.Lock()
         self.adaptive = AdaptiveBudget()
         """The measured prompt speed and the budget it implies (replaced at each load)."""
@@ -174,9 +178,19 @@ class CompletionEngine:
             self.backend = backend
             return self.backend
 
-    def update_settings(self, settings: Settings) -> None:
-        """Apply new settings; reloads the model if model settings changed."""
+    def update_settings(self, settings: Settings) -> list[str]:
+        """Apply new settings; reload the model if its settings changed; return warnings.
+
+        Model settings whose KV cache would not fit are refused before the loaded model
+        is closed: it keeps running with its settings, ``model_refused`` says why.
+        """
         old = self.settings
+        warnings: list[str] = []
+        if old.model != settings.model:
+            plan = memory_plan(settings.model, loaded=old.model if self.backend else None)
+            warnings, self.model_refused = list(plan.warnings), plan.refusal
+            if plan.refusal and self.backend is not None:
+                settings = dataclasses.replace(settings, model=old.model)
         self.settings = settings
         context = self._context
         if old.model != settings.model:
@@ -192,6 +206,7 @@ class CompletionEngine:
             self._open_metrics()
         if old.index != settings.index:
             logger.warning("index settings take effect when the server restarts")
+        return warnings
 
     def _drop_context(self) -> None:
         """Forget the context engine (built for another model) and stop its vector layer."""
@@ -640,6 +655,7 @@ class CompletionEngine:
                 "path": info.path if info else self.settings.model.model_path,
                 "architecture": info.architecture if info else "",
                 "error": self.model_error,
+                "refused": self.model_refused,
                 "backend": self.settings.model.backend,
                 "stats": backend.stats() if backend is not None else {},
             },

@@ -293,3 +293,60 @@ async def test_model_swap_through_configuration(client: LanguageClient) -> None:
     # The swap is reported as a second model load, so status items show loading again.
     reports = await model_progress(client, "lsp-assist/model-1")
     assert reports[0].title == "lsp-assist: loading model" and reports[-1].message == "ready"
+
+
+async def _message(client: LanguageClient, text: str) -> types.ShowMessageParams:
+    """The first showMessage that contains ``text`` (waits up to 30 s)."""
+    for _ in range(300):
+        for message in client.messages:
+            if text in message.message:
+                return message
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no message with {text!r}: {[m.message for m in client.messages]}")
+
+
+async def test_settings_that_would_fill_the_memory_are_refused_or_clamped(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    from lsp_assist.backends.models import small_model_path
+    from tests.support.tiny_gguf import write_tiny_gguf
+
+    workspace: Path = client.workspace_path  # type: ignore[attr-defined]
+    await wait_ready(client)
+    # A GGUF whose header asks 512 KiB of KV per position and was trained on 2**20 of
+    # them: 512 GiB of KV cache, which no machine here has.
+    huge = write_tiny_gguf(
+        tmp_path / "huge.gguf",
+        context_length=1 << 20,
+        extra={"llama.attention.key_length": 1 << 16, "llama.attention.value_length": 1 << 16},
+    )
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"lspAssist": {"modelPath": str(huge), "contextLength": 1 << 20}}
+        )
+    )
+    refused = await _message(client, "needs a KV cache of 512.0 GiB (huge.gguf)")
+    assert refused.type == types.MessageType.Error
+    state = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="lspAssist.status")
+    )
+    assert state["model"]["loaded"] and state["model"]["path"] == str(small_model_path())
+    assert "needs a KV cache" in state["model"]["refused"] and not state["model"]["error"]
+    # 2**31 is clamped by the settings to 1,048,576, then to SmolLM2's trained 8,192
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(
+            settings={"lspAssist": {"modelPath": str(small_model_path()), "contextLength": 2**31}}
+        )
+    )
+    clamped = await _message(client, "using its 8,192 tokens")
+    assert clamped.type == types.MessageType.Warning
+    await model_progress(client, "lsp-assist/model-1")
+    state = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="lspAssist.status")
+    )
+    assert state["model"]["loaded"] and not state["model"]["refused"]
+    path = workspace / CHECKOUT
+    line, col = _cursor_at_end(path)
+    uri = open_file(client, path)
+    result = await client.text_document_inline_completion_async(inline_params(uri, line, col))
+    assert isinstance(result, types.InlineCompletionList) and result.items

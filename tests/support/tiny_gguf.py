@@ -52,7 +52,7 @@ def write_tiny_gguf(
     n_layers: int = 1,
     n_ff: int = 64,
     quant: str = "F32",
-    context_length: int = 512,
+    context_length: int = 4096,
     extra: Mapping[str, int] | None = None,
 ) -> Path:
     """Write a small llama GGUF with an SPM vocabulary: base, ``specials``, bytes, ``words``.
@@ -61,6 +61,8 @@ def write_tiny_gguf(
     GGUF's FIM ids (``None`` for one the model has not, ``fim=None`` for none at all);
     ``words`` defaults to :func:`default_words`. ``quant`` ("F32" or "Q8_0") is the
     type of the matrices; norms stay F32. ``extra`` adds uint32 metadata keys.
+    ``context_length`` is the trained context the GGUF claims (the backend clamps
+    ``contextLength`` to it): by default the default ``contextLength``.
     """
     import gguf
     from gguf.quants import quantize
