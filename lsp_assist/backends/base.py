@@ -164,6 +164,10 @@ class GenerationRequest:
     """Suggestions wanted: 1 = the greedy one; more adds branches that start with the next
     most likely first tokens (:attr:`GenerationResult.alternatives`). A backend that
     cannot branch returns none and the caller shows the one it has."""
+    forced_prefix: str = ""
+    """Text cut from the prompt's end (token healing) that the generation must begin
+    with; it is not part of the result's text. Only for a backend whose
+    ``heals_tokens`` is True (the caller puts the text back in the prompt otherwise)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,6 +307,8 @@ class Backend(ABC):
     """A model that tokenizes and generates. Implementations: local (llama.cpp), remote."""
 
     name = "backend"
+    heals_tokens = False
+    """True when :attr:`GenerationRequest.forced_prefix` is honoured (token healing)."""
 
     @property
     @abstractmethod

@@ -22,6 +22,7 @@ import time
 
 from lsp_assist.backends.base import Alternative, GenerationRequest, GenerationResult, TimeCaps
 from lsp_assist.backends.drafting import Drafter, PromptLookupDrafter
+from lsp_assist.backends.healing import ForcedPrefix
 from lsp_assist.backends.llama_engine import INVARIANT_MAX_ROWS, DecodeAborted, LlamaEngine
 from lsp_assist.backends.streaming import TextStream
 from lsp_assist.errors import BackendError
@@ -70,6 +71,12 @@ class DecodeLoop:
         """The likeliest first tokens, best first, kept for :meth:`branches`."""
         self._stream = TextStream(request)
         self._max_tokens = max(1, request.max_tokens)
+        self._forced = (
+            ForcedPrefix(request.forced_prefix, engine.piece_index())
+            if request.forced_prefix
+            else None
+        )
+        """Token healing: the text the first tokens must write (not part of the text)."""
 
     def _abort(self) -> bool:
         # checked between graph nodes: a cancel lands within a step (a verification
@@ -95,12 +102,25 @@ class DecodeLoop:
         t_prefill = time.perf_counter()
         result.prefill_ms = (t_prefill - self.started) * 1000.0
         self._deadline = t_prefill + self.caps.generation_s
-        self._pending = self.engine.argmax(0)
+        self._pending = self._next(0)
         if self.request.alternatives > 1:
             # the next decode overwrites these logits: keep the runners-up for the branches
             self._firsts = self.engine.top_tokens(0, 4 * self.request.alternatives)
+            if self._forced is not None and self._forced.active:
+                allowed = set(self._forced.allowed().tolist())
+                self._firsts = [t for t in self._firsts if t in allowed]
         result.ttft_ms = (time.perf_counter() - self.started) * 1000.0
         return True
+
+    def _next(self, i: int) -> int:
+        """Return the token of logits row ``i``: the greedy one, or while healing the
+        likeliest one that agrees with the forced text."""
+        forced = self._forced
+        if forced is not None and forced.active:
+            chosen = forced.choose(self.engine.logits(i))
+            if chosen is not None:
+                return chosen
+        return self.engine.argmax(i)
 
     def _emit(self, token: int) -> bool:
         """Accept one generated token; return True when generation is done."""
@@ -109,7 +129,10 @@ class DecodeLoop:
             result.stop_reason = "eos"
             return True
         result.tokens.append(token)
-        if self._stream.feed(eng.piece(token, special=True)):
+        piece = eng.piece(token, special=True)
+        if self._forced is not None:
+            piece = self._forced.consume(piece)
+        if self._stream.feed(piece):
             result.stop_reason = self._stream.reason
             return True
         if len(result.tokens) >= self._max_tokens:
@@ -148,7 +171,8 @@ class DecodeLoop:
                 result.stop_reason = "length"
                 break
             drafts: list[int] = []
-            if drafting and drafter is not None:
+            healing = self._forced is not None and self._forced.active
+            if drafting and drafter is not None and not healing:
                 try:
                     drafts = drafter.propose([*prompt, *generated], min(span, room - 1))
                 except BackendError as exc:  # DecodeAborted included
@@ -159,7 +183,7 @@ class DecodeLoop:
             except DecodeAborted:
                 self._aborted()
                 break
-            nxt = eng.argmax(0)
+            nxt = self._next(0)
             accepted = 0
             done = False
             for i, d in enumerate(drafts):

@@ -63,6 +63,7 @@ class LocalBackend(Backend):
 
     name = "local"
 
+    heals_tokens = True
     def __init__(
         self,
         settings: ModelSettings,

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from lsp_assist.backends.healing import PieceIndex, piece_index
 from lsp_assist.backends.kv_states import KVState
 from lsp_assist.backends.vocab import Vocabulary
 from lsp_assist.errors import BackendError, GenerationCancelled, ModelLoadError
@@ -300,6 +301,19 @@ class LlamaEngine(Vocabulary):
     def argmax(self, i: int) -> int:
         """Return the greedy token of the ``i``-th logits row of the last :meth:`eval`."""
         return int(self._logits_row(i).argmax())
+
+    def logits(self, i: int) -> Any:
+        """Return the ``i``-th logits row of the last :meth:`eval` (a view: read it at once)."""
+        return self._logits_row(i)
+
+    def piece_index(self) -> PieceIndex:
+        """Return this vocabulary's :class:`PieceIndex` (token healing), built on first use."""
+        return piece_index(
+            f"{self.path}:{self.n_vocab}",
+            self.n_vocab,
+            lambda token: self.piece(token, special=False),
+            lambda token: not (self.is_eog(token) or self.is_control(token)),
+        )
 
     def top_tokens(self, i: int, n: int) -> list[int]:
         """Return the ``n`` likeliest tokens of the ``i``-th logits row, best first.

@@ -90,6 +90,13 @@ class _LineState:
     line: int = 0
     block_key: tuple[object, ...] = ()
     """What must not change for a build on a later line to keep this build's head."""
+    middle_from: int | None = None
+    """FIM: the first line written after the middle token (lines typed since the build
+    that laid out the prefix), None when only the cursor line is."""
+    before: str = ""
+    after: str = ""
+    """The zone's prefix and suffix text of this build."""
+    n_lines: int = 0
 
 
 ZONE_GROWTH_SHARE = 10
@@ -385,9 +392,11 @@ class ContextEngine:
         plan.spend("file_summary", cost(parts.file_summary))
 
         span = (zone.start_line, zone.end_line)
+        middle_from: int | None = None
         anchored = self._anchored(cursor, lines, parts, plan, state, settings, total, rel)
         if anchored is not None:
-            prompt, parts, span = anchored
+            prompt, parts, zone, middle_from = anchored
+            span = (zone.start_line, zone.end_line)
         else:
             prompt = self._assemble(lines, cursor, parts, plan, total, zone)
         if len(self._line_states) > 64:
@@ -399,6 +408,10 @@ class ContextEngine:
             plan=plan,
             line=line,
             block_key=self._block_key(cursor, lines, span[0], settings, total),
+            middle_from=middle_from,
+            before=zone.before,
+            after=zone.after,
+            n_lines=len(lines),
         )
         return prompt
 
@@ -428,7 +441,7 @@ class ContextEngine:
         settings: ContextSettings,
         total: int,
         rel: str,
-    ) -> tuple[AssembledPrompt, Parts, tuple[int, int]] | None:
+    ) -> tuple[AssembledPrompt, Parts, Zone, int | None] | None:
         """At a line below the last build's, keep that build's layers and zone start.
 
         The first keystroke on a new line used to move the zone's first line (the zone
@@ -439,6 +452,14 @@ class ContextEngine:
         build is what the model should see), the zone keeps its first line and grows
         down to the cursor, and the file summary is kept; only the lines typed since
         are new. The zone grows this way until it would pass its line cap or the budget.
+
+        In a FIM prompt the suffix and the middle token follow the prefix, so a prefix
+        that grows at its end still moves everything after it. When the user typed new
+        lines (the text after the cursor is the last build's suffix, the text before
+        the last build's line is its prefix), the lines typed since are written after
+        the middle token instead, as the middle written so far: prefix, suffix and
+        middle token stay as they were and the prompt only grows at its end.
+        Returns the prompt, its parts, its zone and the first line of the middle.
         """
         if state is None or not state.block_key:
             return None
@@ -454,20 +475,37 @@ class ContextEngine:
             if [piece.ids for piece in old] != [piece.ids for piece in new]:
                 return None
         fim = self.format.is_fim
-        zone = zone_from_span(
-            lines, start, max(end, cursor.line), cursor.line, cursor.column, fim=fim
-        )
         # the fresh build's pieces and explain items before the zone (the same pieces),
         # the kept file summary, the grown zone
         items = dict(fresh.items)
         if "file_summary" in state.parts.items:
             items["file_summary"] = state.parts.items["file_summary"]
         parts = replace(fresh, file_summary=state.parts.file_summary, items=items)
+        middle_from: int | None = None
+        zone: Zone | None = None
+        if fim:
+            first = state.middle_from if state.middle_from is not None else state.line
+            shifted = end + len(lines) - state.n_lines
+            grown = zone_from_span(
+                lines,
+                start,
+                max(shifted, cursor.line),
+                cursor.line,
+                cursor.column,
+                fim=True,
+                middle_from=first,
+            )
+            if grown.before == state.before and grown.after == state.after:
+                zone, middle_from = grown, first
+        if zone is None:
+            zone = zone_from_span(
+                lines, start, max(end, cursor.line), cursor.line, cursor.column, fim=fim
+            )
         zone_pieces(self.maker, parts, zone, rel)
         if cost(order(self.format, parts)) > total:
             return None  # the zone outgrew the budget: this line starts a new block
         prompt = self._assemble(lines, cursor, parts, plan, total, zone)
-        return prompt, parts, (zone.start_line, zone.end_line)
+        return prompt, parts, zone, middle_from
 
     def _assemble(
         self,
@@ -518,7 +556,14 @@ class ContextEngine:
     ) -> AssembledPrompt | None:
         """Return the prompt with the line's first head and the zone's lines, if it fits."""
         fim = self.format.is_fim
-        zone = zone_from_span(lines, *state.span, cursor.line, cursor.column, fim=fim)
+        zone = zone_from_span(
+            lines,
+            *state.span,
+            cursor.line,
+            cursor.column,
+            fim=fim,
+            middle_from=state.middle_from,
+        )
         parts = replace(state.parts, items=dict(state.parts.items))
         zone_pieces(self.maker, parts, zone, rel)
         if cost(order(self.format, parts)) > total:

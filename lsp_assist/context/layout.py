@@ -10,6 +10,7 @@ lowest-priority layers should the total exceed the budget.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -21,6 +22,25 @@ from lsp_assist.errors import ContextError
 
 SUFFIX_LINES = 10
 """Lines after the cursor line the prompt's ``suffix`` holds at least."""
+
+_LAST_PRE_TOKEN = re.compile(r"(?:\s+|(?:[^\r\n\w]|_)?[^\W\d_]+|\d{1,3}| ?[^\s\w]+)\Z")
+"""The last pre-token of a text as GPT-4-style byte-level BPE tokenizers (Qwen, StarCoder,
+Llama 3) split it: a run of spaces, letters with the one other character before them
+(``" ret"``, ``".bar"``, ``"\tif"``), up to three digits, a run of punctuation with its
+space. That token is the one a model may continue differently from how it was cut."""
+
+
+def heal_split(typed: str) -> tuple[str, str]:
+    """Return ``typed`` as (the part kept in the prompt, the tail the model must write).
+
+    Token healing (backends/healing.py): the typed indentation ``"    "`` tokenizes as
+    one token the model rarely saw before code; cut, and the model writes ``"   "`` +
+    ``" return"`` itself.
+    """
+    found = _LAST_PRE_TOKEN.search(typed)
+    if found is None:
+        return typed, ""
+    return typed[: found.start()], typed[found.start() :]
 
 
 @dataclass(slots=True)
@@ -56,6 +76,8 @@ class Parts:
     suf: list[Piece] = field(default_factory=list)
     mid: list[Piece] = field(default_factory=list)
     items: dict[str, list[LayerItem]] = field(default_factory=dict)
+    healed: str = ""
+    """The typed tail cut from the prompt for the model to write (token healing)."""
 
 
 @dataclass(slots=True)
@@ -208,4 +230,5 @@ def assemble(
         prompt="".join(text_parts),
         stable_prefix_len=stable,
         suffix=suffix,
+        healed=parts.healed,
     )

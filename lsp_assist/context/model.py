@@ -91,6 +91,9 @@ class AssembledPrompt:
     """Leading tokens that do not change while typing within the editing zone."""
     suffix: str = ""
     """Text after the cursor on the current line and below (the editor still shows it)."""
+    healed: str = ""
+    """The end of the typed text left out of ``tokens`` for the model to write first
+    (token healing): the generation is constrained to begin with it."""
     build_ms: float = 0.0
     budget_reason: str = ""
     """Why ``budget`` is what it is (set by whoever chose it: serving's adaptive budget)."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from tree_sitter import Node, Tree
 
-from lsp_assist.context.layout import Parts, PieceMaker, cost
+from lsp_assist.context.layout import Parts, PieceMaker, cost, heal_split
 from lsp_assist.context.model import LayerItem
 
 
@@ -71,11 +71,26 @@ def estimate_ratio(
 
 
 def zone_from_span(
-    lines: list[str], start: int, end: int, line: int, col: int, *, fim: bool
+    lines: list[str],
+    start: int,
+    end: int,
+    line: int,
+    col: int,
+    *,
+    fim: bool,
+    middle_from: int | None = None,
 ) -> Zone:
-    """Return the zone of lines ``start``..``end`` around ``(line, col)`` (no selection)."""
+    """Return the zone of lines ``start``..``end`` around ``(line, col)`` (no selection).
+
+    ``middle_from`` (FIM only): the lines from there to the cursor line are part of the
+    typed text, written after the middle token, rather than of the prefix: the lines a
+    user types one after another then only append to the prompt (``_anchored``).
+    """
     end = end if fim else line
     before, typed, after = _parts(lines, start, end, line, col, fim)
+    if fim and middle_from is not None and start <= middle_from < line:
+        before = "".join(f"{text}\n" for text in lines[start:middle_from])
+        typed = "".join(f"{text}\n" for text in lines[middle_from:line]) + typed
     return Zone(start_line=start, end_line=end, before=before, typed=typed, after=after)
 
 
@@ -393,11 +408,16 @@ def _shrink(
     return zone
 
 
-def zone_pieces(maker: PieceMaker, parts: Parts, zone: Zone, rel: str) -> int:
-    """Set the zone's pieces and explain item in ``parts``; return their tokens."""
+def zone_pieces(maker: PieceMaker, parts: Parts, zone: Zone, rel: str, *, heal: bool = True) -> int:
+    """Set the zone's pieces and explain item in ``parts``; return their tokens.
+
+    With ``heal`` the typed part's last pre-token is left for the model to write
+    (``parts.healed``: token healing, :func:`~lsp_assist.context.layout.heal_split`).
+    """
     parts.before = [maker.piece("editing_zone", zone.before)] if zone.before else []
     parts.after = [maker.piece("editing_zone", zone.after)] if zone.after else []
-    parts.typed = [maker.piece("editing_zone", zone.typed)] if zone.typed else []
+    kept, parts.healed = heal_split(zone.typed) if heal else (zone.typed, "")
+    parts.typed = [maker.piece("editing_zone", kept)] if kept else []
     for piece in parts.typed:
         piece.volatile = True
     zone_cost = cost(parts.before + parts.after + parts.typed)

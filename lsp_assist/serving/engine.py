@@ -529,8 +529,15 @@ class CompletionEngine:
                 cache=self.typethrough,
                 cache_key=entry,
             )
+        # token healing: the model writes the typed tail cut from the prompt; a backend
+        # that cannot be constrained gets it back as prompt tokens
+        prompt_tokens, forced = list(prompt.tokens), prompt.healed
+        if forced and not backend.heals_tokens:
+            prompt_tokens += backend.tokenize(forced)
+            forced = ""
         request = GenerationRequest(
-            prompt_tokens=prompt.tokens,
+            prompt_tokens=prompt_tokens,
+            forced_prefix=forced,
             max_tokens=completion.max_tokens,
             stop=stop_strings(doc.language_id),
             stop_rule=make_stop_rule(

@@ -61,7 +61,9 @@ def test_layers_in_prompt_order(shop: WorkspaceIndex) -> None:
         "editing_zone",
     ]
     assert sum(layer.tokens for layer in prompt.layers) == prompt.total_tokens
-    assert prompt.prompt.endswith("        result = compute_total(")
+    # the typed line is last, its final "(" left for the model to write (token healing)
+    assert prompt.prompt.endswith("        result = compute_total")
+    assert prompt.healed == "("
     text = explain(prompt)
     assert "== related" in text and "compute_total" in text
 

@@ -11,6 +11,7 @@ from lsp_assist.backends.base import ModelInfo
 from lsp_assist.backends.vocab import SPECIAL_TOKEN_NAMES, Vocabulary
 from lsp_assist.context.engine import ContextEngine
 from lsp_assist.context.formats import FORMAT_TOKEN_TEXTS, detect_format
+from lsp_assist.context.layout import heal_split
 from lsp_assist.context.model import Cursor
 from lsp_assist.index.workspace import WorkspaceIndex
 from tests.support.tiny_gguf import FAMILIES
@@ -77,7 +78,8 @@ def test_format_token_sequence(
     seq = prompt.tokens
     assert prompt.total_tokens <= prompt.budget
     line, col = cart_position("result = compute_total(")
-    typed = text.split("\n")[line][:col]
+    typed, healed = heal_split(text.split("\n")[line][:col])
+    assert healed == "(" and prompt.healed == healed  # token healing: the model writes it
     typed_ids = tok.tokenize(typed)
     assert seq[-len(typed_ids) :] == typed_ids
     assert prompt.stable_prefix_len == len(seq) - len(typed_ids)

@@ -13,6 +13,7 @@ import pytest
 
 from lsp_assist.config import ContextSettings
 from lsp_assist.context.engine import ContextEngine
+from lsp_assist.context.layout import heal_split
 from lsp_assist.context.model import AssembledPrompt, Cursor
 from lsp_assist.context.tokens import ApproxTokenizer
 from tests.support.workspace import scanned_index, write_files
@@ -172,7 +173,8 @@ def test_head_is_identical_for_every_keystroke_within_a_line(workspace: Path, mo
                 Cursor(path=path, language="python", text=buffer, line=line, column=k)
             )
             assert prompt.total_tokens <= prompt.budget
-            assert prompt.prompt.endswith(target[:k])
+            kept, healed = heal_split(target[:k])
+            assert prompt.prompt.endswith(kept) and prompt.healed == healed
             heads.append((zone_head(prompt, model.path != GEMMA_LIKE.path), prompt))
         first, first_prompt = heads[0]
         assert "pkg/helpers.py" in first
@@ -206,3 +208,46 @@ def test_project_summary_is_the_same_at_every_position_of_a_file(workspace: Path
         )
     assert len(summaries) == 1
     assert "pkg/codes.py" in summaries.pop()
+
+
+def test_new_lines_typed_in_a_fim_prompt_only_append_to_it(workspace: Path) -> None:
+    """Typing two new lines keystroke by keystroke: after the first line's first build,
+    prefix, suffix and middle token stay as they were, and every prompt extends the
+    previous one but for its last few tokens (the typed tail: token healing)."""
+    index = scanned_index(workspace)
+    engine = ContextEngine(
+        index,
+        ApproxTokenizer(QWEN_LIKE.special_tokens),
+        QWEN_LIKE,
+        ContextSettings(),
+        relative=index.relative,
+    )
+    path = workspace / "pkg" / "reader.py"
+    lines = path.read_text().split("\n")
+    engine.note_opened(path)
+    at = lines.index("        self.sum.update(self.data)")
+    new_lines = ["        extra = self.data[:4]", "        self.sum.update(extra)"]
+    prompts: list[AssembledPrompt] = []
+    for n, new in enumerate(new_lines):
+        for k in range(len(new) + 1):
+            typed = lines[:at] + new_lines[:n] + [new[:k]] + lines[at:]
+            buffer = "\n".join(typed)
+            index.open_buffer(path, buffer)
+            cursor = Cursor(path=path, language="python", text=buffer, line=at + n, column=k)
+            prompts.append(engine.build(cursor))
+    mid = QWEN_LIKE.fim_middle_id
+    first = prompts[0].tokens[: prompts[0].tokens.index(mid) + 1]
+    for prompt in prompts:
+        assert prompt.tokens[: len(first)] == first  # prefix, suffix, middle token kept
+    second_line = prompts[len(new_lines[0]) + 1 :]
+    assert second_line, "the second line was typed"
+    for prompt in second_line:
+        middle = prompt.prompt[prompt.prompt.index("<|fim_middle|>") :]
+        assert new_lines[0] in middle  # the first typed line is part of the middle
+    for before, after in zip(prompts, prompts[1:], strict=False):
+        common = 0
+        for a, b in zip(before.tokens, after.tokens, strict=False):
+            if a != b:
+                break
+            common += 1
+        assert len(before.tokens) - common <= 3, "a keystroke re-laid out the prompt"
