@@ -251,7 +251,9 @@ def run_humaneval(args: argparse.Namespace) -> int:
     if not model.is_file():
         print(f"error: no model file {model} (--model)", file=sys.stderr)
         return 1
-    config = HumanEvalConfig(model=model, tasks=tasks, seed=args.seed, arms=arms, settings=settings)
+    config = HumanEvalConfig(
+        model=model, tasks=tasks, seed=args.seed, arms=arms, settings=settings, out=args.out
+    )
     command = "lsp-assist " + shlex.join(getattr(args, "argv", ["bench", "--humaneval"]))
     try:
         result = run_all(config, command.strip())

@@ -71,6 +71,8 @@ class HumanEvalConfig:
     """A HumanEval jsonl(.gz) other than the package's (tests)."""
     problems: int = 0
     """Use only the first N problems (0: all; tests)."""
+    out: Path | None = None
+    """Where humaneval.md and .json are written after each arm (None: not written here)."""
 
 
 Answer = dict[str, Any]
@@ -214,7 +216,7 @@ async def _serve(
         (root / problem.file_name).write_text(problem.program, encoding="utf-8")
     options = server_options(model, scratch / "cache", settings)
     messages: list[str] = []
-    answers: list[tuple[he.LineTask, Answer]] = []
+    answers: list[Answer] = []
     client, _ = await start_server(
         "bench-humaneval", root, options, env=clean_env(False), on_message=messages.append
     )
@@ -246,16 +248,15 @@ async def _serve(
                 answer["request_id"] = request_id
                 answer["latency_ms"] = last.get("latency_ms")
                 answer.update({k: last[k] for k in _OUTCOME_KEYS if k in last})
-            answers.append((task, answer))
+            answers.append(answer)
+            on_answer(task, answer)  # scored now; the prompt is added to it at the end
     finally:
         with contextlib.suppress(Exception):
             await stop_server(client)
         try:
-            _join_prompts(scratch / "cache", [a for _, a in answers])
+            _join_prompts(scratch / "cache", answers)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-    for task, answer in answers:
-        on_answer(task, answer)
     session["messages"] = messages
     session["wall_s"] = round(time.perf_counter() - started, 1)
     return session
@@ -337,27 +338,12 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
 
     def keep(arm: str) -> Callable[[he.LineTask, Answer], None]:
         def on_answer(task: he.LineTask, answer: Answer) -> None:
-            scores = he.score(task, str(answer.get("suggestion", "")), config.timeout_s)
-            records[task.id]["arms"][arm] = {**answer, **scores}
+            answer.update(he.score(task, str(answer.get("suggestion", "")), config.timeout_s))
+            records[task.id]["arms"][arm] = answer
             progress.step(arm)
 
         return on_answer
 
-    sessions: dict[str, dict[str, Any]] = {}
-    for arm in config.arms:
-        if arm == "plain":
-            threads = settings.model.threads or machine_cpus()
-            n_ctx = settings.model.context_length
-            sessions[arm] = run_plain(
-                tasks, config.model, threads=threads, n_ctx=n_ctx, on_answer=keep(arm)
-            )
-        else:
-            sessions[arm] = run_server(
-                tasks, problems, config.model, dict(config.settings), keep(arm)
-            )
-        progress.note(f"arm {arm}: {sessions[arm]['wall_s']:.0f} s")
-    progress.close()
-    rows = list(records.values())
     shown = ", ".join(
         f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
         for k, v in {**SERVER_SETTINGS, **config.settings}.items()
@@ -380,16 +366,38 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
         "server_settings": shown,
         "reference": {"canonical_passes": canonical, "blank_passes": blank},
         "load_start": round(load_start, 2),
-        "load_end": round(os.getloadavg()[0], 2),
-        "wall_min": round((time.perf_counter() - started) / 60, 2),
     }
-    arms = [
-        {
-            "name": arm,
-            "label": he.ARM_LABELS[arm],
-            "session": sessions[arm],
-            "summary": he.summarize(rows, arm),
-        }
-        for arm in config.arms
-    ]
-    return {"meta": meta, "arms": arms, "records": rows}
+    sessions: dict[str, dict[str, Any]] = {}
+
+    def result() -> dict[str, Any]:
+        rows = list(records.values())
+        meta["load_end"] = round(os.getloadavg()[0], 2)
+        meta["wall_min"] = round((time.perf_counter() - started) / 60, 2)
+        arms = [
+            {
+                "name": arm,
+                "label": he.ARM_LABELS[arm],
+                "session": sessions[arm],
+                "summary": he.summarize(rows, arm),
+            }
+            for arm in config.arms
+            if arm in sessions
+        ]
+        return {"meta": meta, "arms": arms, "records": rows}
+
+    for arm in config.arms:
+        if arm == "plain":
+            threads = settings.model.threads or machine_cpus()
+            n_ctx = settings.model.context_length
+            sessions[arm] = run_plain(
+                tasks, config.model, threads=threads, n_ctx=n_ctx, on_answer=keep(arm)
+            )
+        else:
+            sessions[arm] = run_server(
+                tasks, problems, config.model, dict(config.settings), keep(arm)
+            )
+        progress.note(f"arm {arm}: {sessions[arm]['wall_s']:.0f} s")
+        if config.out is not None:  # what is done is kept, should a later arm fail
+            he.write_outputs(config.out, result())
+    progress.close()
+    return result()
