@@ -3,9 +3,10 @@
 Owns :class:`ImportGraph`: the live :class:`~lsp_assist.index.resolve.Resolver` (it
 follows every file-set change at once), each file's outgoing edges and the reverse
 ``importers`` table, the full rebuild (needed when a new file may satisfy other files'
-imports) and the thread that runs it once background work was started. The rebuild
-resolves per file under the index's lock and looks at the foreground gate between
-chunks of :data:`GRAPH_CHUNK` files.
+imports) and the thread that runs it once background work was started. The graph
+guards itself with a lock of its own (only the symbol table's is taken under it; the
+index may hold its lock when it calls in). The rebuild resolves per file under that
+lock and looks at the foreground gate between chunks of :data:`GRAPH_CHUNK` files.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ GRAPH_CHUNK = 200
 
 
 class ImportGraph:
-    """The import edges of the indexed files; methods marked so expect the index lock held.
+    """The import edges of the indexed files; thread-safe under a private lock.
 
     Each installed file's own edges are re-resolved at once; edges from other files that
     a new file would now satisfy wait for a rebuild (``exact`` False), which never runs on
@@ -40,12 +41,11 @@ class ImportGraph:
     def __init__(
         self,
         roots: list[Path],
-        lock: threading.RLock,
         table: SymbolTable,
         gate: ForegroundGate,
         stopped: Callable[[], bool],
     ) -> None:
-        self._lock = lock
+        self._lock = threading.Lock()
         self._table = table
         self._gate = gate
         self._is_stopped = stopped
@@ -83,8 +83,28 @@ class ImportGraph:
         with self._lock:
             return sorted(self.importers.files(path))
 
+    def start_background(self) -> None:
+        """From now on rebuild on a thread of its own, never on a lookup's thread."""
+        with self._lock:
+            self.background = True
+
+    def scan_started(self) -> None:
+        """A scan runs: new files' edges wait for the rebuild after it."""
+        with self._lock:
+            self.scanning = True
+
+    def scan_ended(self) -> None:
+        """The scan ended: start the rebuild it made necessary (in the background)."""
+        with self._lock:
+            self.scanning = False
+            self._schedule()
+
     def installed(self, path: Path, old: Stored | None, stored: Stored | None) -> None:
-        """Follow one replaced entry (None: absent); holds the lock."""
+        """Follow one replaced entry (None: absent)."""
+        with self._lock:
+            self._installed(path, old, stored)
+
+    def _installed(self, path: Path, old: Stored | None, stored: Stored | None) -> None:
         if (old is None) != (stored is None):
             self._generation += 1
             if stored is None:
@@ -95,7 +115,7 @@ class ImportGraph:
                 self._update_edges(path, stored)
             # other files' imports may resolve differently now
             self.exact = False
-            self.schedule()
+            self._schedule()
         elif old is not None and stored is not None and not _same_imports(old, stored):
             self._update_edges(path, stored)
 
@@ -168,7 +188,7 @@ class ImportGraph:
                 return False
             thread.join(min(left, 0.05))
 
-    def schedule(self) -> None:
+    def _schedule(self) -> None:
         """Start the rebuild thread when background work owns the graph; holds the lock."""
         if not self.background or self.exact or self.scanning or self._is_stopped():
             return

@@ -3,8 +3,9 @@
 Owns :class:`SymbolTable`: the entries (packed for disk files, whole for open buffers),
 the small LRU of unpacked entries behind ``file()``, the name -> files table, the sorted
 names behind prefix lookups, and the per-name ``lookup`` cache (dropped per name when a
-file defining it changes). It shares the index's lock: the index installs an entry and
-updates the import graph in one critical section.
+file defining it changes). The table guards itself with a lock of its own, never held
+while anything else is taken (only :class:`~lsp_assist.index.workspace.WorkspaceIndex`
+and its import graph call it, and may hold their own locks when they do).
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ Stored = PackedEntry | FileEntry
 
 
 class SymbolTable:
-    """Entries by path and the symbols by name; methods marked so expect the lock held."""
+    """Entries by path and the symbols by name; thread-safe under a private lock."""
 
-    def __init__(self, lock: threading.RLock) -> None:
-        self._lock = lock
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._entries: dict[Path, Stored] = {}
         self._unpacked: OrderedDict[Path, FileEntry] = OrderedDict()
         self._names: FileSets[str] = FileSets()
@@ -51,10 +52,12 @@ class SymbolTable:
 
     def get(self, path: Path) -> Stored | None:
         """Return the entry of ``path`` as stored (packed or whole), or None."""
-        return self._entries.get(path)
+        with self._lock:
+            return self._entries.get(path)
 
     def __contains__(self, path: Path) -> bool:
-        return path in self._entries
+        with self._lock:
+            return path in self._entries
 
     def items(self) -> list[tuple[Path, Stored]]:
         """Return every (path, stored entry), as a list taken under the lock."""
@@ -62,23 +65,29 @@ class SymbolTable:
             return list(self._entries.items())
 
     def entry(self, path: Path) -> FileEntry | None:
-        """Return the whole entry of ``path`` (unpacked through a small LRU); holds the lock."""
-        stored = self._entries.get(path)
-        if stored is None or isinstance(stored, FileEntry):
-            return stored
-        entry = self._unpacked.get(path)
-        if entry is not None:
-            self._unpacked.move_to_end(path)
+        """Return the whole entry of ``path`` (unpacked through a small LRU)."""
+        with self._lock:
+            stored = self._entries.get(path)
+            if stored is None or isinstance(stored, FileEntry):
+                return stored
+            entry = self._unpacked.get(path)
+            if entry is not None:
+                self._unpacked.move_to_end(path)
+                return entry
+            entry = unpack(stored, path)
+            self._unpacked[path] = entry
+            if len(self._unpacked) > UNPACKED_ENTRIES:
+                self._unpacked.popitem(last=False)
             return entry
-        entry = unpack(stored, path)
-        self._unpacked[path] = entry
-        if len(self._unpacked) > UNPACKED_ENTRIES:
-            self._unpacked.popitem(last=False)
-        return entry
 
     def install(self, path: Path, stored: Stored | None, names: set[str] | None) -> Stored | None:
-        """Replace the entry of ``path`` (None removes it) and return the old one; holds
-        the lock. ``names``: the distinct symbol names of ``stored`` when the caller has them."""
+        """Replace the entry of ``path`` (None removes it) and return the old one.
+
+        ``names``: the distinct symbol names of ``stored`` when the caller has them."""
+        with self._lock:
+            return self._install(path, stored, names)
+
+    def _install(self, path: Path, stored: Stored | None, names: set[str] | None) -> Stored | None:
         old = self._entries.pop(path, None)
         self._unpacked.pop(path, None)
         self._installs += 1

@@ -6,6 +6,12 @@ texts and trees through the LRU (``cache``), and applying watcher batches (``eve
 the entries and name table live in ``symbols``, the import graph in ``graph``, the
 foreground gate in ``gate``. All public methods are thread-safe; lookups work while a
 background scan runs.
+
+The index's lock is its own: it guards the buffers, the file sets and the listeners,
+and is held across installing an entry in the table and the graph (each guards
+itself with a private lock taken under it, never the other way round). The
+listeners are told after it is released (:meth:`WorkspaceIndex._changing`), so a
+listener may take its own locks or query the index from any thread.
 """
 
 from __future__ import annotations
@@ -106,7 +112,7 @@ class WorkspaceIndex:
         self._scan_lock = threading.Lock()
         self._edit_lock = threading.Lock()
         self._stopped = False
-        self._table = SymbolTable(self._lock)
+        self._table = SymbolTable()
         self._stat: dict[Path, tuple[int, int]] = {}
         """(size, mtime_ns) on disk of files an open buffer shadows (packed entries hold
         their own)."""
@@ -114,7 +120,7 @@ class WorkspaceIndex:
         self._buffers: dict[Path, Buffer] = {}
         self._cache = FileCache(self.settings.file_cache_mb * 1024 * 1024)
         self._gate = ForegroundGate()
-        self._graph = ImportGraph(self.roots, self._lock, self._table, self._gate, self._is_stopped)
+        self._graph = ImportGraph(self.roots, self._table, self._gate, self._is_stopped)
         self._progress = (0, 0)
         self._store: IndexStore | None = None
         self._persisted: dict[str, PackedEntry] | None = None
@@ -122,6 +128,10 @@ class WorkspaceIndex:
             self._store = _open_store(Path(cache_dir))
         self._watcher: Watcher | None = None
         self._listeners: list[Callable[[Path], None]] = []
+        self._changed: list[Path] = []
+        """Paths installed under the lock, told to the listeners once it is released."""
+        self._depth = 0
+        """How deep the thread holding the lock is in :meth:`_changing` blocks."""
 
     def _norm(self, path: Path | str) -> Path:
         """Return the absolute form of ``path``; through symlinks only to reach a root."""
@@ -208,9 +218,7 @@ class WorkspaceIndex:
     # ------------------------------------------------------------------ lookups
     def file(self, path: Path) -> FileEntry | None:
         """Return the entry of ``path`` (open buffer state if open) or None."""
-        path = self._norm(path)
-        with self._lock:
-            return self._table.entry(path)
+        return self._table.entry(self._norm(path))
 
     def lookup(self, name: str) -> list[Symbol]:
         """Return every symbol named exactly ``name``."""
@@ -323,10 +331,30 @@ class WorkspaceIndex:
         return self.tree_of(norm) if self.text_of(norm) == text else None
 
     # ------------------------------------------------------------------ index mutation
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Hold the index lock to install entries; the listeners are told once it is released."""
+        changed: list[Path] = []
+        listeners: list[Callable[[Path], None]] = []
+        try:
+            with self._lock:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                    if self._depth == 0:
+                        changed, self._changed = self._changed, []
+                        listeners = self._listeners
+        finally:
+            for path in changed:
+                for listener in listeners:
+                    listener(path)
+
     def _install(self, path: Path, stored: Stored | None, names: set[str] | None = None) -> None:
         """Replace the entry of ``path`` (None removes it) and follow it in the import
-        graph; caller holds the lock. ``names``: the distinct symbol names of ``stored``
-        when the caller has them."""
+        graph; the caller is in a :meth:`_changing` block. ``names``: the distinct symbol
+        names of ``stored`` when the caller has them."""
         old = self._table.install(path, stored, names)
         self._graph.installed(path, old, stored)
         same = (
@@ -336,15 +364,15 @@ class WorkspaceIndex:
             and old.content_hash == stored.content_hash
         )
         if self._listeners and not same:
-            for listener in self._listeners:
-                listener(path)
+            self._changed.append(path)
 
     def on_change(self, listener: Callable[[Path], None]) -> Callable[[], None]:
         """Call ``listener(path)`` whenever a file's content in the index changes or goes.
 
-        Called on the changing thread with the index lock held (a watcher batch, a
-        buffer edit once re-extracted, a scan, a deletion): it must only note the path.
-        Returns the function that unsubscribes it."""
+        Called on the changing thread (a watcher batch, a buffer edit once re-extracted,
+        a scan, a deletion) after the index lock is released: it may take locks of its
+        own and query the index; it should be quick (a buffer edit runs on the event
+        loop). Returns the function that unsubscribes it."""
         with self._lock:
             self._listeners = [*self._listeners, listener]
 
@@ -384,7 +412,7 @@ class WorkspaceIndex:
         if row is not None and row_names is None:
             row = None
         if row is not None and (row.size, row.mtime_ns) == key:
-            with self._lock:
+            with self._changing():
                 if path not in self._buffers:
                     self._install(path, row, row_names)
             stats.skipped_unchanged += 1
@@ -406,7 +434,7 @@ class WorkspaceIndex:
         elif row is not None and row.content_hash == digest:
             reuse = row.with_stamp(len(src), found.mtime_ns)
         if reuse is not None:
-            with self._lock:
+            with self._changing():
                 if path not in self._buffers:
                     self._install(path, reuse)
             rows.append((str(path), reuse))
@@ -414,7 +442,7 @@ class WorkspaceIndex:
             return
         entry = self._index_file(found, src, digest)
         packed = pack(entry, found.mtime_ns)
-        with self._lock:
+        with self._changing():
             if path not in self._buffers:
                 self._install(path, packed, {s.name for s in entry.symbols})
         rows.append((str(path), packed))
@@ -423,7 +451,7 @@ class WorkspaceIndex:
     def _forget(self, path: Path) -> bool:
         """Drop a disk file from the index (open buffers keep their entry)."""
         self._cache.discard(path)
-        with self._lock:
+        with self._changing():
             known = path in self._disk_files or path in self._stat
             self._disk_files.discard(path)
             self._stat.pop(path, None)
@@ -437,14 +465,11 @@ class WorkspaceIndex:
     def scan(self, progress: Progress | None = None) -> IndexStats:
         """Scan the roots: parse new or changed files, drop vanished ones (blocking)."""
         with self._scan_lock:
-            with self._lock:
-                self._graph.scanning = True
+            self._graph.scan_started()
             try:
                 return self._scan(progress)
             finally:
-                with self._lock:
-                    self._graph.scanning = False
-                    self._graph.schedule()
+                self._graph.scan_ended()
 
     def _scan(self, progress: Progress | None) -> IndexStats:
         started = time.perf_counter()
@@ -526,7 +551,7 @@ class WorkspaceIndex:
 
         From then on the import graph is rebuilt on a thread of its own after the scan and
         after file-set changes, never on the thread of a lookup."""
-        self._graph.background = True
+        self._graph.start_background()
 
         def run() -> None:
             try:
@@ -592,7 +617,7 @@ class WorkspaceIndex:
             return
         buf = new_buffer(path, lang, text)
         entry = _buffer_entry(path, buf)
-        with self._lock:
+        with self._changing():
             self._buffers[path] = buf
             self._install_buffer_entry(path, entry)
 
@@ -607,14 +632,14 @@ class WorkspaceIndex:
                 return
             new = edited(buf, path, text, edit)
             entry = _buffer_entry(path, new)
-            with self._lock:
+            with self._changing():
                 if self._buffers.get(path) is not buf:
                     return  # closed or reopened meanwhile
                 self._buffers[path] = new
                 self._install_buffer_entry(path, entry)
 
     def _install_buffer_entry(self, path: Path, entry: FileEntry) -> None:
-        """Install an open buffer's entry (the disk file's mtime kept); holds the lock."""
+        """Install an open buffer's entry (the disk file's mtime kept); in :meth:`_changing`."""
         disk = self._table.get(path)
         if disk is not None:
             entry.mtime = disk.mtime
@@ -631,7 +656,7 @@ class WorkspaceIndex:
         self._cache.discard(path)
         found = self.rules.eligible(path)
         if found is None:
-            with self._lock:
+            with self._changing():
                 self._install(path, None)
                 self._disk_files.discard(path)
             return

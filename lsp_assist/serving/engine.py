@@ -133,6 +133,8 @@ class CompletionEngine:
             self.index = None
 
     def _open_metrics(self) -> None:
+        if self.metrics is not None:
+            self.metrics.close()  # its writer thread ends once what it holds is written
         if not self.settings.telemetry.metrics:
             self.metrics = None
             return
@@ -251,8 +253,10 @@ class CompletionEngine:
         return thread
 
     def close(self) -> None:
-        """Stop the watcher, the vector threads and release the model."""
+        """Stop the watcher, the vector threads and the metrics writer; release the model."""
         self._drop_context()
+        if self.metrics is not None:
+            self.metrics.close()
         if self.index is not None:
             self.index.stop()
         if self.vectors is not None:

@@ -7,16 +7,26 @@ would pass ``max_bytes`` it becomes ``metrics.jsonl.1`` (older ones shift to ``.
 the oldest beyond ``backups`` is deleted). An accepted suggestion adds an event line
 ``{"event": "accept", "request_id": ..., "ts": ...}`` that :func:`read_records` joins
 back onto its request. See docs/telemetry.md.
+
+:class:`MetricsLog` owns the writing: ``record`` and ``mark_accepted`` only turn the
+record into its line and queue it, so the thread that calls them (the event loop for a
+type-through hit or an accept) never touches the file system; one writer thread per
+log appends the lines (and rotates), started with the first line and ended after
+:data:`WRITER_IDLE_S` without one, or by ``close`` (which first writes what is queued,
+as ``flush`` does). Logs left open are flushed at interpreter exit.
 """
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
 import logging
 import os
 import threading
 import time
+import weakref
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +41,9 @@ METRICS_FILE = "metrics.jsonl"
 """Name of the live metrics file inside the metrics directory."""
 
 ACCEPT_EVENT = "accept"
+
+WRITER_IDLE_S = 5.0
+"""A log's writer thread ends after this long without a line (the next line starts one)."""
 
 _TEXT_FIELDS = ("prompt", "completion")
 
@@ -115,7 +128,10 @@ def _coerce(value: Any, default: Any, name: str) -> Any:
 
 
 class MetricsLog:
-    """Appends records to a JSON-lines file, rotating it by size; safe across threads."""
+    """Appends records to a JSON-lines file, rotating it by size, from a writer thread.
+
+    Safe across threads; the callers of ``record`` and ``mark_accepted`` only queue.
+    """
 
     def __init__(
         self,
@@ -129,29 +145,92 @@ class MetricsLog:
         self.max_bytes = max_bytes
         self.backups = backups
         self.log_prompts = log_prompts
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._queue: deque[bytes] = deque()
+        self._queued = 0
+        """Lines queued since the log was made; ``_written`` counts those done with."""
+        self._written = 0
+        self._writer: threading.Thread | None = None
+        self._closing = False
         self._warned = False
+        _OPEN_LOGS.add(self)
 
     def record(self, rec: MetricsRecord) -> None:
-        """Append one request record (never raises: a failing log only warns once)."""
-        self._write(rec.to_json(log_prompts=self.log_prompts))
+        """Queue one request record (never raises: a failing log only warns once)."""
+        self._put(rec.to_json(log_prompts=self.log_prompts))
 
     def mark_accepted(self, request_id: str) -> None:
-        """Append an acceptance event for ``request_id`` (joined by :func:`read_records`)."""
-        self._write({"event": ACCEPT_EVENT, "request_id": request_id, "ts": round(time.time(), 6)})
+        """Queue an acceptance event for ``request_id`` (joined by :func:`read_records`)."""
+        self._put({"event": ACCEPT_EVENT, "request_id": request_id, "ts": round(time.time(), 6)})
 
-    def _write(self, obj: Mapping[str, Any]) -> None:
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every line queued so far is written; False when ``timeout`` passed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            target = self._queued
+            while self._written < target:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def close(self) -> None:
+        """Write what is queued and end the writer thread (a later line starts another)."""
+        with self._cond:
+            writer = self._writer
+            self._closing = True
+            self._cond.notify_all()
+        if writer is not None and writer is not threading.current_thread():
+            writer.join()
+        with self._cond:
+            self._closing = False
+
+    def _put(self, obj: Mapping[str, Any]) -> None:
         line = (json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
-        with self._lock:
+        with self._cond:
+            self._queue.append(line)
+            self._queued += 1
+            if self._writer is None:
+                self._writer = threading.Thread(
+                    target=self._write_queued, name="lsp-assist-metrics", daemon=True
+                )
+                self._writer.start()
+            else:
+                self._cond.notify_all()
+
+    def _write_queued(self) -> None:
+        """The writer thread: append queued lines until idle (or closing) with none left."""
+        while True:
+            with self._cond:
+                if not self._queue and not self._closing:
+                    self._cond.wait(WRITER_IDLE_S)
+                if not self._queue:
+                    self._writer = None
+                    self._cond.notify_all()
+                    return
+                lines = list(self._queue)
+                self._queue.clear()
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._append(lines)
+            except Exception:  # a bug, not the disk: keep the writer and its counts going
+                log.exception("metrics log %s: lines lost", self.path)
+            finally:
+                with self._cond:
+                    self._written += len(lines)
+                    self._cond.notify_all()
+
+    def _append(self, lines: list[bytes]) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            for line in lines:
                 self._maybe_rotate(len(line))
                 with open(self.path, "ab") as fh:
                     fh.write(line)
-            except OSError as exc:
-                if not self._warned:
-                    log.warning("metrics log %s not writable: %s", self.path, exc)
-                    self._warned = True
+        except OSError as exc:
+            if not self._warned:
+                log.warning("metrics log %s not writable: %s", self.path, exc)
+                self._warned = True
 
     def _maybe_rotate(self, incoming: int) -> None:
         """Rotate when appending ``incoming`` bytes would pass ``max_bytes``."""
@@ -175,6 +254,16 @@ class MetricsLog:
     def files(self) -> list[Path]:
         """Return the log files that exist, oldest first."""
         return log_files(self.path)
+
+
+_OPEN_LOGS: weakref.WeakSet[MetricsLog] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_open_logs() -> None:
+    """Write what the logs still hold before the interpreter ends (daemon writers die)."""
+    for metrics in list(_OPEN_LOGS):
+        metrics.close()
 
 
 def log_files(dir_or_file: Path) -> list[Path]:

@@ -162,9 +162,14 @@ async def test_type_through_and_accept_are_recorded(client: LanguageClient) -> N
         )
     )
     assert accepted["accepted"] is True
-    logs = list(cache.rglob("metrics.jsonl"))
+    lines: list[dict[str, Any]] = []
+    for _ in range(100):  # the log is written by its own thread, soon after the accept
+        logs = list(cache.rglob("metrics.jsonl"))
+        lines = [json.loads(x) for x in logs[0].read_text().splitlines()] if logs else []
+        if any(x.get("event") == "accept" for x in lines):
+            break
+        await asyncio.sleep(0.1)
     assert logs, "no metrics log written"
-    lines = [json.loads(x) for x in logs[0].read_text().splitlines()]
     assert any(x.get("event") == "accept" for x in lines)
     assert any(x.get("cache_hit") for x in lines)
     assert not any("prompt" in x and x.get("prompt") for x in lines), "prompt text logged"

@@ -127,6 +127,7 @@ def test_a_failed_request_logs_its_own_prompt(tmp_path: Path) -> None:
     second = engine.complete(CompletionQuery(uri=uri, line=CURSOR_LINE, column=CURSOR_COLUMN))
     assert "failed on purpose" in second.error
     assert engine.metrics is not None
+    engine.metrics.flush()  # written on the log's own thread
     records = [json.loads(line) for line in engine.metrics.path.read_text().splitlines()]
     assert [bool(r["error"]) for r in records] == [False, True]
     assert "# edit 0" in records[0]["prompt"]

@@ -85,6 +85,7 @@ async def test_parts_reach_the_metrics_record(tmp_path: Path) -> None:
     scheduler.shutdown()
     assert hit.cache_hit and hit.text == "0"
     assert engine.metrics is not None
+    engine.metrics.flush()  # written on the log's own thread
     model_rec, hit_rec = (json.loads(x) for x in engine.metrics.path.read_text().splitlines())
     for name in (*PARTS, "ttft_ms", "latency_ms", "engine_ms"):
         assert model_rec[name] == round(getattr(first, name), 3), name

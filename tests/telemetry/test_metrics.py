@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
+import time
 from pathlib import Path
 
+import pytest
+
 from lsp_assist.config import Settings, cache_root, parse_settings, workspace_cache_dir
+from lsp_assist.telemetry import metrics as metrics_module
 from lsp_assist.telemetry.metrics import (
     METRICS_FILE,
     MetricsLog,
@@ -39,6 +44,7 @@ def test_record_is_one_json_line_with_every_field(tmp_path: Path) -> None:
     path = tmp_path / "m" / METRICS_FILE
     log = MetricsLog(path)
     log.record(_rec(1, engine_ms=80.5, draft_proposed=8, draft_accepted=6, drafting=True))
+    log.close()
     lines = path.read_text().splitlines()
     assert len(lines) == 1
     obj = json.loads(lines[0])
@@ -73,12 +79,14 @@ def test_prompt_text_absent_unless_log_prompts(tmp_path: Path) -> None:
     secret = "API_KEY = 'hunter2'"
     off = MetricsLog(tmp_path / "off.jsonl")
     off.record(_rec(1, prompt=secret, completion="print(API_KEY)"))
+    off.close()
     raw = (tmp_path / "off.jsonl").read_text()
     assert "hunter2" not in raw and "API_KEY" not in raw
     assert "prompt" not in json.loads(raw) and "completion" not in json.loads(raw)
 
     on = MetricsLog(tmp_path / "on.jsonl", log_prompts=True)
     on.record(_rec(1, prompt=secret, completion="print(API_KEY)"))
+    on.close()
     obj = json.loads((tmp_path / "on.jsonl").read_text())
     assert obj["prompt"] == secret and obj["completion"] == "print(API_KEY)"
     back = read_records(tmp_path / "on.jsonl")
@@ -99,6 +107,7 @@ def test_rotation_keeps_backups_and_reads_all(tmp_path: Path) -> None:
     log = MetricsLog(path, max_bytes=line_len * 3 + 10, backups=2)
     for i in range(10):
         log.record(_rec(i))
+    log.close()
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == [METRICS_FILE, f"{METRICS_FILE}.1", f"{METRICS_FILE}.2"]
     for p in tmp_path.iterdir():
@@ -119,6 +128,7 @@ def test_rotation_without_backups_truncates(tmp_path: Path) -> None:
     log = MetricsLog(path, max_bytes=600, backups=0)
     for i in range(20):
         log.record(_rec(i))
+    log.close()
     assert [p.name for p in tmp_path.iterdir()] == [METRICS_FILE]
     assert path.stat().st_size <= 600
 
@@ -130,6 +140,7 @@ def test_acceptance_is_joined(tmp_path: Path) -> None:
     log.mark_accepted("r1")
     log.mark_accepted("r3")
     log.mark_accepted("unknown")
+    log.close()
     events = [json.loads(x) for x in (tmp_path / METRICS_FILE).read_text().splitlines()]
     assert events[4]["event"] == "accept" and events[4]["request_id"] == "r1"
     assert "ts" in events[4]
@@ -143,6 +154,7 @@ def test_acceptance_joined_across_rotated_files(tmp_path: Path) -> None:
     for i in range(6):
         log.record(_rec(i))
     log.mark_accepted("r0")
+    log.close()
     assert len(log.files()) > 1
     assert read_records(tmp_path)[0].accepted
 
@@ -151,6 +163,7 @@ def test_since_filter(tmp_path: Path) -> None:
     log = MetricsLog(tmp_path / METRICS_FILE)
     for i in range(10):
         log.record(_rec(i))
+    log.close()
     recs = read_records(tmp_path, since=1_700_000_000.0 + 7)
     assert [r.request_id for r in recs] == ["r7", "r8", "r9"]
 
@@ -176,6 +189,7 @@ def test_record_never_raises_on_unwritable_path(tmp_path: Path) -> None:
     log = MetricsLog(blocker / "sub" / METRICS_FILE)
     log.record(_rec(1))  # warns, does not raise
     log.mark_accepted("r1")
+    assert log.flush(10)  # done with, not written
 
 
 def test_concurrent_writers_leave_whole_lines(tmp_path: Path) -> None:
@@ -190,6 +204,7 @@ def test_concurrent_writers_leave_whole_lines(tmp_path: Path) -> None:
         t.start()
     for t in threads:
         t.join()
+    log.close()
     recs = read_records(tmp_path)
     assert len(recs) == 200
     assert len({r.request_id for r in recs}) == 200
@@ -205,8 +220,56 @@ def test_metrics_dir_under_cache_root(tmp_path: Path) -> None:
     assert metrics_dir(settings, ws) == workspace_cache_dir(settings, ws)
     assert metrics_dir(settings, ws).parent == tmp_path / "cache" / "workspaces"
     assert all_metrics_dirs(settings) == []
-    MetricsLog(metrics_dir(settings, ws) / METRICS_FILE).record(_rec(1))
-    MetricsLog(metrics_dir(settings) / METRICS_FILE).record(_rec(2))
+    for i, workspace in ((1, ws), (2, None)):
+        log = MetricsLog(metrics_dir(settings, workspace) / METRICS_FILE)
+        log.record(_rec(i))
+        log.close()
     assert all_metrics_dirs(settings) == [cache_root(settings), metrics_dir(settings, ws)]
     both = read_records(all_metrics_dirs(settings))
     assert [r.request_id for r in both] == ["r1", "r2"]
+
+
+def test_record_queues_and_one_writer_thread_appends(tmp_path: Path) -> None:
+    """A type-through hit records on the event loop: that thread never opens the file."""
+    path = tmp_path / "m" / METRICS_FILE
+    log = MetricsLog(path)
+    touched: list[tuple[str, str]] = []
+    watching = [True]
+
+    def audit(event: str, args: tuple[object, ...]) -> None:
+        watched = event in ("open", "os.mkdir", "os.rename", "os.remove")
+        if watching[0] and watched and args and str(tmp_path) in str(args[0]):
+            touched.append((event, threading.current_thread().name))
+
+    sys.addaudithook(audit)  # hooks stay for the process: this one goes quiet below
+    try:
+        caller = threading.current_thread().name
+        log.record(_rec(1))
+        log.mark_accepted("r1")
+        assert not [t for t in touched if t[1] == caller], touched
+        log.close()  # writes what is queued, then the writer ends
+        assert touched and {name for _, name in touched} == {"lsp-assist-metrics"}
+    finally:
+        watching[0] = False
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [x.get("request_id") for x in lines] == ["r1", "r1"]
+    assert lines[1]["event"] == "accept"
+    assert log._writer is None  # ended by close
+
+
+def test_flush_waits_for_the_lines_and_the_writer_ends_when_idle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(metrics_module, "WRITER_IDLE_S", 0.05)
+    log = MetricsLog(tmp_path / METRICS_FILE)
+    for i in range(3):
+        log.record(_rec(i))
+        assert log.flush(10)
+        assert len((tmp_path / METRICS_FILE).read_text().splitlines()) == i + 1
+    deadline = time.monotonic() + 10
+    while log._writer is not None:
+        assert time.monotonic() < deadline, "the idle writer thread did not end"
+        time.sleep(0.01)
+    log.record(_rec(3))  # a later line starts a writer again
+    log.close()
+    assert [r.request_id for r in read_records(tmp_path)] == ["r0", "r1", "r2", "r3"]

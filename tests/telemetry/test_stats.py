@@ -56,6 +56,7 @@ def _write_log(path: Path) -> None:
     log.mark_accepted("a")
     log.mark_accepted("e")
     log.mark_accepted("f")
+    log.close()
 
 
 def test_percentile_linear_interpolation() -> None:
@@ -262,6 +263,7 @@ def test_cli_since_and_table_and_plot(tmp_path: Path) -> None:
     now = time.time()
     for i, age in enumerate((7200, 3000, 600, 60)):
         log.record(MetricsRecord(ts=now - age, request_id=str(i), ttft_ms=10 * (i + 1)))
+    log.close()
     proc = _cli("--metrics", str(tmp_path), "--json", "--since", "1h")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["requests"] == 3
@@ -283,7 +285,9 @@ def test_cli_workspace_uses_cache_dir(tmp_path: Path) -> None:
     settings.telemetry.cache_dir = str(tmp_path / "cache")
     ws = tmp_path / "ws"
     ws.mkdir()
-    MetricsLog(metrics_dir(settings, ws) / METRICS_FILE).record(MetricsRecord(request_id="x"))
+    log = MetricsLog(metrics_dir(settings, ws) / METRICS_FILE)
+    log.record(MetricsRecord(request_id="x"))
+    log.close()
     env = dict(os.environ, LSP_ASSIST_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.run(
         [str(CLI), "stats", "--workspace", str(ws), "--json"],

@@ -9,14 +9,15 @@ scored exactly; brute force while it is being built. Also the protocols it
 reads through: :class:`Embedding` (the model) and :class:`VectorSource` (the index).
 
 Changes arrive as events: the source calls the vector index for each file whose content
-changed or went (``VectorSource.on_change``; ``WorkspaceIndex`` calls it from the one
-place that changes entries, ``_install``). The worker waits for ``quiet_s`` without a
-new one (at most ``max_delay_s`` after the first), then looks at those files only; no
-periodic full pass, which would find nothing the events did not say at the cost of a
-look over every file (a second at 50,000 files). A source that cannot report changes
-(``on_change`` returns None) is looked over every ``poll_s`` (30 s) instead. Between
-batches of ``BATCH`` chunks the worker yields to a request being served
-(``VectorSource.yield_to_foreground``: the index's foreground gate).
+changed or went (``VectorSource.on_change``; ``WorkspaceIndex`` collects them where it
+changes entries, ``_install``, and calls it once its lock is released). The worker
+waits for ``quiet_s`` without a new one (at most ``max_delay_s`` after the first),
+then looks at those files only; no periodic full pass, which would find nothing the
+events did not say at the cost of a look over every file (a second at 50,000 files).
+A source that cannot report changes (``on_change`` returns None) is looked over
+every ``poll_s`` (30 s) instead. Between batches of ``BATCH`` chunks the worker yields
+to a request being served (``VectorSource.yield_to_foreground``: the index's
+foreground gate).
 
 The embedding model is whatever the caller's factory returns (``dim`` and
 ``embed(texts) -> (n, dim) float32``, L2-normalised), loaded on the worker thread; the
@@ -119,7 +120,8 @@ class VectorSource(Protocol):
     def on_change(self, listener: Callable[[Path], None]) -> Callable[[], None] | None:
         """Call ``listener(path)`` as a file's content changes or goes; return how to stop.
 
-        The listener only notes the path (it may run under the source's own lock). A
+        The listener only notes the path (``WorkspaceIndex`` calls it with its lock
+        released; another source may hold its own). A
         source that cannot report its changes returns None: it is looked over every
         ``poll_s`` instead."""
         ...
@@ -240,7 +242,7 @@ class VectorIndex:
         self._stop = threading.Event()
         self._pending_lock = threading.Lock()
         """What changed (``_dirty``, ``_full``): never held while anything else is taken,
-        since :meth:`notify` runs under the source's own lock."""
+        since the listener may run under a source's own lock."""
         self._dirty: set[Path] = set()
         self._full = True
         self._thread: threading.Thread | None = None
