@@ -21,7 +21,7 @@ import logging
 import time
 
 from lsp_assist.backends.base import Alternative, GenerationRequest, GenerationResult, TimeCaps
-from lsp_assist.backends.drafting import Drafter, PromptLookupDrafter
+from lsp_assist.backends.drafting import Drafter
 from lsp_assist.backends.healing import ForcedPrefix
 from lsp_assist.backends.llama_engine import INVARIANT_MAX_ROWS, DecodeAborted, LlamaEngine
 from lsp_assist.backends.streaming import TextStream
@@ -140,19 +140,42 @@ class DecodeLoop:
             return True
         return False
 
+    def prepare_drafter(self, prompt: list[int], drafter: Drafter | None) -> bool:
+        """Hand ``drafter`` the prompt (a draft model evaluates it) under the prompt cap.
+
+        Called after :meth:`evaluate_prompt` and before :meth:`decode`; its time counts
+        as prompt time (``prefill_ms``, ``ttft_ms``). Return False when a cancel or the
+        prompt cap stopped it (``stop_reason`` set); a drafter that fails otherwise is
+        logged and the request decodes without it (:meth:`decode` is then given None).
+        """
+        if drafter is None:
+            return True
+        deadline = self._deadline
+        self._deadline = self.started + self.caps.prompt_s
+        try:
+            drafter.reset(prompt, self._abort)
+        except DecodeAborted:
+            self._aborted()
+            return False
+        finally:
+            self._deadline = deadline
+        now = time.perf_counter()
+        self.result.prefill_ms = self.result.ttft_ms = (now - self.started) * 1000.0
+        self._deadline = now + self.caps.generation_s
+        return True
+
     def decode(
         self, prompt: list[int], drafter: Drafter | None, *, span: int, span_cap: int
     ) -> None:
         """Decode after :meth:`evaluate_prompt`, drafting with ``drafter`` when given.
 
-        ``span`` drafts per step (0: no drafting), growing up to ``span_cap``. Sets
-        ``text``, ``tokens``, ``stop_reason`` and the drafting figures of the result.
+        ``span`` drafts per step (0: no drafting), growing up to ``span_cap``. A drafter
+        must have been reset on ``prompt`` (:meth:`prepare_drafter`). Sets ``text``,
+        ``tokens``, ``stop_reason`` and the drafting figures of the result.
         """
         eng, result, cancel = self.engine, self.result, self.request.cancel
         draft_n = span
         drafting = span > 0 and drafter is not None
-        if drafting and isinstance(drafter, PromptLookupDrafter):
-            drafter.reset(prompt)
         result.drafting = drafting
         generated = result.tokens
         pending = self._pending
@@ -175,7 +198,10 @@ class DecodeLoop:
             if drafting and drafter is not None and not healing:
                 try:
                     drafts = drafter.propose([*prompt, *generated], min(span, room - 1))
-                except BackendError as exc:  # DecodeAborted included
+                except DecodeAborted:
+                    self._aborted()
+                    break
+                except BackendError as exc:
                     logger.warning("drafting failed, switched off for this request: %s", exc)
                     drafting = False
             try:

@@ -6,9 +6,12 @@ Two drafters propose up to N tokens that the main model then verifies in one bat
   tokens (an n-gram) in the prompt plus what has been generated, and proposes what
   followed it. Free to run; code repeats itself, so it often hits.
 - :class:`DraftModelDrafter` (built by the local backend from ``draftModelPath``) runs
-  a second, smaller GGUF with the same vocabulary greedily for N tokens, with the same
-  LCP-based KV reuse; :func:`check_draft_vocab` refuses one whose vocabulary differs
-  (llama.cpp's own rules).
+  a second, smaller GGUF with the same vocabulary greedily, with the same LCP-based KV
+  reuse, for up to N tokens while it is confident (its top token's probability at least
+  ``p_min``); :func:`check_draft_vocab` refuses one whose vocabulary differs (llama.cpp's
+  own rules).
+- :class:`CombinedDrafter` asks prompt lookup first and the draft model only when the
+  lookup has nothing: copied code costs no draft-model step, new code still gets drafts.
 
 :class:`AcceptanceTracker` keeps the acceptance rate per task type over a rolling
 window; below the threshold it switches drafting off for that task type and switches it
@@ -17,10 +20,13 @@ back on for a probe after a number of requests.
 
 from __future__ import annotations
 
+import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+import numpy as np
 
 from lsp_assist.backends.kv_states import common_prefix_len
 from lsp_assist.backends.llama_engine import LlamaEngine
@@ -30,9 +36,23 @@ from lsp_assist.errors import DraftModelError
 VOCAB_MAX_SIZE_DIFFERENCE = 128
 VOCAB_CHECK_START_TOKEN_ID = 5
 
+DRAFT_P_MIN = 0.75
+"""A draft model keeps drafting while its top token's probability is at least this
+(llama.cpp's speculative default); the first token of a step is always proposed."""
+
+AbortCheck = Callable[[], bool]
+
 
 class Drafter(Protocol):
     """Anything that proposes draft tokens to continue ``history``."""
+
+    def reset(self, history: Sequence[int], abort: AbortCheck | None = None) -> None:
+        """Start a request whose history begins with ``history`` (its prompt).
+
+        ``abort`` is the request's cancel/deadline check, for any model evaluation the
+        drafter does until the next ``reset``.
+        """
+        ...
 
     def propose(self, history: Sequence[int], n: int) -> list[int]:
         """Return up to ``n`` tokens likely to follow ``history``."""
@@ -54,8 +74,8 @@ class PromptLookupDrafter:
         # how many positions (n-gram end positions) are indexed
         self._indexed = 0
 
-    def reset(self, history: Sequence[int]) -> None:
-        """Index ``history`` from scratch."""
+    def reset(self, history: Sequence[int], abort: AbortCheck | None = None) -> None:
+        """Index ``history`` from scratch (``abort`` is not needed: no model runs)."""
         self._tokens = []
         self._index = {}
         self._indexed = 0
@@ -94,30 +114,142 @@ class PromptLookupDrafter:
 
 
 class DraftModelDrafter:
-    """Greedy drafting with a second, smaller model that shares the main vocabulary."""
+    """Greedy drafting with a second, smaller model that shares the main vocabulary.
 
-    def __init__(self, engine: LlamaEngine) -> None:
+    Each step drafts up to ``n`` tokens and stops early after a token whose
+    probability under the draft model is below ``p_min`` (that token is still
+    proposed when it is the first: a verification row is cheap next to a draft step).
+    The draft model's KV cache keeps the longest common prefix with the history, so a
+    step first catches up on what the main model accepted since the last one.
+    """
+
+    def __init__(self, engine: LlamaEngine, *, p_min: float = DRAFT_P_MIN) -> None:
         self.engine = engine
+        self.p_min = p_min
+        self._abort: AbortCheck | None = None
+        self._logits_at = -1
+        """How many tokens the engine held when its last logits were computed (-1: stale)."""
+        self.steps = 0
+        """Draft-model decode steps run (one per drafted token, catch-ups included)."""
+        self.catchup_tokens = 0
+        """History tokens evaluated to catch up (the prompt on a cold cache, accepted tokens)."""
+        self.seconds = 0.0
+        """Time spent in the draft model, catch-ups included."""
+
+    def reset(self, history: Sequence[int], abort: AbortCheck | None = None) -> None:
+        """Evaluate ``history`` (the prompt) in the draft model, under ``abort``.
+
+        Run during the request's prompt evaluation, so the draft model's own prompt
+        costs prompt time (and its cap), not decode time. Raises ``DecodeAborted``.
+        """
+        self._abort = abort
+        self._catch_up(history)
+
+    def prefill(self, history: Sequence[int], abort: AbortCheck | None = None) -> None:
+        """Evaluate ``history`` ahead of a request (no logits), keeping the common prefix."""
+        eng = self.engine
+        if not history or len(history) >= eng.n_ctx:
+            return
+        keep = common_prefix_len(eng.tokens, history)
+        eng.truncate(keep)
+        self._logits_at = -1
+        eng.eval(history[keep:], n_logits=0, abort=abort)
+
+    def _catch_up(self, history: Sequence[int]) -> None:
+        eng = self.engine
+        if not history or len(history) >= eng.n_ctx:
+            return
+        keep = common_prefix_len(eng.tokens, history)
+        if keep == len(history) == len(eng.tokens) == self._logits_at:
+            return  # the last evaluation ended here: its logits are the ones needed
+        if keep == len(history):
+            keep -= 1  # the last token is evaluated again for its logits
+        eng.truncate(keep)
+        self._logits_at = -1
+        t0 = time.perf_counter()
+        try:
+            eng.eval(history[keep:], n_logits=1, abort=self._abort)
+        finally:
+            self.seconds += time.perf_counter() - t0
+        self._logits_at = len(eng.tokens)
+        self.catchup_tokens += len(history) - keep
+        self.steps += 1
+
+    def _best(self) -> tuple[int, float]:
+        """The greedy token of the last evaluation and its probability."""
+        row = self.engine._logits_row(0)
+        tok = int(row.argmax())
+        top = float(row[tok])
+        return tok, 1.0 / float(np.exp(row - top).sum())
 
     def propose(self, history: Sequence[int], n: int) -> list[int]:
-        """Run the draft model greedily for ``n`` tokens after ``history``."""
+        """Run the draft model greedily for up to ``n`` confident tokens after ``history``."""
         eng = self.engine
         if n <= 0 or not history or len(history) + n >= eng.n_ctx:
             return []
-        keep = common_prefix_len(eng.tokens, history)
-        if keep == len(history):
-            keep -= 1
-        eng.truncate(keep)
-        eng.eval(history[keep:], n_logits=1)
+        self._catch_up(history)
         out: list[int] = []
-        tok = eng.argmax(0)
-        while True:
-            out.append(tok)
-            if len(out) >= n or eng.is_eog(tok):
-                break
-            eng.eval([tok], n_logits=1)
-            tok = eng.argmax(0)
+        tok, prob = self._best()
+        t0 = time.perf_counter()
+        try:
+            while True:
+                out.append(tok)
+                if len(out) >= n or eng.is_eog(tok) or prob < self.p_min:
+                    break
+                self._logits_at = -1
+                eng.eval([tok], n_logits=1, abort=self._abort)
+                self._logits_at = len(eng.tokens)
+                self.steps += 1
+                tok, prob = self._best()
+                if prob < self.p_min:
+                    break
+        finally:
+            self.seconds += time.perf_counter() - t0
         return out
+
+    def stats(self) -> dict[str, float]:
+        """Draft-model steps, catch-up tokens and seconds so far."""
+        return {
+            "draft_model_steps": self.steps,
+            "draft_model_catchup_tokens": self.catchup_tokens,
+            "draft_model_seconds": round(self.seconds, 3),
+        }
+
+
+class CombinedDrafter:
+    """Prompt lookup first; the draft model only when the lookup has no match.
+
+    Copying continuations (a method being duplicated, a repeated call) are drafted for
+    free by the lookup; new code falls back to the draft model, which catches up on the
+    tokens it missed in one batch the next time it is asked.
+    """
+
+    def __init__(self, lookup: PromptLookupDrafter, model: Drafter) -> None:
+        self.lookup = lookup
+        self.model = model
+        self.lookup_steps = 0
+        self.model_steps = 0
+
+    def reset(self, history: Sequence[int], abort: AbortCheck | None = None) -> None:
+        """Index the prompt for the lookup and evaluate it in the draft model."""
+        self.lookup.reset(history)
+        self.model.reset(history, abort)
+
+    def propose(self, history: Sequence[int], n: int) -> list[int]:
+        """Return the lookup's drafts when it has any, else the draft model's."""
+        drafts = self.lookup.propose(history, n)
+        if drafts:
+            self.lookup_steps += 1
+            return drafts
+        self.model_steps += 1
+        return self.model.propose(history, n)
+
+    def stats(self) -> dict[str, float]:
+        """Steps drafted by each source, and the draft model's own figures."""
+        own: dict[str, float] = {"lookup_steps": self.lookup_steps, "model_steps": self.model_steps}
+        if isinstance(self.model, DraftModelDrafter):
+            own.update(self.model.stats())
+        return own
 
 
 def check_draft_vocab(main: LlamaEngine, draft: LlamaEngine) -> None:

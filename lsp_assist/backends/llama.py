@@ -41,6 +41,7 @@ from lsp_assist.backends.base import (
 from lsp_assist.backends.decode import DecodeLoop, draft_limits
 from lsp_assist.backends.drafting import (
     AcceptanceTracker,
+    CombinedDrafter,
     Drafter,
     DraftModelDrafter,
     PromptLookupDrafter,
@@ -62,8 +63,8 @@ class LocalBackend(Backend):
     """A GGUF model in-process via llama.cpp: KV reuse, per-file states, drafting, cancel."""
 
     name = "local"
-
     heals_tokens = True
+
     def __init__(
         self,
         settings: ModelSettings,
@@ -103,16 +104,17 @@ class LocalBackend(Backend):
             self.close()
             raise
         self._prompt_lookup = PromptLookupDrafter()
-        self._drafter: Drafter | None
+        self._drafters: dict[str, Drafter] = {"prompt-lookup": self._prompt_lookup}
+        if self._draft_engine is not None:
+            model = DraftModelDrafter(self._draft_engine)
+            self._drafters["model-only"] = model
+            self._drafters["model"] = CombinedDrafter(self._prompt_lookup, model)
+        self._drafter: Drafter | None = None
+        self.draft_mode = "off"
         if settings.draft == "model" and self._draft_engine is not None:
-            self._drafter = DraftModelDrafter(self._draft_engine)
-            self.draft_mode = "model"
-        elif settings.draft == "off":
-            self._drafter = None
-            self.draft_mode = "off"
-        else:
-            self._drafter = self._prompt_lookup
-            self.draft_mode = "prompt-lookup"
+            self.set_draft_mode("model")
+        elif settings.draft != "off":
+            self.set_draft_mode("prompt-lookup")
         self.acceptance = AcceptanceTracker(min_acceptance=settings.draft_min_acceptance)
         self.states = KVStateCache(
             settings.kv_cache_mb * 1024 * 1024,
@@ -137,6 +139,26 @@ class LocalBackend(Backend):
             self._engine.n_ctx,
             self.draft_mode,
         )
+
+    # --- drafting -------------------------------------------------------------------------
+
+    @property
+    def draft_modes(self) -> list[str]:
+        """The drafting modes this backend can switch to (see :meth:`set_draft_mode`)."""
+        return ["off", *self._drafters]
+
+    def set_draft_mode(self, mode: str) -> None:
+        """Switch drafting: ``off``, ``prompt-lookup``, ``model`` or ``model-only``.
+
+        ``model`` (what ``draft: model`` loads) is prompt lookup with the draft model
+        where the lookup has no match; ``model-only`` drafts with the draft model alone.
+        The two need a draft model. For A/B comparisons; the acceptance tracker is kept.
+        """
+        if mode != "off" and mode not in self._drafters:
+            raise BackendError(f"drafting mode {mode!r} unavailable here: {self.draft_modes}")
+        with self._lock:
+            self._drafter = self._drafters.get(mode)
+            self.draft_mode = mode
 
     # --- metadata -------------------------------------------------------------------------
 
@@ -238,6 +260,11 @@ class LocalBackend(Backend):
             abort = (lambda: cancel.cancelled) if cancel is not None else None
             try:
                 eng.eval(prompt[reuse:], n_logits=0, abort=abort)
+                model = self._drafters.get("model-only")
+                if isinstance(model, DraftModelDrafter) and self.draft_mode.startswith("model"):
+                    # the draft model needs the prompt too: without this its first
+                    # request after didOpen would evaluate the whole file before drafting
+                    model.prefill(prompt, abort)
             except DecodeAborted:
                 logger.debug("prefill cancelled after %d tokens", len(eng.tokens) - reuse)
             return len(eng.tokens) - reuse
@@ -289,6 +316,12 @@ class LocalBackend(Backend):
             return result
         drafting = draft_n > 0 and self._drafter is not None and self._want_draft(request)
         drafter = self._drafter if drafting else None
+        try:
+            if not loop.prepare_drafter(prompt, drafter):
+                return result
+        except BackendError as exc:
+            logger.warning("drafting failed, switched off for this request: %s", exc)
+            drafter = None
         loop.decode(prompt, drafter, span=draft_n, span_cap=span_cap)
         if request.alternatives > 1 and not result.cancelled:
             result.alternatives = loop.branches(prompt, drafter, span=draft_n, span_cap=span_cap)
@@ -313,6 +346,13 @@ class LocalBackend(Backend):
             "draft_mode": self.draft_mode,
             "drafting": self.acceptance.stats(),
         }
+        model = self._drafters.get("model-only")
+        if isinstance(model, DraftModelDrafter):
+            out.update(model.stats())
+        combined = self._drafters.get("model")
+        if isinstance(combined, CombinedDrafter):
+            out["draft_lookup_steps"] = combined.lookup_steps
+            out["draft_model_fallback_steps"] = combined.model_steps
         out.update(self.states.stats())
         return out
 

@@ -1,9 +1,10 @@
 """Model-free tests: GGUF validation, the KV state LRU, prompt lookup, acceptance tracking,
-time caps, the model-free tokenizer, draft limits."""
+time caps, the model-free tokenizer, draft limits, the combined drafter."""
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from lsp_assist.backends.approx_tokens import ApproxTokenizer
 from lsp_assist.backends.base import GenerationRequest, time_caps
 from lsp_assist.backends.decode import draft_limits
-from lsp_assist.backends.drafting import AcceptanceTracker, PromptLookupDrafter
+from lsp_assist.backends.drafting import AcceptanceTracker, CombinedDrafter, PromptLookupDrafter
 from lsp_assist.backends.gguf_meta import read_gguf_header
 from lsp_assist.backends.kv_states import KVState, KVStateCache, common_prefix_len
 from lsp_assist.config import ModelSettings
@@ -170,3 +171,32 @@ def test_draft_limits_keep_verification_batches_under_eight_rows() -> None:
     assert draft_limits(4, 2) == (4, 6)  # batch-invariant: pending + at most 6 drafts
     assert draft_limits(10, 2) == (6, 6)
     assert draft_limits(-1, 2) == (0, 0)
+
+
+class _FakeModelDrafter:
+    """A draft model stand-in: proposes a fixed run, records what it was handed."""
+
+    def __init__(self) -> None:
+        self.reset_with: list[int] | None = None
+        self.asked = 0
+
+    def reset(self, history: Sequence[int], abort: Callable[[], bool] | None = None) -> None:
+        self.reset_with = list(history)
+
+    def propose(self, history: Sequence[int], n: int) -> list[int]:
+        self.asked += 1
+        return [99] * n
+
+
+def test_combined_drafter_prefers_lookup_and_falls_back_to_the_model() -> None:
+    model = _FakeModelDrafter()
+    drafter = CombinedDrafter(PromptLookupDrafter(), model)
+    history = [1, 2, 3, 4, 5, 6, 1, 2]
+    drafter.reset(history)
+    assert model.reset_with == history  # the draft model is handed the prompt too
+    assert drafter.propose(history, 3) == [3, 4, 5]  # a lookup match: no model step
+    assert model.asked == 0
+    history = [*history, 3, 7, 8]  # (7, 8) occurs nowhere before: the model drafts
+    assert drafter.propose(history, 2) == [99, 99]
+    assert model.asked == 1
+    assert drafter.stats() == {"lookup_steps": 1, "model_steps": 1}
