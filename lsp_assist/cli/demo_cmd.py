@@ -84,9 +84,19 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
     load_s = time.perf_counter() - started
 
     async def ask(line: int, column: int) -> tuple[str, float, dict[str, Any]]:
-        return await inline_request(client, uri, line, column, automatic=False)
+        # automatic, as an editor asks while the user types (an explicit ask wants
+        # alternatives, which the type-through cache does not hold)
+        return await inline_request(client, uri, line, column, automatic=True)
 
     first, first_ms, first_details = await ask(line, column)
+    # What the related layer put in that prompt: definitions found through the index
+    explained = await command(client, "lspAssist.explainContext", uri, line, column)
+    related = [
+        f"{item['symbol']} ({item['source']})"
+        for layer in explained.get("layers", [])
+        if layer["name"] == "related"
+        for item in layer["items"]
+    ]
     # The user types the suggestion's first character: served from the type-through cache.
     typed = first[0] if first else "r"
     client.text_document_did_change(line_edit(uri, 2, line, column, column, typed))
@@ -106,6 +116,8 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
         "completion_provider": init.capabilities.completion_provider is not None,
         "model_load_s": round(load_s, 2),
         "messages": messages,
+        "model": status.get("model", {}).get("path", ""),
+        "related": related,
         "first": {"suggestion": first, "round_trip_ms": round(first_ms, 1), **first_details},
         "after_typing": {
             "typed": typed,
@@ -138,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
         f"completion: {report['completion_provider']}; model loaded and file prefilled "
         f"after {report['model_load_s']} s"
     )
+    print(f"model: {report['model']}")
     for message in report["messages"]:
         print(f"server says: {message}")
     steps = (
@@ -164,4 +177,6 @@ def run(args: argparse.Namespace) -> int:
         layers = part.get("layers") or {}
         if layers:
             print("tokens per layer: " + ", ".join(f"{k} {v}" for k, v in layers.items()))
+        if key == "first" and report["related"]:
+            print("related layer: " + ", ".join(report["related"]))
     return 0 if report["first"]["suggestion"] else 1

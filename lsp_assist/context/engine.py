@@ -33,7 +33,7 @@ from tree_sitter import Tree
 from lsp_assist.backends.base import ModelInfo
 from lsp_assist.config import ContextSettings
 from lsp_assist.context.baseline import DEFAULT_N_CTX, Baseline
-from lsp_assist.context.budget import BudgetPlan, estimate_tokens
+from lsp_assist.context.budget import MAX_GROUP_FACTOR, BudgetPlan, estimate_tokens
 from lsp_assist.context.formats import PromptFormat, detect_format
 from lsp_assist.context.layout import (
     SUFFIX_LINES,
@@ -384,6 +384,42 @@ class ContextEngine:
             parts.similar, parts.items["similar"] = similar.pieces, similar.items
         plan.spend("similar", cost(parts.similar))
 
+        # the zone takes what related and similar left, up to its group cap: in a file
+        # with little to retrieve the code around the cursor is the best use of the budget
+        # (a HumanEval problem's docstring was cut at the zone's own share)
+        extra = self._zone_room(plan)
+        if extra > TYPED_STEP:
+            wider = select_zone(
+                tree,
+                lines,
+                line,
+                col,
+                max_lines=settings.editing_zone_lines,
+                budget=zone_budget + extra,
+                count=self.counter.count,
+                fim=fmt.is_fim,
+                estimate=estimate_tokens,
+                scale=self._zone_scale.get(cursor.path, 1.0),
+                reserve=TYPED_STEP,
+            )
+            if (wider.start_line, wider.end_line) != (zone.start_line, zone.end_line):
+                wider_cost = zone_pieces(maker, parts, wider, rel)
+                if wider_cost - zone_cost <= extra:
+                    zone = wider
+                    plan.spent["editing_zone"] += wider_cost - zone_cost
+                    plan.granted["editing_zone"] += extra
+                    plan.carry -= wider_cost - zone_cost
+                    zone_cost = wider_cost
+                    self._zone_memo[cursor.path] = (
+                        len(lines),
+                        zone_budget,
+                        settings.editing_zone_lines,
+                        zone.start_line,
+                        max(zone.end_line, line),
+                    )
+                else:
+                    zone_pieces(maker, parts, zone, rel)
+
         # file summary
         fs_budget = plan.grant("file_summary")
         if settings.layer_file_summary and fs_budget > 0:
@@ -414,6 +450,14 @@ class ContextEngine:
             n_lines=len(lines),
         )
         return prompt
+
+    @staticmethod
+    def _zone_room(plan: BudgetPlan) -> int:
+        """Return the tokens the zone may still take: what the layers after it left
+        unused (the plan's carry), within the zone's group cap and the budget."""
+        cap = int(MAX_GROUP_FACTOR * plan.shares.get("editing_zone", 0))
+        room = cap - plan.spent.get("editing_zone", 0)
+        return max(0, min(plan.carry, room, plan.remaining))
 
     def _block_key(
         self,

@@ -40,5 +40,7 @@ def metrics_record(
     if log_prompts:
         record.completion = outcome.text
         if prompt is not None:
-            record.prompt = prompt.prompt
+            # with token healing the model continued from the typed tail it was made to
+            # write: the text it continued is the prompt plus that tail
+            record.prompt = prompt.prompt + prompt.healed
     return record

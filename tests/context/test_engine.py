@@ -258,3 +258,27 @@ def test_retriever_text_follows_the_index_entry(shop: WorkspaceIndex) -> None:
     assert retriever.text_of(path) == "def changed():\n    pass\n"
     retriever.reset(force=True)
     assert retriever.text_of(path) == "def changed():\n    pass\n"
+
+
+def test_the_zone_takes_what_related_and_similar_leave(tmp_path: Path) -> None:
+    """A lone file with nothing to retrieve: the zone grows past its own share (40 % of
+    the budget) into the related share, up to its group cap, and the prompt keeps the
+    function's docstring that the share alone cut."""
+    doc = "\n".join(f"    Example {i}: transform({i}) == {i * i} for the squares." for i in range(30))
+    source = f'def transform(x):\n    """Square x.\n\n{doc}\n    """\n    y = x * x\n    \n    return y\n'
+    path = tmp_path / "lone.py"
+    path.write_text(source)
+    index = scanned_index(tmp_path)
+    engine = ContextEngine(index, ApproxTokenizer(QWEN_LIKE.special_tokens), QWEN_LIKE)
+    lines = source.split("\n")
+    line = lines.index("    y = x * x") + 1
+    prompt = engine.build(
+        Cursor(path=path, language="python", text=source, line=line, column=4), budget=512
+    )
+    layers = {layer.name: layer for layer in prompt.layers}
+    share = 512 - 512 // 10  # the fresh build's plan (less the zone's growth room)
+    own = share - int(share * 0.1) - int(share * 0.3) - int(share * 0.2)
+    assert layers["related"].tokens == layers["similar"].tokens == 0
+    assert layers["editing_zone"].tokens > own + 64, layers["editing_zone"].tokens
+    assert "Example 20:" in layers["editing_zone"].text
+    assert prompt.total_tokens <= 512
