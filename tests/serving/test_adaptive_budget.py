@@ -8,9 +8,9 @@ real model runs the same paths in tests/e2e/test_adaptive_budget.py.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -180,19 +180,38 @@ def test_the_baseline_keeps_its_own_budget() -> None:
 # --- calibration and the engine, with a backend paced to a prompt speed ---------------------
 
 
+@pytest.fixture(autouse=True)
+def _calibration_reads_the_backends_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's calibration times a :class:`PacedBackend` by its own clock."""
+    from lsp_assist.serving import engine as serving_engine
+
+    def timed(backend: object, estimator: AdaptiveBudget, **kwargs: Any) -> bool:
+        if isinstance(backend, PacedBackend):
+            kwargs.setdefault("clock", backend.virtual_now)
+        return calibrate(backend, estimator, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(serving_engine, "calibrate", timed)
+
+
 class PacedBackend(CharBackend):
     """Evaluates prompts at ``rate`` tokens per second.
 
     ``prefill`` evaluates what follows the tokens of the previous prefill (as the local
-    backend does) and sleeps for the time, which the calibration measures with its
-    clock; ``generate`` reuses nothing and reports the time as ``prefill_ms`` without
-    sleeping, as if measured.
+    backend does) and advances its own clock by the time that takes (``virtual_now``,
+    which the engine's calibration reads here: a sleep measured by the wall clock
+    reads slower on a busy machine, and the test is about the rate, not the machine);
+    ``generate`` reuses nothing and reports the time as ``prefill_ms``, as if measured.
     """
 
     def __init__(self, rate: float) -> None:
         self.rate = rate
         self.prefills: list[tuple[int, str]] = []
         self.live: list[int] = []
+        self.elapsed = 0.0
+
+    def virtual_now(self) -> float:
+        """Return the seconds of prompt evaluation this backend has spent so far."""
+        return self.elapsed
 
     def prefill(
         self, tokens: Sequence[int], *, cache_key: str = "", cancel: CancelToken | None = None
@@ -203,7 +222,7 @@ class PacedBackend(CharBackend):
         while reuse < min(len(tokens), len(self.live)) and tokens[reuse] == self.live[reuse]:
             reuse += 1
         self.live = list(tokens)
-        time.sleep((len(tokens) - reuse) / self.rate)
+        self.elapsed += (len(tokens) - reuse) / self.rate
         return len(tokens) - reuse
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
