@@ -34,6 +34,7 @@ from pygls.protocol.language_server import lsp_method
 from lsp_assist import __version__
 from lsp_assist.config import Settings, parse_settings
 from lsp_assist.documents import uri_to_path
+from lsp_assist.lsp.blocking import run_blocking
 from lsp_assist.lsp.document_sync import OwnDocumentSync
 from lsp_assist.lsp.transport import peek_request_id
 from lsp_assist.serving import CompletionEngine, Scheduler
@@ -343,7 +344,7 @@ class LspAssistServer(LanguageServer):
 
         thread = engine.start_indexing(report)
         if thread is not None:
-            await loop.run_in_executor(None, thread.join)
+            await run_blocking(thread.join, name="lsp-assist-index-wait")
             # The index's objects live as long as the session: keep them out of the
             # collector's full passes (75-90 ms pauses that land on completion requests).
             # Not once the session is closed: that would keep its garbage for good (the

@@ -36,6 +36,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from lsp_assist.lsp.blocking import run_blocking
+
 logger = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -347,7 +349,7 @@ async def run_session(session: Session, chunks: AsyncIterator[bytes]) -> int:
         return 1
     finally:
         protocol.on_exit = None
-        await asyncio.get_running_loop().run_in_executor(None, session.close_session)
+        await run_blocking(session.close_session, name="lsp-assist-close")
 
 
 def _release_memory(active_sessions: int) -> None:

@@ -13,7 +13,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -220,20 +219,35 @@ class FaultServer:
                     continue
                 self.held_at = time.perf_counter()
                 self.holding.set()
-                with suppress(OSError):
+                try:
                     self._fault(conn, step)
+                except (ConnectionResetError, BrokenPipeError):
+                    self._note_closed()  # a write after the client closed: it answered RST
+                except OSError:
+                    pass
                 return
 
+    def _note_closed(self) -> None:
+        self.closed_at = time.perf_counter()
+        self.closed.set()
+
     def _client_closed(self, conn: socket.socket, wait_s: float) -> bool:
-        """Wait up to ``wait_s`` for the client to close; note when it did."""
+        """Wait up to ``wait_s`` for the client to close; note when it did.
+
+        A close is a FIN (``recv`` returns b"") or, when the client closed with bytes
+        of ours unread or after our last write, a reset (the faults write while they
+        wait: a drip byte can land just before the client's close at its cap).
+        """
         conn.settimeout(wait_s)
         try:
             if conn.recv(1) == b"":
-                self.closed_at = time.perf_counter()
-                self.closed.set()
+                self._note_closed()
                 return True
         except TimeoutError:
             pass
+        except (ConnectionResetError, BrokenPipeError):
+            self._note_closed()
+            return True
         return False
 
     def _fault(self, conn: socket.socket, step: str) -> None:
@@ -448,6 +462,35 @@ def test_a_silent_server_ends_within_the_caps_retries_included(read_timeout_ms: 
     finally:
         backend.close()
         server.close()
+
+
+def test_the_fault_server_sees_a_close_that_lands_after_its_drip_byte() -> None:
+    """The client's close at its cap and the next drip byte are both due about 1 s in.
+
+    When the byte lands first, the client's close (with it unread) is a reset, not a
+    FIN: the server used to miss it, so the cap tests failed on a busy machine with
+    "the client left the connection open" although the client had closed.
+    """
+    server = FaultServer(["drip"], drip_s=0.2)
+    try:
+        with socket.create_connection(("127.0.0.1", int(server.url.rsplit(":", 1)[1]))) as s:
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+            assert s.recv(1) == b"H"
+            deadline = time.monotonic() + 5
+            while not _unread(s):  # the next byte arrived and stays unread
+                assert time.monotonic() < deadline, "no second drip byte"
+                time.sleep(0.01)
+        assert server.closed.wait(2.0), "the server missed the client's close"
+    finally:
+        server.close()
+
+
+def _unread(sock: socket.socket) -> bool:
+    """True when bytes wait in ``sock``'s receive buffer."""
+    try:
+        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except BlockingIOError:
+        return False
 
 
 @pytest.mark.parametrize("fault", ["junk", "drip"])

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from lsprotocol import types
 
+from lsp_assist.lsp.blocking import run_blocking
 from lsp_assist.lsp.server import LspAssistServer
 
 
@@ -32,4 +31,4 @@ def register(server: LspAssistServer) -> None:
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: LspAssistServer, params: None) -> None:
         # Off the event loop: it waits for the model thread to be idle.
-        await asyncio.get_running_loop().run_in_executor(None, ls.shutdown_engine)
+        await run_blocking(ls.shutdown_engine, name="lsp-assist-shutdown")
