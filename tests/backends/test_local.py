@@ -440,10 +440,10 @@ def test_prompt_lookup_drafting_matches_greedy(model: str, request: pytest.Fixtu
     assert "completion" in per_task  # type: ignore[operator]
 
 
-def test_embedded_gemma_generates_with_reuse() -> None:
+def test_the_gemma_preset_generates_with_reuse() -> None:
     from lsp_assist.backends.factory import create_backend
 
-    backend = create_backend(_settings(context_length=1024, model_path=""))  # the embedded one
+    backend = create_backend(_settings(context_length=1024, model="gemma-270m", model_path=""))
     assert isinstance(backend, LocalBackend)
     try:
         info = backend.info

@@ -122,3 +122,20 @@ def test_model_path_wins_over_the_preset(tmp_path: Path) -> None:
     resolved = resolve_model_settings(ModelSettings(model="coder-1.5b", model_path=str(gguf)))
     assert resolved.model_path == str(gguf)
     assert (resolved.draft, resolved.draft_model_path) == ("prompt-lookup", "")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not preset_installed("coder-0.5b"), reason="coder-0.5b not installed")
+def test_the_default_settings_load_the_coder_model_with_its_fim_tokens() -> None:
+    from lsp_assist.backends.factory import create_backend
+
+    backend = create_backend(ModelSettings(context_length=512))
+    try:
+        info = backend.info
+        assert info.architecture == "qwen2" and info.path.endswith(
+            "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+        )
+        assert None not in (info.fim_prefix_id, info.fim_suffix_id, info.fim_middle_id)
+        assert "<|repo_name|>" in info.special_tokens and "<|file_sep|>" in info.special_tokens
+    finally:
+        backend.close()
