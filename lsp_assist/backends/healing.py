@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 PieceOf = Callable[[int], bytes]
+_WHITE = frozenset({b" ", b"\t", b"\n", b"\r"})
 
 
 class PieceIndex:
@@ -46,20 +47,25 @@ class PieceIndex:
         self._exact = by_piece
 
     def compatible(self, forced: bytes) -> Any:
-        """Return the ids (numpy array) whose piece is a prefix of ``forced`` or extends it."""
+        """Return the ids (numpy array) whose piece is a prefix of ``forced`` or extends it.
+
+        A piece that extends it with more white space is left out: the forced text is the
+        end of what the user typed (their indentation, the space after ``=``), and a model
+        allowed a longer run of spaces there took it and wrote nothing but spaces after.
+        """
         if not forced:
             return self._ids
         found = [
             self._exact[forced[:k]] for k in range(1, len(forced)) if forced[:k] in self._exact
         ]
-        lo = bisect.bisect_left(self._sorted, forced)
-        hi = lo
+        n = len(forced)
+        hi = bisect.bisect_left(self._sorted, forced)
         while hi < len(self._sorted) and self._sorted[hi].startswith(forced):
+            piece = self._sorted[hi]
+            if len(piece) == n or piece[n : n + 1] not in _WHITE:
+                found.append(int(self._ids[hi]))
             hi += 1
-        extending = self._ids[lo:hi]
-        if not found:
-            return extending
-        return np.concatenate([np.array(found, dtype=np.int64), extending])
+        return np.array(found, dtype=np.int64)
 
 
 _INDEXES: dict[str, PieceIndex] = {}

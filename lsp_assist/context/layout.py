@@ -34,9 +34,14 @@ def heal_split(typed: str) -> tuple[str, str]:
     """Return ``typed`` as (the part kept in the prompt, the tail the model must write).
 
     Token healing (backends/healing.py): the typed indentation ``"    "`` tokenizes as
-    one token the model rarely saw before code; cut, and the model writes ``"   "`` +
-    ``" return"`` itself.
+    one token the model rarely saw before code; the prompt keeps ``"   "`` and the model
+    writes ``" return"`` itself.
     """
+    if typed[-1:].isspace():
+        # only the last white space character: "    " is written "   " + " return", and a
+        # model made to write the whole run wrote it from single spaces and then more
+        # spaces (Qwen2.5-Coder at a blanked HumanEval line: 42 spaces and nothing else)
+        return typed[:-1], typed[-1:]
     found = _LAST_PRE_TOKEN.search(typed)
     if found is None:
         return typed, ""
