@@ -42,7 +42,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "workspace", nargs="?", type=Path, help="folder (default: the installed standard library)"
     )
-    parser.add_argument("--model", metavar="GGUF", help="model (default: the embedded model)")
+    parser.add_argument(
+        "--model", metavar="PRESET|GGUF", help="model preset or GGUF (default: coder-0.5b)"
+    )
     parser.add_argument(
         "--model2",
         metavar="GGUF|TYPE",
@@ -125,7 +127,7 @@ def _task_count(value: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the bench and write table.md, results.json and the plots to --out."""
-    from lsp_assist.backends.models import embedded_model_path
+    from lsp_assist.backends.models import resolve_model
     from lsp_assist.errors import LspAssistError
     from lsp_assist.evaluation import report
     from lsp_assist.evaluation.runner import (
@@ -162,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     settings = dict(item.partition("=")[::2] for item in args.setting)
     try:
-        model = Path(args.model or embedded_model_path()).resolve()
+        model = resolve_model(args.model or "")[0].resolve()
         wanted = args.model2 and (rows is None or "model2" in rows)
         model2 = second_model(model, args.model2, settings) if wanted else None
     except LspAssistError as exc:

@@ -264,8 +264,9 @@ def test_the_zone_takes_what_related_and_similar_leave(tmp_path: Path) -> None:
     """A lone file with nothing to retrieve: the zone grows past its own share (40 % of
     the budget) into the related share, up to its group cap, and the prompt keeps the
     function's docstring that the share alone cut."""
-    doc = "\n".join(f"    Example {i}: transform({i}) == {i * i} for the squares." for i in range(30))
-    source = f'def transform(x):\n    """Square x.\n\n{doc}\n    """\n    y = x * x\n    \n    return y\n'
+    doc = "\n".join(f"    Example {i}: transform({i}) == {i * i}, squared." for i in range(30))
+    body = "    y = x * x\n    \n    return y\n"
+    source = f'def transform(x):\n    """Square x.\n\n{doc}\n    """\n{body}'
     path = tmp_path / "lone.py"
     path.write_text(source)
     index = scanned_index(tmp_path)
