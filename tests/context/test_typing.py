@@ -7,6 +7,7 @@ every keystroke as the server does, and each keystroke's prompt is built with
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -244,7 +245,7 @@ def test_new_lines_typed_in_a_fim_prompt_only_append_to_it(workspace: Path) -> N
     for prompt in second_line:
         middle = prompt.prompt[prompt.prompt.index("<|fim_middle|>") :]
         assert new_lines[0] in middle  # the first typed line is part of the middle
-    for before, after in zip(prompts, prompts[1:], strict=False):
+    for before, after in itertools.pairwise(prompts):
         common = 0
         for a, b in zip(before.tokens, after.tokens, strict=False):
             if a != b:
