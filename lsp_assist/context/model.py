@@ -124,6 +124,8 @@ class AssembledPrompt:
                 out.append(f"  - {what} [score {item.score:.2f}; {item.reason}; {item.tokens} tok]")
             if layer.text:
                 out.append(layer.text.rstrip("\n"))
+        if self.healed:
+            out.append(f"(the model writes {self.healed!r} first: token healing)")
         return "\n".join(out) + "\n"
 
     def to_json(self) -> dict[str, Any]:
@@ -138,4 +140,5 @@ class AssembledPrompt:
             "build_ms": round(self.build_ms, 3),
             "layers": [layer.to_json() for layer in self.layers],
             "prompt": self.prompt,
+            "healed": self.healed,
         }
