@@ -107,8 +107,10 @@ class DecodeLoop:
             # the next decode overwrites these logits: keep the runners-up for the branches
             self._firsts = self.engine.top_tokens(0, 4 * self.request.alternatives)
             if self._forced is not None and self._forced.active:
-                allowed = set(self._forced.allowed().tolist())
-                self._firsts = [t for t in self._firsts if t in allowed]
+                # the runners-up among the tokens that agree with the healed text
+                self._firsts = self._forced.best(
+                    self.engine.logits(0), 4 * self.request.alternatives
+                )
         result.ttft_ms = (time.perf_counter() - self.started) * 1000.0
         return True
 

@@ -99,6 +99,12 @@ class ForcedPrefix:
         """Return the ids (numpy array) that may come next."""
         return self._index.compatible(self.remaining)
 
+    def best(self, logits: Any, n: int) -> list[int]:
+        """Return the ``n`` likeliest tokens agreeing with the rest of the forced text."""
+        ids = self._index.compatible(self.remaining)
+        order = np.argsort(-logits[ids], kind="stable")[:n]
+        return [int(ids[i]) for i in order]
+
     def choose(self, logits: Any) -> int | None:
         """Return the likeliest token agreeing with the rest of the forced text (None: none)."""
         ids = self._index.compatible(self.remaining)

@@ -82,3 +82,12 @@ def test_a_forced_prefix_is_written_by_the_model_and_left_out_of_the_text(smol: 
     assert healed.text == written.decode()[len("    ret") :]
     assert not healed.text.startswith(("ret", " ")), healed.text
     assert plain.text != healed.text  # the constraint steered the generation
+
+
+def test_the_runners_up_are_the_best_of_the_agreeing_tokens() -> None:
+    forced = ForcedPrefix(" ", _index())
+    logits = np.zeros(len(PIECES), dtype=np.float32)
+    logits[[5, 8, 9]] = 9.0  # likelier, but none of them starts with the space
+    logits[4], logits[3], logits[6] = 3.0, 2.0, 1.0  # ' return', ' out', ' '
+    assert forced.best(logits, 2) == [4, 3]
+    assert forced.best(logits, 10) == [4, 3, 6]
