@@ -6,7 +6,8 @@ pending token and up to ``span`` drafts in one batch with logits for those posit
 only, accepts the drafts up to the first that differs from the greedy choice, takes
 the model's token there as the next one, and removes the rejected positions from the
 KV cache. The span adapts: a step in which every draft was accepted earns the next one
-twice as many, up to ``span_cap``; a rejection falls back to the base span.
+twice as many, up to ``span_cap``; a rejection falls back to the restart span (the base
+span, or :data:`PADDED_RESTART_SPAN` where the caller asks for it).
 
 Decoding is greedy and the engine's steps are batch-invariant, so drafting never
 changes the output. A cancel or a time cap is checked after every token and, through
@@ -21,13 +22,25 @@ import logging
 import time
 
 from lsp_assist.backends.base import Alternative, GenerationRequest, GenerationResult, TimeCaps
-from lsp_assist.backends.drafting import Drafter
+from lsp_assist.backends.drafting import Drafter, PromptLookupDrafter
 from lsp_assist.backends.healing import ForcedPrefix
 from lsp_assist.backends.llama_engine import INVARIANT_MAX_ROWS, DecodeAborted, LlamaEngine
 from lsp_assist.backends.streaming import TextStream
 from lsp_assist.errors import BackendError
 
 logger = logging.getLogger(__name__)
+
+
+PADDED_RESTART_SPAN = 1
+"""Drafts after a rejection (and in a request's first step) with batch-invariant steps.
+
+A plain batch-invariant step evaluates a padding row anyway, so one draft rides along
+for the cost of its logits (about 6 % of a step for Qwen2.5-Coder-1.5B on this CPU),
+while every further row costs about a third of a step here. On real code most drafts
+after a rejection are rejected too (prompt lookup: 0.38 accepted at 4 a step), so a
+step risks only the free row and the span earns its way back up (1, 2, 4, 6) by full
+acceptances: docs/performance.md, "Speculative drafting with a real draft model".
+"""
 
 
 def draft_limits(draft_tokens: int, min_rows: int) -> tuple[int, int]:
@@ -167,16 +180,33 @@ class DecodeLoop:
         return True
 
     def decode(
-        self, prompt: list[int], drafter: Drafter | None, *, span: int, span_cap: int
+        self,
+        prompt: list[int],
+        drafter: Drafter | None,
+        *,
+        span: int,
+        span_cap: int,
+        pad_guess: PromptLookupDrafter | None = None,
+        restart_span: int | None = None,
     ) -> None:
         """Decode after :meth:`evaluate_prompt`, drafting with ``drafter`` when given.
 
         ``span`` drafts per step (0: no drafting), growing up to ``span_cap``. A drafter
         must have been reset on ``prompt`` (:meth:`prepare_drafter`). Sets ``text``,
         ``tokens``, ``stop_reason`` and the drafting figures of the result.
+
+        ``pad_guess`` (while drafting, with batch-invariant steps): a step the drafter
+        has nothing for puts :meth:`PromptLookupDrafter.guess` in the row that would
+        have been padding. Guesses are counted on ``pad_guess`` (``guesses``,
+        ``guesses_accepted``), not in the result's draft figures, so the acceptance
+        tracker judges the drafter alone; they do not move the adaptive span.
+
+        ``restart_span`` (None: ``span``) is the span of the first step and of a step
+        after a rejection.
         """
         eng, result, cancel = self.engine, self.result, self.request.cancel
-        draft_n = span
+        draft_n = span if restart_span is None else max(1, min(span, restart_span))
+        span = draft_n
         drafting = span > 0 and drafter is not None
         result.drafting = drafting
         generated = result.tokens
@@ -197,7 +227,7 @@ class DecodeLoop:
                 break
             drafts: list[int] = []
             healing = self._forced is not None and self._forced.active
-            if drafting and drafter is not None and not healing:
+            if drafting and drafter is not None and not healing and room > 1:
                 try:
                     drafts = drafter.propose([*prompt, *generated], min(span, room - 1))
                 except DecodeAborted:
@@ -206,6 +236,11 @@ class DecodeLoop:
                 except BackendError as exc:
                     logger.warning("drafting failed, switched off for this request: %s", exc)
                     drafting = False
+            guessed = False
+            if drafting and not drafts and pad_guess is not None and room > 1 and not healing:
+                # the step has a padding row anyway (eng.min_rows > 1): let it guess
+                drafts = pad_guess.guess([*prompt, *generated]) if eng.min_rows > 1 else []
+                guessed = bool(drafts)
             try:
                 eng.eval([pending, *drafts], n_logits=1 + len(drafts), abort=self._abort)
             except DecodeAborted:
@@ -222,7 +257,10 @@ class DecodeLoop:
                 if done:
                     break
                 nxt = eng.argmax(i + 1)
-            if drafts:
+            if guessed and pad_guess is not None:
+                pad_guess.guesses += 1
+                pad_guess.guesses_accepted += accepted
+            elif drafts:
                 result.draft_proposed += len(drafts)
                 result.draft_accepted += accepted
                 # adaptive span: a run of full acceptances (code being copied) earns longer
@@ -235,7 +273,14 @@ class DecodeLoop:
         result.text = self._stream.finish()
 
     def branches(
-        self, prompt: list[int], drafter: Drafter | None, *, span: int, span_cap: int
+        self,
+        prompt: list[int],
+        drafter: Drafter | None,
+        *,
+        span: int,
+        span_cap: int,
+        pad_guess: PromptLookupDrafter | None = None,
+        restart_span: int | None = None,
     ) -> list[Alternative]:
         """Decode up to ``request.alternatives - 1`` more suggestions after :meth:`decode`.
 
@@ -259,6 +304,13 @@ class DecodeLoop:
             result = GenerationResult()
             branch = DecodeLoop(eng, quiet, result, caps=self.caps, started=self.started)
             branch._deadline, branch._pending = self._deadline, first
-            branch.decode(prompt, drafter, span=span, span_cap=span_cap)
+            branch.decode(
+                prompt,
+                drafter,
+                span=span,
+                span_cap=span_cap,
+                pad_guess=pad_guess,
+                restart_span=restart_span,
+            )
             found.append(Alternative(result.text, tuple(result.tokens), result.stop_reason))
         return found

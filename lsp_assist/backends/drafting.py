@@ -63,7 +63,8 @@ class PromptLookupDrafter:
     """N-gram lookup in the prompt and the generated tokens (no second model).
 
     ``reset`` indexes a new history; ``propose`` keeps the index current as tokens are
-    appended, so each step costs O(n-gram sizes), not O(history).
+    appended, so each step costs O(n-gram sizes), not O(history). :meth:`guess` is the
+    one-token fallback for a decode step's padding row (see :class:`DecodeLoop`).
     """
 
     def __init__(self, *, max_ngram: int = 3, min_ngram: int = 2) -> None:
@@ -71,6 +72,10 @@ class PromptLookupDrafter:
         self.min_ngram = min_ngram
         self._tokens: list[int] = []
         self._index: dict[tuple[int, ...], int] = {}
+        self._after: dict[int, int] = {}
+        """Token -> the position after its latest occurrence (one-token matches)."""
+        self.guesses = 0
+        self.guesses_accepted = 0
         # how many positions (n-gram end positions) are indexed
         self._indexed = 0
 
@@ -78,6 +83,7 @@ class PromptLookupDrafter:
         """Index ``history`` from scratch (``abort`` is not needed: no model runs)."""
         self._tokens = []
         self._index = {}
+        self._after = {}
         self._indexed = 0
         self._extend(history)
 
@@ -85,12 +91,14 @@ class PromptLookupDrafter:
         if len(history) < len(self._tokens) or list(history[: len(self._tokens)]) != self._tokens:
             self._tokens = []
             self._index = {}
+            self._after = {}
             self._indexed = 0
         self._tokens.extend(history[len(self._tokens) :])
         toks = self._tokens
         # index n-grams ending at position end-1 whose continuation (toks[end]) exists
         last = len(toks) - 1
         for end in range(max(self._indexed, 1), last + 1):
+            self._after[toks[end - 1]] = end
             for n in range(self.min_ngram, self.max_ngram + 1):
                 start = end - n
                 if start < 0:
@@ -111,6 +119,20 @@ class PromptLookupDrafter:
             if pos is not None and pos < len(toks):
                 return list(toks[pos : pos + n])
         return []
+
+    def guess(self, history: Sequence[int]) -> list[int]:
+        """Return the token that followed the latest earlier occurrence of the last one.
+
+        A one-token match is too often wrong to be worth a verification row of its own
+        (about a quarter are right on real code), but a batch-invariant step has a
+        padding row anyway: there a guess costs at most that row's logits.
+        """
+        if not history:
+            return []
+        self._extend(history)
+        toks = self._tokens
+        pos = self._after.get(toks[-1])
+        return [toks[pos]] if pos is not None and pos < len(toks) else []
 
 
 class DraftModelDrafter:

@@ -38,7 +38,7 @@ from lsp_assist.backends.base import (
     ModelInfo,
     time_caps,
 )
-from lsp_assist.backends.decode import DecodeLoop, draft_limits
+from lsp_assist.backends.decode import PADDED_RESTART_SPAN, DecodeLoop, draft_limits
 from lsp_assist.backends.drafting import (
     AcceptanceTracker,
     CombinedDrafter,
@@ -78,6 +78,12 @@ class LocalBackend(Backend):
             raise ModelLoadError("no model path given (modelPath is empty)")
         self.kv_reuse = kv_reuse
         """Switch for A/B comparisons: False evaluates every prompt from scratch."""
+        self.pad_guess = True
+        """Prompt lookup puts a one-token guess in a padding row (batch-invariant steps
+        only); switch for A/B comparisons."""
+        self.short_restart = True
+        """With batch-invariant steps, spans restart at ``PADDED_RESTART_SPAN`` (not
+        ``draftTokens``) after a rejection; switch for A/B comparisons."""
         self._lock = threading.RLock()
         self._engine = LlamaEngine(
             Path(path),
@@ -322,9 +328,22 @@ class LocalBackend(Backend):
         except BackendError as exc:
             logger.warning("drafting failed, switched off for this request: %s", exc)
             drafter = None
-        loop.decode(prompt, drafter, span=draft_n, span_cap=span_cap)
+        # prompt lookup's steps without a match guess one token in the padding row, and
+        # with padded steps a span restarts at the one draft that rides on that row
+        guess = self._prompt_lookup if drafter is self._prompt_lookup and self.pad_guess else None
+        restart = PADDED_RESTART_SPAN if eng.min_rows > 1 and self.short_restart else None
+        loop.decode(
+            prompt, drafter, span=draft_n, span_cap=span_cap, pad_guess=guess, restart_span=restart
+        )
         if request.alternatives > 1 and not result.cancelled:
-            result.alternatives = loop.branches(prompt, drafter, span=draft_n, span_cap=span_cap)
+            result.alternatives = loop.branches(
+                prompt,
+                drafter,
+                span=draft_n,
+                span_cap=span_cap,
+                pad_guess=guess,
+                restart_span=restart,
+            )
         if result.drafting:
             self.acceptance.record(request.task_type, result.draft_proposed, result.draft_accepted)
         return result
@@ -349,6 +368,8 @@ class LocalBackend(Backend):
         model = self._drafters.get("model-only")
         if isinstance(model, DraftModelDrafter):
             out.update(model.stats())
+        out["pad_guesses"] = self._prompt_lookup.guesses
+        out["pad_guesses_accepted"] = self._prompt_lookup.guesses_accepted
         combined = self._drafters.get("model")
         if isinstance(combined, CombinedDrafter):
             out["draft_lookup_steps"] = combined.lookup_steps

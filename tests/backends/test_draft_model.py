@@ -213,3 +213,24 @@ def test_tracker_switches_a_failing_draft_model_off(tmp_path: Path) -> None:
         assert drafting == sorted(drafting, reverse=True)
     finally:
         backend.close()
+
+
+def test_padding_row_guesses_keep_the_output_and_stay_out_of_the_draft_figures(
+    smol: LocalBackend,
+) -> None:
+    from tests.backends.test_local import COPY_SOURCE
+
+    assert smol._engine.min_rows == 2
+    prompt = smol.tokenize(COPY_SOURCE)
+    smol.pad_guess = False
+    plain, no_guess = plain_and_drafted(smol, prompt, 48)
+    before = smol.stats()["pad_guesses"]
+    assert before == 0
+    smol.pad_guess = True
+    _, guessing = plain_and_drafted(smol, prompt, 48)
+    stats = smol.stats()
+    assert guessing.tokens == no_guess.tokens == plain.tokens
+    assert stats["pad_guesses"] > 0  # type: ignore[operator]
+    assert 0 <= stats["pad_guesses_accepted"] <= stats["pad_guesses"]  # type: ignore[operator]
+    # guesses fill steps the lookup had nothing for: they are not counted as its drafts
+    assert guessing.draft_accepted <= guessing.draft_proposed

@@ -4,13 +4,15 @@ time caps, the model-free tokenizer, draft limits, the combined drafter."""
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lsp_assist.backends.approx_tokens import ApproxTokenizer
-from lsp_assist.backends.base import GenerationRequest, time_caps
+from lsp_assist.backends.base import GenerationRequest, GenerationResult, time_caps
 from lsp_assist.backends.decode import draft_limits
 from lsp_assist.backends.drafting import AcceptanceTracker, CombinedDrafter, PromptLookupDrafter
 from lsp_assist.backends.gguf_meta import read_gguf_header
@@ -200,3 +202,108 @@ def test_combined_drafter_prefers_lookup_and_falls_back_to_the_model() -> None:
     assert drafter.propose(history, 2) == [99, 99]
     assert model.asked == 1
     assert drafter.stats() == {"lookup_steps": 1, "model_steps": 1}
+
+
+def test_prompt_lookup_guess_is_the_latest_follower_of_the_last_token() -> None:
+    drafter = PromptLookupDrafter()
+    history = [1, 2, 5, 1, 3, 6, 7, 1]
+    assert drafter.propose(history, 4) == []  # no 2- or 3-gram match: (7, 1) is new
+    assert drafter.guess(history) == [3]  # 1 was last followed by 3
+    assert drafter.guess([*history, 9]) == []  # 9 never occurred before
+
+
+class _CountingEngine:
+    """A stand-in for LlamaEngine whose greedy next token is ``last + 1`` (mod ``cycle``)."""
+
+    n_ctx = 4096
+    min_rows = 2
+    cycle = 10_000
+
+    def __init__(self) -> None:
+        self.tokens: list[int] = []
+        self.rows: list[int] = []
+        self._next: list[int] = []
+
+    def eval(self, tokens: Sequence[int], *, n_logits: int = 1, abort: object = None) -> None:
+        self.tokens.extend(tokens)
+        self.rows.append(len(tokens))
+        self._next = [(t + 1) % self.cycle for t in tokens[len(tokens) - n_logits :]]
+
+    def argmax(self, i: int) -> int:
+        return self._next[i]
+
+    def truncate(self, n: int) -> None:
+        del self.tokens[n:]
+
+    def is_eog(self, token: int) -> bool:
+        return False
+
+    def is_control(self, token: int) -> bool:
+        return False
+
+    def piece(self, token: int, *, special: bool = True) -> bytes:
+        return b"x"
+
+
+class _Oracle:
+    """Proposes the right continuation (``right``) or a wrong one; records each ``n``."""
+
+    def __init__(self, *, right: bool) -> None:
+        self.right = right
+        self.asked: list[int] = []
+
+    def reset(self, history: Sequence[int], abort: Callable[[], bool] | None = None) -> None:
+        pass
+
+    def propose(self, history: Sequence[int], n: int) -> list[int]:
+        self.asked.append(n)
+        first = history[-1] + (1 if self.right else 1000)
+        return list(range(first, first + n))
+
+
+def _decode(
+    drafter: object, restart: int | None, cycle: int = 10_000, **kw: Any
+) -> tuple[Any, GenerationResult]:
+    from lsp_assist.backends.base import TimeCaps
+    from lsp_assist.backends.decode import DecodeLoop
+
+    eng = _CountingEngine()
+    eng.cycle = cycle
+    result = GenerationResult()
+    request = GenerationRequest(prompt_tokens=[1, 2, 3], max_tokens=40)
+    loop = DecodeLoop(eng, request, result, caps=TimeCaps(60.0, 60.0), started=time.perf_counter())  # type: ignore[arg-type]
+    assert loop.evaluate_prompt([1, 2, 3], 0)
+    loop.decode([1, 2, 3], drafter, span=4, span_cap=6, restart_span=restart, **kw)  # type: ignore[arg-type]
+    return eng, result
+
+
+def test_spans_restart_at_one_draft_and_double_on_full_acceptance() -> None:
+    right = _Oracle(right=True)
+    _, result = _decode(right, 1)
+    assert result.tokens == list(range(4, 44))  # what plain decoding gives
+    assert right.asked[:5] == [1, 2, 4, 6, 6]
+    assert result.draft_accepted == result.draft_proposed
+    wrong = _Oracle(right=False)
+    _, result = _decode(wrong, 1)
+    assert result.tokens == list(range(4, 44)) and result.draft_accepted == 0
+    assert set(wrong.asked) == {1}  # every step after a rejection risks one row only
+    before = _Oracle(right=False)
+    _decode(before, None)
+    assert set(before.asked[:-4]) == {4}  # without a restart span: draftTokens a step
+
+
+def test_padding_row_guess_is_used_only_when_the_drafter_has_nothing() -> None:
+    class _Nothing(_Oracle):
+        def propose(self, history: Sequence[int], n: int) -> list[int]:
+            self.asked.append(n)
+            return []
+
+    guess = PromptLookupDrafter()
+    guess.reset([1, 2, 3])
+    eng, result = _decode(_Nothing(right=True), 1, cycle=7, pad_guess=guess)
+    assert result.tokens == [(t + 1) % 7 for t in range(3, 43)]  # what plain decoding gives
+    # once the cycle has come round, the token after the last one is known: guessed right
+    assert 0 < guess.guesses_accepted <= guess.guesses
+    assert result.draft_proposed == 0  # guesses are not the drafter's proposals
+    assert max(eng.rows[1:]) == 2  # a guess rides in the padding row: never a third row
+    assert len(eng.rows) < 1 + 40  # accepted guesses saved decode steps

@@ -16,16 +16,23 @@ and its draft model (Qwen2.5-Coder-0.5B, the same tokenizer):
 
    - ``plain-single``: no drafting, single-token steps (the fastest plain decoding);
    - ``plain``: no drafting, batch-invariant steps (what the drafted arms must equal);
-   - ``prompt-lookup``: prompt-lookup drafting;
+   - ``prompt-lookup``: prompt-lookup drafting (``draft: prompt-lookup``);
    - ``model-only``: the draft model alone;
    - ``model``: prompt lookup first, the draft model where it has no match
      (``draft: model``);
+   - ``prompt-lookup-before``, ``model-only-before``: the same drafters with the span
+     restarting at ``draftTokens`` after a rejection and no guess in padding rows (the
+     drafting of commit ed6a94a), to measure what the restart span and the guesses do;
+
+   and ``--copy-cases`` continuations that copy their context (a standard-library
+   method written again after its own text), where drafting is expected to pay most;
 
    per arm decode tokens/s (P50, P90 over positions), the speed-up against both plain
    arms (median of the per-position ratios), acceptance, and how many outputs differ
    token for token from ``plain``;
-4. the acceptance tracker on text where drafts fail (random hex digests): requests of
-   one task type until drafting switches itself off below ``draftMinAcceptance``;
+4. the acceptance tracker on text where drafts fail (a table of random records):
+   requests of one task type until drafting switches itself off below
+   ``draftMinAcceptance``, for ``draft: model`` and prompt lookup;
 5. memory: RSS of a process with the main model alone and with the pair (each in a
    fresh subprocess, after one generation), and KV bytes per token from each GGUF
    (layers x KV heads x head size x 2 x 2 bytes, f16) and measured from a saved state.
@@ -39,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -87,7 +95,18 @@ PACKAGE_FILES = [
     "torch/nn/modules/module.py",
 ]
 
-ARMS = ["plain-single", "plain", "prompt-lookup", "model-only", "model"]
+ARMS = [
+    "plain-single",
+    "plain",
+    "prompt-lookup-before",
+    "prompt-lookup",
+    "model-only-before",
+    "model-only",
+    "model",
+]
+BEFORE = "-before"
+"""An arm ending so runs its drafter as commit ed6a94a did: spans restarting at
+``draftTokens`` and padding rows left as padding (``short_restart``, ``pad_guess`` off)."""
 CAP_S = 1800.0
 """Time caps: a cap hit would stop a generation early, which is not what is measured."""
 
@@ -177,12 +196,17 @@ def step_costs(backend: LocalBackend, reps: int) -> dict[str, float]:
     assert draft is not None
     text = (Path(sysconfig.get_paths()["stdlib"]) / "argparse.py").read_text()[:4000]
     ctx = backend.tokenize(text)[:400]
-    follow = ctx[200:207]
+    follow = ctx[200:210]
     kinds: list[tuple[str, Any, int, int, int]] = [
         ("main_1row", main, 1, 1, 1),
         ("main_plain_padded", main, 1, 1, main.min_rows),
     ]
     kinds += [(f"main_verify_{n}rows", main, n, n, main.min_rows) for n in range(2, 8)]
+    # 8 rows and more take llama.cpp's tiled K-quant matmul: not batch-invariant
+    kinds += [
+        (f"main_verify_{n}rows", main, n, n, main.min_rows)
+        for n in range(8, min(10, main.max_outputs) + 1)
+    ]
     kinds += [("draft_1row", draft, 1, 1, 1), ("draft_2rows", draft, 2, 1, 1)]
     times: dict[str, list[float]] = {k[0]: [] for k in kinds}
     cpu: dict[str, list[float]] = {k[0]: [] for k in kinds}
@@ -250,8 +274,9 @@ def run_arm(backend: LocalBackend, arm: str, pos: Position) -> tuple[GenerationR
     """One greedy generation of ``pos`` with the arm's drafting, and its CPU seconds."""
     eng = backend._engine
     saved = eng.min_rows
-    mode = {"plain-single": "off", "plain": "off"}.get(arm, arm)
+    mode = "off" if arm.startswith("plain") else arm.removesuffix(BEFORE)
     backend.set_draft_mode(mode)
+    backend.pad_guess = backend.short_restart = not arm.endswith(BEFORE)
     if arm == "plain-single":
         eng.min_rows = 1
     try:
@@ -269,6 +294,7 @@ def run_arm(backend: LocalBackend, arm: str, pos: Position) -> tuple[GenerationR
         return result, time.process_time() - c0
     finally:
         eng.min_rows = saved
+        backend.pad_guess = backend.short_restart = True
 
 
 def run_positions(
@@ -350,12 +376,7 @@ def summarise(rows: list[dict[str, Any]], arms: list[str]) -> dict[str, Any]:
             "proposed": proposed,
             "accepted": accepted,
             "mismatches": sum(not r[arm]["same_as_plain"] for r in rows),
-            "by_kind": {
-                kind: pct(
-                    [r[arm]["tok_s"] for r in usable if r["kind"] == kind and r[arm]["tok_s"]], 50
-                )
-                for kind in ("line", "block")
-            },
+            "by_kind": {kind: _kind(usable, arm, kind) for kind in ("line", "block", "copy")},
         }
     out["rows"] = rows
     return out
@@ -365,25 +386,61 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
+def _kind(rows: list[dict[str, Any]], arm: str, kind: str) -> dict[str, float]:
+    """CPU-time tok/s P50 and speed-ups of ``arm`` on the positions of one kind."""
+    mine = [r for r in rows if r["kind"] == kind and r[arm]["cpu_tok_s"]]
+    out = {"n": float(len(mine)), "cpu_tok_s_p50": pct([r[arm]["cpu_tok_s"] for r in mine], 50)}
+    for base, key in (("plain-single", "vs_single"), ("plain", "vs_padded")):
+        pairs = [r[arm]["cpu_tok_s"] / r[base]["cpu_tok_s"] for r in mine if r[base]["cpu_tok_s"]]
+        out[key] = _median(pairs)
+    return out
+
+
+def copy_positions(backend: LocalBackend, count: int) -> list[Position]:
+    """Continuations that copy their context: a standard-library method written again."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    out: list[Position] = []
+    for name in ("argparse.py", "pathlib.py", "configparser.py"):
+        text = (stdlib / name).read_text()
+        matches = list(re.finditer(r"\n    def \w+\(self[^\n]*\n", text))
+        for match in matches[len(matches) // 3 :][:2]:
+            start = match.start() + 1
+            body = text[start : start + 900]
+            context = text[max(0, start - 600) : start + 900]
+            head = body.split("\n", 1)[0]
+            prompt = context + "\n\n    # the same method again, unchanged\n" + head + "\n"
+            line = text[:start].count("\n") + 1
+            out.append(Position(str(stdlib / name), line, "copy", backend.tokenize(prompt), 64))
+    return out[:count]
+
+
 # --- the acceptance tracker --------------------------------------------------------------
 
 
 def switch_off(backend: LocalBackend, requests: int, mode: str) -> dict[str, Any]:
-    """Requests on random hex digests (drafts fail) until the tracker switches drafting off."""
+    """Requests on text where drafts fail, until the tracker switches drafting off.
+
+    The text is a table of records drawn at random from a few names and roles: every
+    short n-gram recurs with another continuation each time, so prompt lookup proposes
+    often and is mostly wrong (about 0.47 accepted here with Qwen2.5-Coder-1.5B).
+    """
     rng = random.Random(5)
-    lines = [f'    "{name}.tar.gz": "{rng.getrandbits(256):064x}",' for name in _names(rng, 40)]
-    head = "# sha256 of every release archive\nDIGESTS = {\n" + "\n".join(lines) + "\n"
+    names = ["alice", "bob", "carol", "dave"]
+    roles = ["admin", "guest", "owner", "staff", "viewer"]
     backend.set_draft_mode(mode)
-    task = f"bench-hex-{mode}"
+    task = f"bench-records-{mode}"
     trail: list[dict[str, Any]] = []
     for i in range(requests):
-        text = head + f'    "release-{i}.tar.gz": "'
-        tokens = backend.tokenize(text)
+        rows = [
+            f'    ("{rng.choice(names)}", "{rng.choice(roles)}", {rng.randint(18, 90)}, '
+            f'"{rng.choice(roles)}"),'
+            for _ in range(40)
+        ]
+        tokens = backend.tokenize("USERS = [\n" + "\n".join(rows) + "\n")
         res = backend.generate(
             GenerationRequest(
                 prompt_tokens=tokens,
-                max_tokens=16,
-                stop=['"'],
+                max_tokens=24,
                 task_type=task,
                 prompt_timeout_s=CAP_S,
                 generation_timeout_s=CAP_S,
@@ -402,11 +459,6 @@ def switch_off(backend: LocalBackend, requests: int, mode: str) -> dict[str, Any
     stats = backend.acceptance.stats()[task]
     first_off = next((t["request"] for t in trail if not t["enabled_after"]), None)
     return {"mode": mode, "trail": trail, "switched_off_after_request": first_off, **stats}
-
-
-def _names(rng: random.Random, n: int) -> list[str]:
-    words = ["core", "utils", "http", "cli", "data", "docs", "plugin", "lib", "tools", "api"]
-    return [f"{rng.choice(words)}-{rng.randint(0, 9)}.{rng.randint(0, 30)}" for _ in range(n)]
 
 
 # --- memory ------------------------------------------------------------------------------
@@ -514,11 +566,12 @@ def report(figures: dict[str, Any]) -> None:
     print(
         f"\n{pos['positions']} positions ({pos['timed_positions']} timed: plain output >= 8 tokens)"
     )
+    print("wall-clock (the shared machine's load in it):")
     print(
-        "| arm | tok/s P50 | tok/s P90 | P50 line / block | vs plain single-row "
+        "| arm | tok/s P50 | tok/s P90 | vs plain single-row "
         "| vs plain batch-invariant | acceptance | output differs from plain |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for arm, a in pos["arms"].items():
         acc = (
             f"{a['acceptance']:.2f} ({a['accepted']}/{a['proposed']})"
@@ -526,17 +579,31 @@ def report(figures: dict[str, Any]) -> None:
             else "-"
         )
         print(
-            f"| {arm} | {a['tok_s_p50']:.2f} | {a['tok_s_p90']:.2f} | {a['by_kind']['line']:.2f} / "
-            f"{a['by_kind']['block']:.2f} | {a['speedup_vs_single']:.2f}x | "
-            f"{a['speedup_vs_padded']:.2f}x | {acc} | {a['mismatches']} of {pos['positions']} |"
+            f"| {arm} | {a['tok_s_p50']:.2f} | {a['tok_s_p90']:.2f} | "
+            f"{a['speedup_vs_single']:.2f}x | {a['speedup_vs_padded']:.2f}x | {acc} | "
+            f"{a['mismatches']} of {pos['positions']} |"
         )
     print("\nby CPU time (tokens per CPU second of each call; the shared machine's noise out):")
-    print("| arm | tok/s P50 | tok/s P90 | vs plain single-row | vs plain batch-invariant |")
-    print("|---|---|---|---|---|")
+    kinds = [
+        k
+        for k in ("line", "block", "copy")
+        if any(a["by_kind"][k]["n"] for a in pos["arms"].values())
+    ]
+    print(
+        "| arm | tok/s P50 | tok/s P90 | vs plain single-row | vs plain batch-invariant | "
+        + " | ".join(f"{k}: P50, vs single / padded" for k in kinds)
+        + " |"
+    )
+    print("|---|---|---|---|---|" + "---|" * len(kinds))
     for arm, a in pos["arms"].items():
+        cells = " | ".join(
+            f"{a['by_kind'][k]['cpu_tok_s_p50']:.2f}, {a['by_kind'][k]['vs_single']:.2f}x / "
+            f"{a['by_kind'][k]['vs_padded']:.2f}x"
+            for k in kinds
+        )
         print(
             f"| {arm} | {a['cpu_tok_s_p50']:.2f} | {a['cpu_tok_s_p90']:.2f} | "
-            f"{a['cpu_speedup_vs_single']:.2f}x | {a['cpu_speedup_vs_padded']:.2f}x |"
+            f"{a['cpu_speedup_vs_single']:.2f}x | {a['cpu_speedup_vs_padded']:.2f}x | {cells} |"
         )
     for key, label in (("floor", "wall-clock"), ("floor_cpu", "CPU time")):
         if key not in figures:
@@ -558,7 +625,7 @@ def report(figures: dict[str, Any]) -> None:
             for t in sw["trail"]
         )
         print(
-            f"\nacceptance tracker, {sw['mode']} drafting on random hex digests: "
+            f"\nacceptance tracker, {sw['mode']} drafting on random records: "
             f"switched off after "
             f"request {sw['switched_off_after_request']} (rate {sw['acceptance_rate']}); {trail}"
         )
@@ -595,6 +662,7 @@ def main() -> int:
     parser.add_argument("--arms", default=",".join(ARMS))
     parser.add_argument("--cost-reps", type=int, default=8)
     parser.add_argument("--switch-requests", type=int, default=10)
+    parser.add_argument("--copy-cases", type=int, default=6)
     parser.add_argument(
         "--phases", default="memory,costs,positions,switch", help="which parts to run"
     )
@@ -643,6 +711,7 @@ def main() -> int:
             positions = pick_positions(
                 backend, args.positions, args.seed, args.prefix_tokens, args.suffix_tokens
             )
+            positions += copy_positions(backend, args.copy_cases)
             arms = [a for a in args.arms.split(",") if a]
             if "plain" not in arms:
                 arms.insert(0, "plain")
@@ -659,7 +728,7 @@ def main() -> int:
                 for mode in ("model", "prompt-lookup")
             ]
         figures["backend_stats"] = {
-            k: v for k, v in backend.stats().items() if k.startswith("draft")
+            k: v for k, v in backend.stats().items() if k.startswith(("draft", "pad_"))
         }
     finally:
         backend.close()
