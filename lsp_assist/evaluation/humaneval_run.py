@@ -34,7 +34,9 @@ from lsp_assist.evaluation.client import (
     stop_server,
     wait_loaded,
 )
-from lsp_assist.evaluation.runner import CAPS, Progress, clean_env
+from lsp_assist.evaluation.progress import Progress
+from lsp_assist.evaluation.rows import CAPS
+from lsp_assist.evaluation.server_row import clean_env
 
 PLAIN_MAX_TOKENS = 64
 """Tokens the plain arm may write for one line (it stops at the first newline)."""

@@ -13,6 +13,10 @@ and threads, and streams ``/v1/completions`` from it, as a user of those tools o
 model would run it. llama-cpp-python reuses the longest common token prefix with its
 previous request; with ``--verbose`` it prints how many tokens it reused, which is
 where the peer's KV reuse figure comes from.
+
+:func:`run_peer` is the row itself: every task's prompt built by
+:func:`window_prompt` and sent to that server, a hole task once, a typing task once per
+keystroke (the line retyped a character at a time), scored as the server rows are.
 """
 
 from __future__ import annotations
@@ -27,11 +31,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
 from lsp_assist.errors import BackendError
+from lsp_assist.evaluation.progress import Progress
+from lsp_assist.evaluation.rows import RowSpec, finish_hole, task_record
+from lsp_assist.evaluation.tasks import HOLE_KINDS, Task, blank_line
+from lsp_assist.evaluation.workspace import Workspace
 
 DEFAULT_WINDOW = 1024
 """llm.nvim's default ``context_window`` (tokens)."""
@@ -245,3 +253,86 @@ class PeerServer:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=20)
+
+
+def run_peer(
+    spec: RowSpec,
+    workspace: Workspace,
+    tasks: Sequence[Task],
+    model: str,
+    *,
+    window: int,
+    max_tokens: int,
+    n_ctx: int,
+    threads: int,
+    progress: Progress | None = None,
+) -> tuple[list[dict[str, Any]], float]:
+    """Run the tasks against llama_cpp.server with llm-ls's prompt; return records, load s."""
+    from lsp_assist.backends.vocab import Vocabulary
+
+    vocab = Vocabulary(model)
+    info = vocab.info()
+    fim = None
+    if info.has_fim:
+        ids = (info.fim_prefix_id, info.fim_suffix_id, info.fim_middle_id)
+        fim = tuple(vocab.token_text(int(i)) for i in ids if i is not None)
+    bos = 1 if info.bos_id is not None else 0
+    line_tokens: dict[str, int] = {}
+
+    def count(text: str) -> int:
+        if text not in line_tokens:
+            line_tokens[text] = len(vocab.tokenize(text))
+        return line_tokens[text]
+
+    server = PeerServer(model, n_ctx=n_ctx, threads=threads, max_tokens=max_tokens)
+    load_s = server.start()
+    records: list[dict[str, Any]] = []
+
+    def ask(task: Task, text: str, line: int, column: int) -> dict[str, Any]:
+        started = time.perf_counter()
+        prompt = window_prompt(text, line, column, count, window, fim)  # type: ignore[arg-type]
+        result = server.complete(prompt, started)
+        prompt_tokens = len(vocab.tokenize(prompt, special=True)) + bos
+        # llm-ls keeps the first line of a single-line completion
+        suggestion = result.text.split("\n", 1)[0]
+        new = result.evaluated_tokens if result.evaluated_tokens is not None else prompt_tokens
+        return {
+            **task_record(spec.name, task),
+            "suggestion": suggestion,
+            "prompt": prompt,
+            "prompt_tokens": prompt_tokens,
+            "reused_tokens": result.reused_tokens,
+            "new_tokens": new,
+            "output_tokens": result.output_tokens,
+            "ttft_ms": round(result.ttft_ms, 2),
+            "latency_ms": round(result.latency_ms, 2),
+            "error": result.error,
+        }
+
+    try:
+        for task in tasks:
+            text = workspace.text(task.path)
+            if task.kind in HOLE_KINDS:
+                blank = blank_line(text, task.line, task.indent)
+                record = ask(task, blank, task.line, task.indent)
+                prompt = str(record.pop("prompt"))
+                finish_hole(record, task, text, prompt)
+                records.append(record)
+                if progress is not None:
+                    progress.step(spec.name)
+                continue
+            lines = text.split("\n")
+            target = task.target.rstrip()
+            for k in range(task.indent, len(target) + 1):
+                lines[task.line] = target[:k]
+                record = ask(task, "\n".join(lines), task.line, k)
+                record.pop("prompt")
+                record["column"] = k + 1
+                record["first_at_line"] = k == task.indent
+                records.append(record)
+                if progress is not None:
+                    progress.step(spec.name)
+    finally:
+        server.close()
+        vocab.close()
+    return records, load_s

@@ -8,7 +8,7 @@ indentation. Three kinds:
   workspace, reached through one of the file's imports (``name(...)`` imported by name,
   ``module.name(...)`` through an imported module, re-exports followed);
 - ``in_file``: any other ordinary one-line statement;
-- ``typing``: a line retyped one keystroke at a time (runner.py replays it).
+- ``typing``: a line retyped one keystroke at a time (server_row.py replays it).
 
 Lines are one whole statement (tree-sitter: the node starting at the indentation
 ends at the end of the line, without errors), not a definition, import, comment or

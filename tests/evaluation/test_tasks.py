@@ -9,7 +9,6 @@ import pytest
 
 from lsp_assist.config import IndexSettings
 from lsp_assist.evaluation.peer import window_prompt
-from lsp_assist.evaluation.runner import blanked_bytes, prepare_workspace, siblings
 from lsp_assist.evaluation.tasks import (
     Task,
     blank_line,
@@ -18,6 +17,7 @@ from lsp_assist.evaluation.tasks import (
     key_identifier,
     prompt_leaks,
 )
+from lsp_assist.evaluation.workspace import blanked_bytes, prepare_workspace, siblings
 from lsp_assist.index.workspace import WorkspaceIndex
 from tests.evaluation import python_task
 
