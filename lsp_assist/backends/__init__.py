@@ -2,7 +2,8 @@
 
 The public API is the contract in ``base``, the vocabulary reader (``vocab``: its
 llama_cpp import happens on first use, not on import; ``VocabularyBackend``, a backend
-that only tokenizes) and the factory; the
+that only tokenizes), ``LlamaEngine`` (a llama.cpp context over a vocabulary, whose
+import loads no llama_cpp either) and the factory; the
 implementations (``llama.LocalBackend``, ``remote.RemoteBackend``) are imported on
 demand because loading llama.cpp is not free.
 """
@@ -26,6 +27,7 @@ from lsp_assist.backends.factory import (
     resolve_model_path,
     resolve_model_settings,
 )
+from lsp_assist.backends.llama_engine import LlamaEngine
 from lsp_assist.backends.models import (
     DEFAULT_PRESET,
     PRESETS,
@@ -36,7 +38,7 @@ from lsp_assist.backends.models import (
     preset_path,
     small_model_path,
 )
-from lsp_assist.backends.vocab import Vocabulary, VocabularyBackend, read_model_info
+from lsp_assist.backends.vocab import Vocabulary, VocabularyBackend, llama_cpp_lib, read_model_info
 
 __all__ = [
     "BACKEND_FIELDS",
@@ -49,6 +51,7 @@ __all__ = [
     "Embedder",
     "GenerationRequest",
     "GenerationResult",
+    "LlamaEngine",
     "ModelInfo",
     "ModelPreset",
     "StopRule",
@@ -58,6 +61,7 @@ __all__ = [
     "create_backend",
     "default_model_path",
     "embedded_model_path",
+    "llama_cpp_lib",
     "memory_plan",
     "minilm_gguf_path",
     "preset_installed",

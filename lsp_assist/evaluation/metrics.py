@@ -20,9 +20,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from lsp_assist.context.syntax import get_parser
+from lsp_assist.context import get_parser
 from lsp_assist.evaluation.tasks import HOLE_KINDS, Task, blank_line, identifiers
-from lsp_assist.telemetry.stats import percentile
+from lsp_assist.telemetry import percentile
 
 NEW_TOKENS_LIMIT = 32
 """A keystroke evaluating more prompt tokens than this re-evaluated its prompt."""

@@ -268,7 +268,7 @@ def run_peer(
     progress: Progress | None = None,
 ) -> tuple[list[dict[str, Any]], float]:
     """Run the tasks against llama_cpp.server with llm-ls's prompt; return records, load s."""
-    from lsp_assist.backends.vocab import Vocabulary
+    from lsp_assist.backends import Vocabulary
 
     vocab = Vocabulary(model)
     info = vocab.info()

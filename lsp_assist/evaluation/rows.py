@@ -64,7 +64,7 @@ def finish_hole(record: dict[str, Any], task: Task, original: str, prompt: str |
 
 def default_rows(settings: Settings, model2: str = "") -> list[RowSpec]:
     """Return the table's rows: baseline, layered, + retrieval and budget, + drafting, ..."""
-    from lsp_assist.serving.adaptive_budget import budget_cap
+    from lsp_assist.serving import budget_cap
 
     cap, cap_reason = budget_cap(settings)
     rows = [

@@ -201,7 +201,7 @@ class ServerRow:
         close_document(self.client, uri)
 
     def _join_metrics(self) -> None:
-        from lsp_assist.telemetry.metrics import METRICS_FILE, read_records
+        from lsp_assist.telemetry import METRICS_FILE, read_records
 
         dirs = sorted({p.parent for p in self.workspace.cache_dir.rglob(METRICS_FILE + "*")})
         by_id = {r.request_id: r for r in read_records(dirs)} if dirs else {}
@@ -226,6 +226,6 @@ class ServerRow:
 
 
 def _language(rel: str) -> str:
-    from lsp_assist.documents.document import language_for_path
+    from lsp_assist.documents import language_for_path
 
     return language_for_path(rel) or ""

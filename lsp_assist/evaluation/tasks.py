@@ -30,9 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from lsp_assist.context.syntax import get_parser
-from lsp_assist.documents.document import language_for_path
-from lsp_assist.index.model import Symbol
+from lsp_assist.context import get_parser
+from lsp_assist.documents import language_for_path
+from lsp_assist.index import Symbol
 
 TaskKind = Literal["cross_file", "in_file", "typing"]
 TASK_KINDS: tuple[TaskKind, ...] = ("cross_file", "in_file", "typing")

@@ -81,8 +81,7 @@ def prepare_workspace(
 ) -> tuple[Workspace, list[Task]]:
     """Copy ``source``'s indexable files, index the copy, choose the tasks."""
     from lsp_assist.config import workspace_cache_dir
-    from lsp_assist.index.files import FileRules
-    from lsp_assist.index.workspace import WorkspaceIndex
+    from lsp_assist.index import FileRules, WorkspaceIndex
 
     source = source.resolve()
     if scratch is not None:

@@ -4,6 +4,7 @@
 :class:`IndexLookup` protocol the context engine reads it through are in ``model``.
 """
 
+from lsp_assist.index.files import FileRules
 from lsp_assist.index.languages import available_languages
 from lsp_assist.index.model import (
     EmptyIndex,
@@ -20,6 +21,7 @@ __all__ = [
     "Embedding",
     "EmptyIndex",
     "FileEntry",
+    "FileRules",
     "Import",
     "IndexLookup",
     "Symbol",

@@ -8,7 +8,7 @@ from lsp_assist.telemetry.metrics import (
     metrics_dir,
     read_records,
 )
-from lsp_assist.telemetry.stats import compute_stats, format_stats, plot_stats
+from lsp_assist.telemetry.stats import compute_stats, format_stats, percentile, plot_stats
 
 __all__ = [
     "METRICS_FILE",
@@ -18,6 +18,7 @@ __all__ = [
     "compute_stats",
     "format_stats",
     "metrics_dir",
+    "percentile",
     "plot_stats",
     "read_records",
 ]

@@ -54,24 +54,6 @@ CONTRACT_ONLY = ("context", "telemetry")
 PUBLIC_NAMES_FROM = ("serving", "lsp", "evaluation")
 """Packages whose imports of other packages go through the packages' public names."""
 
-EVALUATION_PENDING = frozenset(
-    {
-        "lsp_assist.backends.llama_engine",
-        "lsp_assist.backends.vocab",
-        "lsp_assist.context.syntax",
-        "lsp_assist.documents.document",
-        "lsp_assist.index.files",
-        "lsp_assist.index.model",
-        "lsp_assist.index.workspace",
-        "lsp_assist.serving.adaptive_budget",
-        "lsp_assist.telemetry.metrics",
-        "lsp_assist.telemetry.stats",
-    }
-)
-"""Modules inside stage packages that evaluation still imports directly (it was held to
-no rule before this one): each is to go through its package's ``__init__``, and is
-struck from here when the last such import goes (a stale entry fails the test)."""
-
 MAX_LINES = 700
 """No module is longer: a longer one is split by its seams (one concept per module)."""
 
@@ -333,15 +315,8 @@ def test_context_and_telemetry_see_only_the_backend_contract(project: list[Impor
 
 def test_serving_lsp_and_evaluation_use_public_names(project: list[Imported]) -> None:
     public = {name: package_all(name) for name in LAYERS if (ROOT / name / "__init__.py").is_file()}
-    pending = [
-        imp
-        for imp in project
-        if package_of(imp.module) == "evaluation" and imp.target in EVALUATION_PENDING
-    ]
-    found = list(not_public([imp for imp in project if imp not in pending], public))
+    found = list(not_public(project, public))
     assert not found, "\n".join(found)
-    stale = EVALUATION_PENDING - {imp.target for imp in pending}
-    assert not stale, f"no longer imported by evaluation: strike from EVALUATION_PENDING {stale}"
 
 
 def test_local_imports_say_why(project: list[Imported]) -> None:
