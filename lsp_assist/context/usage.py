@@ -31,7 +31,7 @@ _UNIT_KINDS = frozenset({"function", "method"})
 
 
 @dataclass(slots=True)
-class Usage:
+class NameUses:
     """Where the file, outside the cursor line and its imports, uses each name."""
 
     lines: dict[str, list[int]] = field(default_factory=dict)
@@ -143,15 +143,15 @@ def usage_profile(
     names: Iterable[str],
     objects: Iterable[str],
     cache: IdentCache,
-) -> Usage:
+) -> NameUses:
     """Return how ``lines`` (the cursor line and the imports left out) use ``names``.
 
     ``objects`` are the names attributes may be reached through (imported modules);
-    every ``object.attr`` of the file is recorded in ``Usage.attrs`` and counts as a
+    every ``object.attr`` of the file is recorded in ``NameUses.attrs`` and counts as a
     reference of ``attr``.
     """
     skip = import_lines(lines, imports)
-    usage = Usage()
+    usage = NameUses()
     for i in sorted(skip):
         for original, local in _ALIAS.findall(lines[i]):
             usage.aliases[local] = original
@@ -216,7 +216,9 @@ def _neighbour(per_line: list[frozenset[str]], i: int, step: int) -> frozenset[s
     return frozenset()
 
 
-def _adjacent(per_line: list[frozenset[str]], cursor_line: int, usage: Usage) -> dict[str, float]:
+def _adjacent(
+    per_line: list[frozenset[str]], cursor_line: int, usage: NameUses
+) -> dict[str, float]:
     """Return, per name, the best match between the statements around one of its uses and
     the statements around the cursor (the share of the cursor's neighbours' IDF weight
     that the use's neighbours repeat)."""
@@ -256,7 +258,7 @@ def _adjacent(per_line: list[frozenset[str]], cursor_line: int, usage: Usage) ->
 def _similarity(
     per_line: list[frozenset[str]],
     symbols: Sequence[Symbol],
-    usage: Usage,
+    usage: NameUses,
     n_lines: int,
     own_name: str = "",
 ) -> dict[str, float]:

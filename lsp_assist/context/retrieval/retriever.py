@@ -28,7 +28,7 @@ from lsp_assist.context.retrieval.scoring import (
     module_members,
 )
 from lsp_assist.context.retrieval.selection import Chosen, select
-from lsp_assist.context.usage import IdentCache, Usage, usage_profile
+from lsp_assist.context.usage import IdentCache, NameUses, usage_profile
 from lsp_assist.errors import IndexError_
 from lsp_assist.index.model import FileEntry, Import, IndexLookup, Symbol
 
@@ -50,7 +50,7 @@ class Retriever:
         self._lines = LineCache()
         self._render_cache: dict[tuple[Path, int, int, str], tuple[str, str, str]] = {}
         self._idents = IdentCache()
-        self._usage: dict[Path, tuple[int, Usage]] = {}
+        self._usage: dict[Path, tuple[int, NameUses]] = {}
         self._apis: dict[Path, tuple[FileEntry, list[Symbol]]] = {}
         self._forwards: dict[Path, tuple[FileEntry, dict[str, Path]]] = {}
         self._denied: dict[Path, bool] = {}
@@ -204,7 +204,7 @@ class Retriever:
         imports: Sequence[Import],
         names: set[str],
         objects: set[str],
-    ) -> Usage:
+    ) -> NameUses:
         """Return how the file uses ``names`` and ``objects``' attributes outside the cursor
         line, reused while that text is unchanged (so every keystroke in a line sees the
         same ranking)."""
@@ -268,7 +268,7 @@ class Retriever:
         return out
 
     def _module_members(
-        self, modules: dict[Path, set[str]], usage: Usage, words: set[str]
+        self, modules: dict[Path, set[str]], usage: NameUses, words: set[str]
     ) -> dict[str, tuple[str, float, str]]:
         """Return the unused members of imported modules as candidates (``module_members``)."""
         return module_members(modules, usage, words, self._api)
@@ -310,7 +310,7 @@ class Retriever:
         for further, reexported in self.reexported(files, imported_names).items():
             files.setdefault(further, set()).update(reexported)
         reachable = {n for n in imported_names if n not in KEYWORDS and n != "*"}
-        usage: Usage | None = None
+        usage: NameUses | None = None
         unused = 0
         if text is not None and cursor_line >= 0:
             lines = text.split("\n")

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lsp_assist.context.retrieval.names import subwords
-from lsp_assist.context.usage import Usage
+from lsp_assist.context.usage import NameUses
 from lsp_assist.index.model import Symbol
 
 MAX_UNEVIDENCED = 0.85
@@ -96,7 +96,7 @@ def import_evidence(
 
 
 def anticipation(
-    name: str, sym: Symbol, usage: Usage, cursor_line: int, unused: int
+    name: str, sym: Symbol, usage: NameUses, cursor_line: int, unused: int
 ) -> tuple[float, list[str]]:
     """Return how likely the next statement uses ``name`` (the score), and why.
 
@@ -139,7 +139,7 @@ def anticipation(
 
 def module_members(
     modules: dict[Path, set[str]],
-    usage: Usage,
+    usage: NameUses,
     words: set[str],
     api: Callable[[Path], list[Symbol]],
 ) -> dict[str, tuple[str, float, str]]:
