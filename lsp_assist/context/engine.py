@@ -388,37 +388,47 @@ class ContextEngine:
         # with little to retrieve the code around the cursor is the best use of the budget
         # (a HumanEval problem's docstring was cut at the zone's own share)
         extra = self._zone_room(plan)
-        if extra > TYPED_STEP:
+        grant, accepted = extra, False
+        # the selection estimates tokens, so a wider zone may overshoot the room by a
+        # few: ask again for that much less rather than keep the narrow zone
+        for _ in range(3):
+            if grant <= TYPED_STEP:
+                break
             wider = select_zone(
                 tree,
                 lines,
                 line,
                 col,
                 max_lines=settings.editing_zone_lines,
-                budget=zone_budget + extra,
+                budget=zone_budget + grant,
                 count=self.counter.count,
                 fim=fmt.is_fim,
                 estimate=estimate_tokens,
                 scale=self._zone_scale.get(cursor.path, 1.0),
                 reserve=TYPED_STEP,
             )
-            if (wider.start_line, wider.end_line) != (zone.start_line, zone.end_line):
-                wider_cost = zone_pieces(maker, parts, wider, rel)
-                if wider_cost - zone_cost <= extra:
-                    zone = wider
-                    plan.spent["editing_zone"] += wider_cost - zone_cost
-                    plan.granted["editing_zone"] += extra
-                    plan.carry -= wider_cost - zone_cost
-                    zone_cost = wider_cost
-                    self._zone_memo[cursor.path] = (
-                        len(lines),
-                        zone_budget,
-                        settings.editing_zone_lines,
-                        zone.start_line,
-                        max(zone.end_line, line),
-                    )
-                else:
-                    zone_pieces(maker, parts, zone, rel)
+            if (wider.start_line, wider.end_line) == (zone.start_line, zone.end_line):
+                break
+            wider_cost = zone_pieces(maker, parts, wider, rel)
+            over = wider_cost - zone_cost - extra
+            if over > 0:
+                grant -= over + TYPED_STEP
+                continue
+            accepted, zone = True, wider
+            plan.spent["editing_zone"] += wider_cost - zone_cost
+            plan.granted["editing_zone"] += extra
+            plan.carry -= wider_cost - zone_cost
+            zone_cost = wider_cost
+            self._zone_memo[cursor.path] = (
+                len(lines),
+                zone_budget,
+                settings.editing_zone_lines,
+                zone.start_line,
+                max(zone.end_line, line),
+            )
+            break
+        if not accepted:
+            zone_pieces(maker, parts, zone, rel)
 
         # file summary
         fs_budget = plan.grant("file_summary")

@@ -33,9 +33,11 @@ class Zone:
     start_line: int
     end_line: int
     before: str
-    """Whole lines from ``start_line`` up to (not including) the cursor line."""
+    """Whole lines from ``start_line`` up to (not including) the cursor line; with FIM
+    also the leading white space of the typed part."""
     typed: str
-    """The cursor line up to the cursor."""
+    """The cursor line up to the cursor (with FIM: from its first non-blank character,
+    and after the lines typed since ``middle_from``)."""
     after: str
     """The rest of the cursor line and the lines up to ``end_line`` (FIM only, else '')."""
 
@@ -91,6 +93,12 @@ def zone_from_span(
     if fim and middle_from is not None and start <= middle_from < line:
         before = "".join(f"{text}\n" for text in lines[start:middle_from])
         typed = "".join(f"{text}\n" for text in lines[middle_from:line]) + typed
+    if fim:
+        # The middle starts at its first line's first non-blank character: a code model
+        # saw indentation at the end of the prefix, almost never alone after the middle
+        # token (there it answers the function's last line: issue 20).
+        lead = len(typed) - len(typed.lstrip(" \t"))
+        before, typed = before + typed[:lead], typed[lead:]
     return Zone(start_line=start, end_line=end, before=before, typed=typed, after=after)
 
 

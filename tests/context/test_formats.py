@@ -78,7 +78,10 @@ def test_format_token_sequence(
     seq = prompt.tokens
     assert prompt.total_tokens <= prompt.budget
     line, col = cart_position("result = compute_total(")
-    typed, healed = heal_split(text.split("\n")[line][:col])
+    typed_text = text.split("\n")[line][:col]
+    if fmt.is_fim:  # the indentation ends the prefix; the middle starts at the code
+        typed_text = typed_text.lstrip(" \t")
+    typed, healed = heal_split(typed_text)
     assert healed == "(" and prompt.healed == healed  # token healing: the model writes it
     typed_ids = tok.tokenize(typed)
     assert seq[-len(typed_ids) :] == typed_ids

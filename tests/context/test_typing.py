@@ -157,6 +157,7 @@ def test_head_is_identical_for_every_keystroke_within_a_line(workspace: Path, mo
     text = path.read_text()
     lines = text.split("\n")
     engine.note_opened(path)
+    fim = model.path != GEMMA_LIKE.path
     for target in (
         "        header = parse_header(self.data, strict=True)",
         "        frame = frames.encode_frame(self.data, self.sum.value)",
@@ -174,12 +175,12 @@ def test_head_is_identical_for_every_keystroke_within_a_line(workspace: Path, mo
                 Cursor(path=path, language="python", text=buffer, line=line, column=k)
             )
             assert prompt.total_tokens <= prompt.budget
-            kept, healed = heal_split(target[:k])
+            # a FIM prompt's middle starts at the code: the indentation ends the prefix
+            kept, healed = heal_split(target[indent:k] if fim else target[:k])
             assert prompt.prompt.endswith(kept) and prompt.healed == healed
-            heads.append((zone_head(prompt, model.path != GEMMA_LIKE.path), prompt))
+            heads.append((zone_head(prompt, fim), prompt))
         first, first_prompt = heads[0]
         assert "pkg/helpers.py" in first
-        fim = model.path != GEMMA_LIKE.path
         for k, (head, prompt) in enumerate(heads):
             assert head == first, f"head changed after typing {target[indent : indent + k]!r}"
             if not fim:
@@ -212,9 +213,10 @@ def test_project_summary_is_the_same_at_every_position_of_a_file(workspace: Path
 
 
 def test_new_lines_typed_in_a_fim_prompt_only_append_to_it(workspace: Path) -> None:
-    """Typing two new lines keystroke by keystroke: after the first line's first build,
-    prefix, suffix and middle token stay as they were, and every prompt extends the
-    previous one but for its last few tokens (the typed tail: token healing)."""
+    """Typing two new lines keystroke by keystroke, each from its indentation (where an
+    editor's auto-indent puts the cursor): after the first line's first build, prefix,
+    suffix and middle token stay as they were, and every prompt extends the previous one
+    but for its last few tokens (the typed tail: token healing)."""
     index = scanned_index(workspace)
     engine = ContextEngine(
         index,
@@ -230,7 +232,7 @@ def test_new_lines_typed_in_a_fim_prompt_only_append_to_it(workspace: Path) -> N
     new_lines = ["        extra = self.data[:4]", "        self.sum.update(extra)"]
     prompts: list[AssembledPrompt] = []
     for n, new in enumerate(new_lines):
-        for k in range(len(new) + 1):
+        for k in range(len(new) - len(new.lstrip()), len(new) + 1):
             typed = lines[:at] + new_lines[:n] + [new[:k]] + lines[at:]
             buffer = "\n".join(typed)
             index.open_buffer(path, buffer)
@@ -244,7 +246,7 @@ def test_new_lines_typed_in_a_fim_prompt_only_append_to_it(workspace: Path) -> N
     assert second_line, "the second line was typed"
     for prompt in second_line:
         middle = prompt.prompt[prompt.prompt.index("<|fim_middle|>") :]
-        assert new_lines[0] in middle  # the first typed line is part of the middle
+        assert new_lines[0].lstrip() + "\n" in middle  # the first typed line is in the middle
     for before, after in itertools.pairwise(prompts):
         common = 0
         for a, b in zip(before.tokens, after.tokens, strict=False):

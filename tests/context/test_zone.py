@@ -89,7 +89,10 @@ def test_zone_descends_into_a_block_too_large_to_take_whole(fim: bool) -> None:
     # the nearest code up to the grant, not the two lines of the old whole-sibling rule
     assert zone.line_count >= 20
     assert used >= budget * 0.8, used
-    assert zone.before.endswith("\n\n        protocol = factory()\n")
+    # with FIM the cursor line's indentation ends the prefix (the middle starts at code)
+    indent = " " * 8 if fim else ""
+    assert zone.before.endswith("\n\n        protocol = factory()\n" + indent)
+    assert zone.typed == ("" if fim else " " * 8)
     assert "infos_29 = await self._ensure_resolved(" in zone.before
     # whole lines from a statement boundary: never the continuation of a statement
     assert zone.start_line in statement_starts(tree, lines)

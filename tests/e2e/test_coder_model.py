@@ -119,11 +119,6 @@ async def test_the_name_the_suffix_asks_for(coder: LanguageClient) -> None:
     assert suggestion.replace(" ", "").startswith("ning_sum=0"), suggestion
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (issue 20, docs/performance.md): with only the indentation typed, "
-    "written after <|fim_middle|>, the model answers the function's last line",
-)
 async def test_the_line_the_suffix_asks_for(coder: LanguageClient) -> None:
     """Only the indentation typed: only the suffix says ``running_sum`` starts at 0."""
     uri, line = await _blank_line_typed(coder, "    ")
