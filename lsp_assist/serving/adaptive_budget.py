@@ -262,12 +262,14 @@ def choose(settings: Settings, estimator: AdaptiveBudget) -> BudgetDecision:
 def budget_for(
     settings: Settings, estimator: AdaptiveBudget, strategy: str | None = None
 ) -> BudgetDecision | None:
-    """Return :func:`choose` for the layered strategy; None for the baseline.
+    """Return :func:`choose` for the layered strategy; for the baseline None, unless set.
 
-    The baseline's budget is the model's context (the context engine's own rule).
+    The baseline's budget is the model's context (the context engine's own rule), or the
+    user's ``contextBudget`` when one is set: plain FIM of the file at a given budget,
+    the layered prompt's comparison at the same budget (``lsp-assist bench``).
     """
     if (strategy or settings.context.strategy) != "layered":
-        return None
+        return choose(settings, estimator) if is_explicit(settings) else None
     return choose(settings, estimator)
 
 

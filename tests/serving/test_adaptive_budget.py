@@ -176,6 +176,10 @@ def test_the_baseline_keeps_its_own_budget() -> None:
     assert budget_for(settings, AdaptiveBudget(), "baseline") is None
     assert budget_for(settings, AdaptiveBudget()) is not None
 
+    # a budget the user set holds for the baseline too (plain FIM at the same budget)
+    explicit, _ = parse_settings({"contextBudget": 900})
+    decision = budget_for(explicit, AdaptiveBudget(), "baseline")
+    assert decision is not None and decision.tokens == 900 and decision.mode == "explicit"
 
 # --- calibration and the engine, with a backend paced to a prompt speed ---------------------
 
