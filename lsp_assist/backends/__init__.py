@@ -9,15 +9,14 @@ demand because loading llama.cpp is not free.
 """
 
 from lsp_assist.backends.base import (
-    BACKEND_FIELDS,
-    USAGE_FIELDS,
+    BACKEND_USAGE_FIELDS,
     Backend,
+    BackendUsage,
     CancelToken,
     GenerationRequest,
     GenerationResult,
     ModelInfo,
     StopRule,
-    Usage,
 )
 from lsp_assist.backends.embedding import MAX_TOKENS as EMBEDDING_MAX_TOKENS
 from lsp_assist.backends.embedding import Embedder, minilm_gguf_path
@@ -41,12 +40,12 @@ from lsp_assist.backends.models import (
 from lsp_assist.backends.vocab import Vocabulary, VocabularyBackend, llama_cpp_lib, read_model_info
 
 __all__ = [
-    "BACKEND_FIELDS",
+    "BACKEND_USAGE_FIELDS",
     "DEFAULT_PRESET",
     "EMBEDDING_MAX_TOKENS",
     "PRESETS",
-    "USAGE_FIELDS",
     "Backend",
+    "BackendUsage",
     "CancelToken",
     "Embedder",
     "GenerationRequest",
@@ -55,7 +54,6 @@ __all__ = [
     "ModelInfo",
     "ModelPreset",
     "StopRule",
-    "Usage",
     "Vocabulary",
     "VocabularyBackend",
     "create_backend",

@@ -193,23 +193,20 @@ def time_caps(settings: ModelSettings, request: GenerationRequest | None = None)
 
 
 @dataclass(kw_only=True)
-class Usage:
-    """Token counts and times of one request: the one definition of the metric fields.
+class BackendUsage:
+    """What one generation measured: token counts, drafting, prefill and decode times.
 
-    :class:`GenerationResult`, serving's ``CompletionOutcome`` and telemetry's
-    ``MetricsRecord`` inherit these fields, and docs/telemetry.md defines each. A backend
-    fills the token counts, ``drafting``/``draft_*``, ``prefill_ms``, ``decode_ms``, and
-    ``ttft_ms``/``latency_ms`` counted from the start of its ``generate`` (see
-    :meth:`GenerationResult.finish`). The engine copies the backend's part
-    (:data:`BACKEND_FIELDS`, with :meth:`copy_usage`), adds ``layer_tokens``,
-    ``debounce_ms``, ``queue_ms``, ``context_ms`` and ``engine_ms``, and counts
-    ``ttft_ms`` and ``latency_ms`` from the request's arrival instead, so that
-    ``ttft_ms = debounce_ms + queue_ms + context_ms + prefill_ms`` (give or take the
-    sampling of the first token).
+    The one definition of these metric fields: :class:`GenerationResult` inherits them,
+    and serving's ``CompletionOutcome`` and telemetry's ``MetricsRecord`` compose them
+    with telemetry's ``RequestTimes`` (the request's own times, which no backend sees);
+    docs/telemetry.md defines each. A backend fills every one, ``ttft_ms`` and
+    ``latency_ms`` counted from the start of its ``generate`` (see
+    :meth:`GenerationResult.finish`); the engine takes them over (:meth:`copy_usage`)
+    and counts ``ttft_ms`` and ``latency_ms`` from the request's arrival instead, so
+    that ``ttft_ms = debounce_ms + queue_ms + context_ms + prefill_ms`` (give or take
+    the sampling of the first token).
     """
 
-    layer_tokens: dict[str, int] = field(default_factory=dict)
-    """Prompt tokens spent per context layer."""
     prompt_tokens: int = 0
     reused_tokens: int = 0
     """Prompt tokens served from the KV cache (not evaluated)."""
@@ -217,47 +214,23 @@ class Usage:
     drafting: bool = False
     draft_proposed: int = 0
     draft_accepted: int = 0
-    debounce_ms: float = 0.0
-    """Arrival to the hand-over to the model thread (the debounce wait and checks)."""
-    queue_ms: float = 0.0
-    """Hand-over to the model thread starting the request (waiting behind older work)."""
-    context_ms: float = 0.0
-    """Model thread start to the backend call: skip rules, building the prompt."""
     prefill_ms: float = 0.0
     """Backend call to the prompt evaluated (KV state restore and prompt evaluation)."""
     decode_ms: float = 0.0
     """First token to the last one."""
     ttft_ms: float = 0.0
     """Arrival to the first generated token (for a backend: from the start of generate)."""
-    engine_ms: float = 0.0
-    """Time on the model thread: context_ms + prefill_ms + decode_ms + post-processing."""
     latency_ms: float = 0.0
     """Arrival to the answer (for a backend: the whole generate call)."""
-    whole_ms: float = 0.0
-    """Arrival to the whole suggestion: ``latency_ms``, or later when the engine answered
-    early (``answerAfterMs``) and wrote the rest on for the type-through cache."""
-    answered_early: bool = False
-    """The editor got the suggestion's start at ``latency_ms``; the rest came at ``whole_ms``."""
 
-    def copy_usage(self, other: Usage, names: Sequence[str] | None = None) -> None:
-        """Copy the :class:`Usage` fields (or only ``names``) of this object onto ``other``."""
-        for name in names if names is not None else USAGE_FIELDS:
-            value = getattr(self, name)
-            setattr(other, name, dict(value) if isinstance(value, dict) else value)
+    def copy_usage(self, other: BackendUsage) -> None:
+        """Copy this object's :class:`BackendUsage` fields onto ``other``."""
+        for name in BACKEND_USAGE_FIELDS:
+            setattr(other, name, getattr(self, name))
 
 
-BACKEND_FIELDS = (
-    "reused_tokens",
-    "drafting",
-    "draft_proposed",
-    "draft_accepted",
-    "prefill_ms",
-    "decode_ms",
-)
-"""The :class:`Usage` fields a backend measures and the engine takes over unchanged."""
-
-USAGE_FIELDS = tuple(f.name for f in fields(Usage))
-"""Every :class:`Usage` field, in order."""
+BACKEND_USAGE_FIELDS = tuple(f.name for f in fields(BackendUsage))
+"""Every :class:`BackendUsage` field, in order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +249,7 @@ class Alternative:
 
 
 @dataclass(kw_only=True)
-class GenerationResult(Usage):
+class GenerationResult(BackendUsage):
     """What one generation produced and what it cost (times from the start of generate)."""
 
     text: str = ""

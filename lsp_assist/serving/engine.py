@@ -29,7 +29,6 @@ from typing import Any
 from tree_sitter import Tree
 
 from lsp_assist.backends import (
-    BACKEND_FIELDS,
     Backend,
     CancelToken,
     GenerationRequest,
@@ -566,8 +565,12 @@ class CompletionEngine:
             self.adaptive.observe(
                 result.prompt_tokens - result.reused_tokens, result.prefill_ms / 1000
             )
-        result.copy_usage(outcome, BACKEND_FIELDS)
+        result.copy_usage(outcome)
+        # the request's own view: the prompt the context built (a healed tail a backend got
+        # back as tokens is not counted) and times from arrival (latency_ms when it ends)
+        outcome.prompt_tokens = prompt.total_tokens
         outcome.output_tokens = len(result.tokens)
+        outcome.ttft_ms = 0.0
         if result.tokens:
             # the backend counts from its own start; the user's clock started at arrival
             outcome.ttft_ms = (called - query.received_at) * 1000 + result.ttft_ms

@@ -1,7 +1,9 @@
 """Serving's value types: a completion request (:class:`CompletionQuery`) and its result.
 
-:class:`CompletionOutcome` carries the :class:`~lsp_assist.backends.base.Usage` fields
-(token counts and times) by inheritance; they are defined once, in ``backends/base.py``.
+:class:`CompletionOutcome` composes the backend's
+:class:`~lsp_assist.backends.base.BackendUsage` (token counts, drafting, prefill and
+decode) with the request's own :class:`~lsp_assist.telemetry.RequestTimes` (layers,
+debounce, queue, context, engine, whole), each defined once, where the record sees it.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsp_assist.backends import USAGE_FIELDS, CancelToken, Usage
+from lsp_assist.backends import BackendUsage, CancelToken
 from lsp_assist.documents import DocumentSnapshot, Position
+from lsp_assist.telemetry import METRIC_FIELDS, RequestTimes
 
 Change = tuple[Position | None, Position | None, str]
 """One content change: start, end (None, None for a full replacement), new text."""
@@ -61,8 +64,8 @@ class CompletionQuery:
 
 
 @dataclass(kw_only=True)
-class CompletionOutcome(Usage):
-    """A suggestion (possibly empty) and what producing it cost (the :class:`Usage` fields)."""
+class CompletionOutcome(RequestTimes, BackendUsage):
+    """A suggestion (possibly empty) and what producing it cost (backend usage, request times)."""
 
     request_id: str
     text: str = ""
@@ -88,7 +91,7 @@ class CompletionOutcome(Usage):
     def to_json(self) -> dict[str, Any]:
         """Return the JSON form used by ``lsp-assist complete --json``."""
         times = {
-            name: round(getattr(self, name), 2) for name in USAGE_FIELDS if name.endswith("_ms")
+            name: round(getattr(self, name), 2) for name in METRIC_FIELDS if name.endswith("_ms")
         }
         return {
             "request_id": self.request_id,

@@ -1,7 +1,8 @@
 """Metrics record construction: from a request's outcome to telemetry's :class:`MetricsRecord`.
 
-The :class:`~lsp_assist.backends.base.Usage` fields are copied whole (both classes
-inherit them); the rest says what the request was and how it ended. The prompt is
+The :class:`~lsp_assist.backends.base.BackendUsage` and
+:class:`~lsp_assist.telemetry.RequestTimes` fields are copied whole (both classes
+compose the two); the rest says what the request was and how it ended. The prompt is
 passed in by the caller for this request only, so a failed request never logs another
 request's prompt.
 """
@@ -37,6 +38,7 @@ def metrics_record(
         error=outcome.error,
     )
     outcome.copy_usage(record)
+    outcome.copy_times(record)
     if log_prompts:
         record.completion = outcome.text
         if prompt is not None:

@@ -1,9 +1,16 @@
-"""Telemetry: the per-request metrics log and the statistics read from it."""
+"""Telemetry: the per-request metrics log and the statistics read from it.
+
+A record composes the backend's :class:`~lsp_assist.backends.base.BackendUsage` with the
+request's own :class:`RequestTimes` (defined here, below serving, which fills them).
+"""
 
 from lsp_assist.telemetry.metrics import (
+    METRIC_FIELDS,
     METRICS_FILE,
+    REQUEST_TIMES_FIELDS,
     MetricsLog,
     MetricsRecord,
+    RequestTimes,
     all_metrics_dirs,
     metrics_dir,
     read_records,
@@ -12,8 +19,11 @@ from lsp_assist.telemetry.stats import compute_stats, format_stats, percentile, 
 
 __all__ = [
     "METRICS_FILE",
+    "METRIC_FIELDS",
+    "REQUEST_TIMES_FIELDS",
     "MetricsLog",
     "MetricsRecord",
+    "RequestTimes",
     "all_metrics_dirs",
     "compute_stats",
     "format_stats",

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lsp_assist.backends.base import USAGE_FIELDS, Usage
+from lsp_assist.backends.base import BACKEND_USAGE_FIELDS, BackendUsage
 from lsp_assist.config import Settings, cache_root, workspace_cache_dir
 
 log = logging.getLogger(__name__)
@@ -49,11 +49,52 @@ _TEXT_FIELDS = ("prompt", "completion")
 
 
 @dataclass(kw_only=True)
-class MetricsRecord(Usage):
+class RequestTimes:
+    """A request's own figures, which no backend sees: the one definition of these fields.
+
+    The scheduler, the context engine and early answers measure them (serving's
+    ``CompletionOutcome`` composes them with the backend's
+    :class:`~lsp_assist.backends.base.BackendUsage`), and the record carries them on;
+    docs/telemetry.md defines each. They are declared here, below serving, because the
+    record that holds them is telemetry's and is read back by ``lsp-assist stats``.
+    """
+
+    layer_tokens: dict[str, int] = field(default_factory=dict)
+    """Prompt tokens spent per context layer."""
+    debounce_ms: float = 0.0
+    """Arrival to the hand-over to the model thread (the debounce wait and checks)."""
+    queue_ms: float = 0.0
+    """Hand-over to the model thread starting the request (waiting behind older work)."""
+    context_ms: float = 0.0
+    """Model thread start to the backend call: skip rules, building the prompt."""
+    engine_ms: float = 0.0
+    """Time on the model thread: context_ms + prefill_ms + decode_ms + post-processing."""
+    whole_ms: float = 0.0
+    """Arrival to the whole suggestion: ``latency_ms``, or later when the engine answered
+    early (``answerAfterMs``) and wrote the rest on for the type-through cache."""
+    answered_early: bool = False
+    """The editor got the suggestion's start at ``latency_ms``; the rest came at ``whole_ms``."""
+
+    def copy_times(self, other: RequestTimes) -> None:
+        """Copy this object's :class:`RequestTimes` fields onto ``other``."""
+        for name in REQUEST_TIMES_FIELDS:
+            value = getattr(self, name)
+            setattr(other, name, dict(value) if isinstance(value, dict) else value)
+
+
+REQUEST_TIMES_FIELDS = tuple(f.name for f in dataclasses.fields(RequestTimes))
+"""Every :class:`RequestTimes` field, in order."""
+
+METRIC_FIELDS = (*BACKEND_USAGE_FIELDS, *REQUEST_TIMES_FIELDS)
+"""The metric fields of a record: the backend's usage, then the request's times."""
+
+
+@dataclass(kw_only=True)
+class MetricsRecord(RequestTimes, BackendUsage):
     """What one request cost and how it ended (one line of the metrics log).
 
-    The token counts and times are the :class:`~lsp_assist.backends.base.Usage` fields,
-    copied whole from the engine's outcome.
+    The token counts and times are the :class:`~lsp_assist.backends.base.BackendUsage`
+    and :class:`RequestTimes` fields, copied whole from the engine's outcome.
     """
 
     ts: float = field(default_factory=time.time)
@@ -80,15 +121,15 @@ class MetricsRecord(Usage):
     def to_json(self, *, log_prompts: bool = False) -> dict[str, Any]:
         """Return the JSON object written to the log (text fields only with ``log_prompts``)."""
         # the record's own fields first (ts, request_id ...), the usage ones, the texts last
-        own = [f.name for f in dataclasses.fields(self) if f.name not in USAGE_FIELDS]
-        names = [n for n in own if n not in _TEXT_FIELDS] + [*USAGE_FIELDS, *_TEXT_FIELDS]
+        own = [f.name for f in dataclasses.fields(self) if f.name not in METRIC_FIELDS]
+        names = [n for n in own if n not in _TEXT_FIELDS] + [*METRIC_FIELDS, *_TEXT_FIELDS]
         data = {name: getattr(self, name) for name in names}
         data["layer_tokens"] = dict(self.layer_tokens)
         for name in _TEXT_FIELDS:
             if not log_prompts or data.get(name) is None:
                 data.pop(name, None)
         data["ts"] = round(self.ts, 6)
-        for name in USAGE_FIELDS:
+        for name in METRIC_FIELDS:
             if name.endswith("_ms"):
                 data[name] = round(float(data[name]), 3)
         return data

@@ -13,6 +13,7 @@ import pytest
 from lsp_assist.config import Settings, cache_root, parse_settings, workspace_cache_dir
 from lsp_assist.telemetry import metrics as metrics_module
 from lsp_assist.telemetry.metrics import (
+    METRIC_FIELDS,
     METRICS_FILE,
     MetricsLog,
     MetricsRecord,
@@ -73,6 +74,47 @@ def test_record_is_one_json_line_with_every_field(tmp_path: Path) -> None:
         assert key in obj, key
     assert obj["layer_tokens"] == {"editing_zone": 300, "related": 100}
     assert obj["draft_accepted"] == 6 and obj["drafting"] is True
+
+
+LINE_KEYS = {
+    *("ts", "request_id", "task_type", "language", "strategy", "trigger"),
+    *("cancelled", "cache_hit", "accepted", "error", "layer_tokens"),
+    *("prompt_tokens", "reused_tokens", "output_tokens"),
+    *("drafting", "draft_proposed", "draft_accepted"),
+    *("debounce_ms", "queue_ms", "context_ms", "prefill_ms", "decode_ms"),
+    *("ttft_ms", "engine_ms", "latency_ms", "whole_ms", "answered_early"),
+}
+"""The keys of a metrics line (docs/telemetry.md), as they were before the record composed
+the backend's usage and the request's times: stats, plot and the bench read them."""
+
+
+def test_a_line_keeps_its_keys_and_reads_back_whole() -> None:
+    record = _rec(
+        3,
+        debounce_ms=25.0,
+        queue_ms=1.5,
+        context_ms=9.25,
+        prefill_ms=30.0,
+        decode_ms=60.0,
+        engine_ms=99.0,
+        whole_ms=300.0,
+        answered_early=True,
+        output_tokens=7,
+    )
+    data = record.to_json(log_prompts=True)
+    assert set(data) == LINE_KEYS
+    texts = MetricsRecord(prompt="p", completion="c").to_json(log_prompts=True)
+    assert set(texts) == LINE_KEYS | {"prompt", "completion"}
+    back = MetricsRecord.from_json(json.loads(json.dumps(data)))
+    assert back == record
+    # the backend's usage and the request's times are copied whole onto another record
+    other = MetricsRecord()
+    record.copy_usage(other)
+    record.copy_times(other)
+    copied = other.to_json()
+    assert {k: copied[k] for k in METRIC_FIELDS} == {k: data[k] for k in METRIC_FIELDS}
+    assert other.layer_tokens == record.layer_tokens
+    assert other.layer_tokens is not record.layer_tokens
 
 
 def test_prompt_text_absent_unless_log_prompts(tmp_path: Path) -> None:

@@ -228,17 +228,22 @@ def silent_local(imports: Iterable[Imported]) -> Iterator[str]:
             yield f"{imp} (move it to the top, or say why it must stay local)"
 
 
-def hand_copied_usage(module: str, source: str, usage: Iterable[str]) -> Iterator[str]:
-    """Classes of a stage that declare three or more of the ``Usage`` fields themselves.
+METRIC_HOMES = ("BackendUsage", "RequestTimes")
+"""The two classes that define the metric fields (backends.base, telemetry.metrics)."""
 
-    The metric fields have one definition, ``backends.base.Usage``; a class carrying
-    them inherits it instead of copying them.
+
+def hand_copied_usage(module: str, source: str, usage: Iterable[str]) -> Iterator[str]:
+    """Classes of a stage that declare three or more of the metric fields themselves.
+
+    The metric fields have one definition each, ``backends.base.BackendUsage`` (what a
+    generation measured) or ``telemetry.RequestTimes`` (the request's own times); a
+    class carrying them inherits those instead of copying them.
     """
     if package_of(module) not in STAGES:
         return
     wanted = set(usage)
     for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.ClassDef) or node.name == "Usage":
+        if not isinstance(node, ast.ClassDef) or node.name in METRIC_HOMES:
             continue
         own = [
             stmt.target.id
@@ -248,7 +253,7 @@ def hand_copied_usage(module: str, source: str, usage: Iterable[str]) -> Iterato
             and stmt.target.id in wanted
         ]
         if len(own) >= 3:
-            yield f"{module}:{node.lineno}: class {node.name} copies Usage fields {own}"
+            yield f"{module}:{node.lineno}: class {node.name} copies metric fields {own}"
 
 
 def long_modules(root: Path = ROOT, limit: int = MAX_LINES) -> Iterator[str]:
@@ -325,12 +330,27 @@ def test_local_imports_say_why(project: list[Imported]) -> None:
 
 
 def test_one_definition_of_the_metric_fields() -> None:
-    from lsp_assist.backends.base import USAGE_FIELDS
+    from lsp_assist.telemetry import METRIC_FIELDS
 
     found: list[str] = []
     for path in sorted(ROOT.rglob("*.py")):
-        found += hand_copied_usage(module_name(path), path.read_text("utf-8"), USAGE_FIELDS)
+        found += hand_copied_usage(module_name(path), path.read_text("utf-8"), METRIC_FIELDS)
     assert not found, "\n".join(found)
+
+
+def test_the_backend_contract_carries_no_request_times() -> None:
+    # the request's times are serving's facts: no backend result declares them, and the
+    # outcome and the record compose the backend's usage with them
+    from dataclasses import fields
+
+    from lsp_assist.backends import BackendUsage, GenerationResult
+    from lsp_assist.serving import CompletionOutcome
+    from lsp_assist.telemetry import REQUEST_TIMES_FIELDS, MetricsRecord, RequestTimes
+
+    result = {f.name for f in fields(GenerationResult)}
+    assert result.isdisjoint(REQUEST_TIMES_FIELDS), result & set(REQUEST_TIMES_FIELDS)
+    for composed in (CompletionOutcome, MetricsRecord):
+        assert issubclass(composed, BackendUsage) and issubclass(composed, RequestTimes)
 
 
 def test_no_module_is_over_the_line_limit() -> None:
@@ -462,9 +482,14 @@ def test_checker_sees_metric_fields_copied_by_hand() -> None:
         "    ttft_ms: float = 0\n"
         "    latency_ms: float = 0\n"
     )
-    inherited = "class Outcome(Usage):\n    text: str = ''\n    prompt_tokens_seen: int = 0\n"
+    inherited = (
+        "class Outcome(BackendUsage):\n    text: str = ''\n    prompt_tokens_seen: int = 0\n"
+    )
     assert len(list(hand_copied_usage("lsp_assist.serving.fake", copied, usage))) == 1
     assert list(hand_copied_usage("lsp_assist.serving.fake", inherited, usage)) == []
+    # the two homes of the fields declare them
+    home = copied.replace("class Outcome:", "class RequestTimes:")
+    assert list(hand_copied_usage("lsp_assist.telemetry.fake", home, usage)) == []
 
 
 def test_checker_sees_a_module_over_the_line_limit(tmp_path: Path) -> None:
