@@ -181,6 +181,7 @@ def test_the_baseline_keeps_its_own_budget() -> None:
     decision = budget_for(explicit, AdaptiveBudget(), "baseline")
     assert decision is not None and decision.tokens == 900 and decision.mode == "explicit"
 
+
 # --- calibration and the engine, with a backend paced to a prompt speed ---------------------
 
 
