@@ -7,7 +7,7 @@ import json
 import sys
 
 from lsp_assist.cli.common import add_model_flags, location_setup, parse_location
-from lsp_assist.serving import CompletionEngine, CompletionQuery
+from lsp_assist.serving import CompletionEngine, CompletionQuery, Session
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,21 +27,21 @@ def run(args: argparse.Namespace) -> int:
     if found is None:
         return 2
     settings, path, line, column, workspace = found
-    engine = CompletionEngine(settings, workspace=workspace)
+    session = Session(settings, workspace=workspace)
     try:
-        if engine.index is not None:
-            engine.index.scan()
-        if engine.load_backend() is None:
-            print(f"error: {engine.model_error}", file=sys.stderr)
+        if session.index is not None:
+            session.index.scan()
+        if session.load_backend() is None:
+            print(f"error: {session.model_error}", file=sys.stderr)
             return 1
         text = path.read_text(encoding="utf-8", errors="replace")
-        doc = engine.open_document(path.as_uri(), text)
+        doc = session.buffers.open(path.as_uri(), text)
         query = CompletionQuery(
             uri=doc.uri, line=line, column=column, trigger="cli", strategy=args.strategy
         )
-        outcome = engine.complete(query)
+        outcome = CompletionEngine(session).complete(query)
     finally:
-        engine.close()
+        session.close()
     if args.json:
         print(json.dumps(outcome.to_json(), indent=2))
     else:

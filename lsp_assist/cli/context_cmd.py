@@ -1,6 +1,7 @@
 """``lsp-assist context FILE:LINE:COL``: show the prompt serve would send, layer by layer.
 
-The prompt comes from :meth:`CompletionEngine.explain`, the path ``lsp-assist serve``
+The prompt comes from :meth:`CompletionEngine.explain` over a
+:class:`~lsp_assist.serving.Session`, the path ``lsp-assist serve``
 and its explain command take (the same index, context engine and budget rule), so
 the CLI shows exactly what serve sends. The workspace index is scanned once. With the
 adaptive budget (no ``--budget``, no ``contextBudget``, the layered strategy, the
@@ -34,11 +35,10 @@ from lsp_assist.backends import (
 )
 from lsp_assist.cli.common import location_setup, parse_location
 from lsp_assist.config import MAX_DEBOUNCE_MS, Settings
-from lsp_assist.context import attach_vectors
 from lsp_assist.documents import language_for_path
 from lsp_assist.errors import LspAssistError
 from lsp_assist.index import IndexLookup, VectorIndex
-from lsp_assist.serving import CompletionEngine
+from lsp_assist.serving import CompletionEngine, Session
 from lsp_assist.serving.adaptive_budget import explain_with_budget, is_explicit
 from lsp_assist.serving.vectors_wiring import open_workspace_vectors
 
@@ -91,14 +91,14 @@ def _language(path: Path, index: IndexLookup | None) -> str:
     return language_for_path(path) or "text"
 
 
-def _open(engine: CompletionEngine, path: Path) -> str:
+def _open(session: Session, path: Path) -> str:
     """Open ``path`` as an editor buffer (what serve sees after didOpen); return its URI."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise LspAssistError(f"cannot read {path}: {exc}") from exc
-    language = _language(path, engine.index)
-    return engine.open_document(path.as_uri(), text, language_id=language).uri
+    language = _language(path, session.index)
+    return session.buffers.open(path.as_uri(), text, language_id=language).uri
 
 
 def _count(n: int, what: str) -> str:
@@ -106,14 +106,14 @@ def _count(n: int, what: str) -> str:
 
 
 def _open_vectors(
-    engine: CompletionEngine, settings: Settings, workspace: Path | None, embed: bool
+    session: Session, settings: Settings, workspace: Path | None, embed: bool
 ) -> VectorIndex | None:
     """Open the workspace's vectors for ``layerVector`` (embedding what is missing)."""
-    if engine.index is None:
+    if session.index is None:
         print("warning: layerVector: no workspace index, no vectors", file=sys.stderr)
         return None
     try:
-        vectors = open_workspace_vectors(engine.index, settings, workspace)
+        vectors = open_workspace_vectors(session.index, settings, workspace)
     except LspAssistError as exc:
         print(f"warning: vector retrieval off: {exc}", file=sys.stderr)
         return None
@@ -152,10 +152,7 @@ def _open_vectors(
             "without a vector (--no-embed): vector matches come from the others only",
             file=sys.stderr,
         )
-    engine.vectors = vectors
-    context = engine.context_engine()
-    if context is not None and context.vectors is None:
-        attach_vectors(context, vectors, engine.index)
+    session.use_vectors(vectors)  # the session stops it when it closes
     return vectors
 
 
@@ -179,25 +176,27 @@ def run(args: argparse.Namespace) -> int:
             return create_backend(chosen.model)
         return VocabularyBackend(chosen.model.model_path)
 
-    engine = CompletionEngine(settings, workspace=workspace, backend_factory=backend_factory)
+    session = Session(settings, workspace=workspace, backend_factory=backend_factory)
     try:
-        if engine.index is not None:
-            engine.index.scan()
+        if session.index is not None:
+            session.index.scan()
         if vector:
-            _open_vectors(engine, settings, workspace, embed=not args.no_embed)
+            _open_vectors(session, settings, workspace, embed=not args.no_embed)
         # opened last first: the first --open is the most recently used buffer
         for other in reversed([Path(p).resolve() for p in args.open]):
             if other.is_file():
-                _open(engine, other)
+                _open(session, other)
             else:
                 print(f"warning: --open {other}: no such file", file=sys.stderr)
-        uri = _open(engine, path)
-        prompt = engine.explain(uri, line, column, strategy=args.strategy)
+        snapshot = session.buffers.snapshot(_open(session, path))
+        if snapshot is None:
+            raise LspAssistError(f"cannot read {path}")
+        prompt = CompletionEngine(session).explain(snapshot, line, column, strategy=args.strategy)
     except LspAssistError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
-        engine.close()
+        session.close()
     if args.json:
         data = {
             "strategy": prompt.strategy,

@@ -37,7 +37,7 @@ from lsp_assist.documents import uri_to_path
 from lsp_assist.lsp.blocking import run_blocking
 from lsp_assist.lsp.document_sync import OwnDocumentSync
 from lsp_assist.lsp.transport import peek_request_id
-from lsp_assist.serving import CompletionEngine, Scheduler
+from lsp_assist.serving import Buffers, CompletionEngine, Scheduler, Session
 
 logger = logging.getLogger(__name__)
 
@@ -178,7 +178,7 @@ class AssistProtocol(OwnDocumentSync):
 
 
 class LspAssistServer(LanguageServer):
-    """The lsp-assist language server: an engine, a scheduler and the client's encoding."""
+    """The lsp-assist language server: a session, its engine, a scheduler, the client's encoding."""
 
     def __init__(self, settings: Settings | None = None) -> None:
         super().__init__(
@@ -189,6 +189,10 @@ class LspAssistServer(LanguageServer):
         )
         self.base_settings = settings or Settings()
         self.settings = self.base_settings
+        self.session: Session | None = None
+        """What the connection owns (index, vectors, metrics, model, buffers); set at initialize."""
+        self.buffers: Buffers | None = None
+        """The session's open documents (didOpen/didChange/didClose, snapshots)."""
         self.engine: CompletionEngine | None = None
         self.scheduler: Scheduler | None = None
         self.pending_warnings: list[str] = []
@@ -217,7 +221,7 @@ class LspAssistServer(LanguageServer):
         return str(getattr(value, "value", value))
 
     def setup(self, params: types.InitializeParams) -> None:
-        """Create the engine for the client's workspace and settings."""
+        """Create the session, engine and scheduler for the client's workspace and settings."""
         settings, warnings = parse_settings(
             params.initialization_options
             if isinstance(params.initialization_options, dict)
@@ -231,7 +235,9 @@ class LspAssistServer(LanguageServer):
         self.settings = settings
         self.pending_warnings.extend(warnings)
         root = workspace_root(params)
-        self.engine = CompletionEngine(settings, workspace=root)
+        self.session = Session(settings, workspace=root)
+        self.buffers = self.session.buffers
+        self.engine = CompletionEngine(self.session)
         self.scheduler = Scheduler(self.engine)
 
     def warn(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
@@ -243,7 +249,8 @@ class LspAssistServer(LanguageServer):
 
     def apply_settings(self, values: Any) -> None:
         """Apply settings from workspace/didChangeConfiguration."""
-        if self.engine is None:
+        session = self.session
+        if session is None:
             return
         if isinstance(values, dict) and "lspAssist" in values:
             values = values["lspAssist"]
@@ -258,21 +265,22 @@ class LspAssistServer(LanguageServer):
         if self.scheduler is not None:
             # On the model thread, after whatever runs there: a model swap must not close
             # the model under a running generation.
-            swap = settings.model != self.engine.settings.model
+            swap = settings.model != session.settings.model
             self.background(self._apply_on_model_thread(settings, swap))
         else:
-            self.engine.update_settings(settings)
+            session.update_settings(settings)
 
     async def _apply_on_model_thread(self, settings: Settings, swap: bool) -> None:
-        assert self.scheduler is not None and self.engine is not None
+        assert self.scheduler is not None and self.session is not None
+        session = self.session
         if swap:
             self.ready.clear()  # status says loading until the new model is in
-        warnings = await self.scheduler.run(self.engine.update_settings, settings)
+        warnings = await self.scheduler.run(session.update_settings, settings)
         for warning in warnings:
             self.warn(warning)
-        if swap and self.engine.settings.model != settings.model:
+        if swap and session.settings.model != settings.model:
             # refused (the KV cache would not fit): the loaded model runs on
-            self.warn(self.engine.model_refused, types.MessageType.Error)
+            self.warn(session.model_refused, types.MessageType.Error)
             self.ready.set()
         elif swap:
             await self._load_model_with_progress()
@@ -291,22 +299,22 @@ class LspAssistServer(LanguageServer):
 
     async def start_background_work(self) -> None:
         """Load the model and index the workspace without blocking the editor."""
-        assert self.engine is not None and self.scheduler is not None
+        assert self.session is not None and self.scheduler is not None
         self.background(self._index_with_progress())
         await self._load_model_with_progress()
 
     async def _load_model_with_progress(self) -> None:
         """Load the model on its thread, reported as work-done progress; then set ready."""
-        assert self.engine is not None and self.scheduler is not None
-        engine = self.engine
+        assert self.session is not None and self.scheduler is not None
+        session = self.session
         self.ready.clear()
         token = f"lsp-assist/model-{self._model_loads}" if self._model_loads else "lsp-assist/model"
         self._model_loads += 1
-        loading = asyncio.ensure_future(self.scheduler.run(engine.load_backend))
+        loading = asyncio.ensure_future(self.scheduler.run(session.load_backend))
         progress_ok = await self._begin_progress(token, "lsp-assist: loading model")
         backend = await loading
         if backend is None:
-            message = f"no completions: {engine.model_error or 'model not loaded'}"
+            message = f"no completions: {session.model_error or 'model not loaded'}"
             self.warn(message, types.MessageType.Error)
         else:
             message = "ready"
@@ -316,15 +324,15 @@ class LspAssistServer(LanguageServer):
                     types.WorkDoneProgressReport(message="evaluating open files", percentage=90),
                 )
             # Files opened while the model loaded: evaluate their stable prefix now.
-            for doc in engine.documents:
-                await self.scheduler.prefill(doc.uri)
+            for uri in session.buffers.uris():
+                await self.scheduler.prefill(uri)
         if progress_ok:
             self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
         self.ready.set()
 
     async def _index_with_progress(self) -> None:
-        engine = self.engine
-        if engine is None or engine.index is None:
+        session = self.session
+        if session is None or session.index is None:
             return
         token = "lsp-assist/index"
         loop = asyncio.get_running_loop()
@@ -342,7 +350,7 @@ class LspAssistServer(LanguageServer):
                     types.WorkDoneProgressReport(message=f"{done}/{total} files", percentage=pct),
                 )
 
-        thread = engine.start_indexing(report)
+        thread = session.start_indexing(report)
         if thread is not None:
             await run_blocking(thread.join, name="lsp-assist-index-wait")
             # The index's objects live as long as the session: keep them out of the
@@ -365,11 +373,11 @@ class LspAssistServer(LanguageServer):
         if self.scheduler is not None:
             self.scheduler.shutdown()
             self.scheduler.executor.shutdown(wait=True)
-        if self.engine is not None:
-            self.engine.close()
+        if self.session is not None:
+            self.session.close()
 
     def close_session(self) -> None:
-        """Free everything the connection held: the engine, the model, pygls's thread pool."""
+        """Free everything the connection held: the session, the model, pygls's thread pool."""
         self.shutdown_engine()
         self.shutdown()  # type: ignore[no-untyped-call]
 

@@ -1,9 +1,12 @@
 """Serving: from a completion request to the suggestion the editor shows.
 
-``CompletionEngine`` is the whole pipeline as one blocking, pygls-free API; the
-``Scheduler`` runs it on the model's own thread with debounce and newest-wins. The
-request and its outcome are in ``model``, the trigger rules in ``triggers``, the
-metrics record in ``records``, the prompt budget in ``adaptive_budget``.
+A ``Session`` builds and owns what a connection needs (index, vectors, metrics log,
+backend slot, context engine, the open ``Buffers``) and closes it all at once;
+``CompletionEngine(session)`` is the pipeline over a snapshot as one blocking,
+pygls-free API; the ``Scheduler`` runs it on the model's own thread with debounce and
+newest-wins; ``status_json`` answers the status command. The request and its outcome
+are in ``model``, the trigger rules in ``triggers``, the metrics record in
+``records``, the prompt budget in ``adaptive_budget``.
 """
 
 from lsp_assist.serving.adaptive_budget import (
@@ -13,19 +16,26 @@ from lsp_assist.serving.adaptive_budget import (
     explain_with_budget,
     measure,
 )
+from lsp_assist.serving.buffers import Buffers
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import Change, CompletionOutcome, CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
+from lsp_assist.serving.session import BackendFactory, Session
+from lsp_assist.serving.status import status_json
 
 __all__ = [
     "AdaptiveBudget",
+    "BackendFactory",
     "BudgetDecision",
+    "Buffers",
     "Change",
     "CompletionEngine",
     "CompletionOutcome",
     "CompletionQuery",
     "Scheduler",
+    "Session",
     "budget_cap",
     "explain_with_budget",
     "measure",
+    "status_json",
 ]

@@ -52,6 +52,7 @@ class Scheduler:
 
     def __init__(self, engine: CompletionEngine) -> None:
         self.engine = engine
+        self._buffers = engine.session.buffers
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lsp-assist-model")
         self._latest: dict[str, CancelToken] = {}
         self._running: CancelToken | None = None
@@ -68,10 +69,9 @@ class Scheduler:
 
     async def prefill(self, uri: str) -> int:
         """Evaluate a document's stable prefix on the model thread; a completion cancels it."""
-        doc = self.engine.documents.get(uri)
-        if doc is None:
+        snapshot = self._buffers.snapshot(uri, disk=False)
+        if snapshot is None:
             return 0
-        snapshot = doc.snapshot()
         token = CancelToken()
         self._prefills.add(token)
         try:
@@ -102,8 +102,7 @@ class Scheduler:
     async def complete(self, query: CompletionQuery) -> CompletionOutcome:
         """Answer a query: type-through cache first, then debounce, then the model."""
         if query.snapshot is None:
-            doc = self.engine.documents.get(query.uri)
-            query.snapshot = doc.snapshot() if doc is not None else None
+            query.snapshot = self._buffers.snapshot(query.uri, disk=False)
         # An explicit ask for alternatives goes to the model: the cache holds one suggestion.
         cycles = wanted(query, self.engine.settings.completion) > 1
         hit = None if cycles else self.engine.cached(query)

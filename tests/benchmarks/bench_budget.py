@@ -33,6 +33,8 @@ from lsp_assist.backends.models import embedded_model_path, small_model_path
 from lsp_assist.config import parse_settings
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionQuery
+from lsp_assist.serving.session import Session
+from lsp_assist.serving.status import status_json
 
 
 def positions(text: str, count: int) -> list[tuple[int, int]]:
@@ -65,11 +67,11 @@ def engine_for(model: Path, workspace: Path, cache: Path, budget: int | None) ->
         raw["contextBudget"] = budget
     settings, warnings = parse_settings(raw)
     assert not warnings, warnings
-    engine = CompletionEngine(settings, workspace=workspace)
-    assert engine.index is not None
-    engine.index.scan()
-    if engine.load_backend() is None:
-        raise SystemExit(engine.model_error)
+    engine = CompletionEngine(Session(settings, workspace=workspace))
+    assert engine.session.index is not None
+    engine.session.index.scan()
+    if engine.session.load_backend() is None:
+        raise SystemExit(engine.session.model_error)
     return engine
 
 
@@ -83,7 +85,7 @@ def probe(model: Path, workspace: Path, target: Path, count: int) -> dict[str, A
     }
     uri = target.as_uri()
     for engine in engines.values():
-        engine.open_document(uri, text, version=1, language_id="python")
+        engine.session.buffers.open(uri, text, version=1, language_id="python")
     times: dict[str, dict[str, list[float]]] = {
         name: {"prefill": [], "ttft": [], "tokens": []} for name in engines
     }
@@ -99,8 +101,8 @@ def probe(model: Path, workspace: Path, target: Path, count: int) -> dict[str, A
             times[name]["ttft"].append(outcome.ttft_ms)
             times[name]["tokens"].append(outcome.prompt_tokens)
     for name, engine in engines.items():
-        reasons[name] = engine.status()["budget"]["reason"]
-        engine.close()
+        reasons[name] = status_json(engine)["budget"]["reason"]
+        engine.session.close()
     return {"times": times, "reasons": reasons}
 
 

@@ -29,6 +29,7 @@ from lsp_assist.config import parse_settings
 from lsp_assist.context.layout import heal_split
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionQuery
+from lsp_assist.serving.session import Session
 from tests.e2e.conftest import SERVER, init_params, open_file, server_env, wait_ready
 from tests.support.tiny_gguf import FAMILIES
 
@@ -181,15 +182,17 @@ def test_serve_and_context_cli_build_the_same_prompt(
     model = models[family]
     settings, warnings = parse_settings({**SETTINGS, "modelPath": str(model)})
     assert not warnings
-    engine = CompletionEngine(settings, workspace=workspace)
+    engine = CompletionEngine(Session(settings, workspace=workspace))
     try:
-        thread = engine.start_indexing()
+        thread = engine.session.start_indexing()
         if thread is not None:
             thread.join(60)
         target = workspace / "pkg" / "cart.py"
         uri = target.as_uri()
-        engine.open_document(uri, CART, version=1, language_id="python")
-        served = engine.explain(uri, CURSOR_LINE, len(TYPED))
+        engine.session.buffers.open(uri, CART, version=1, language_id="python")
+        doc = engine.session.buffers.snapshot(uri)
+        assert doc is not None
+        served = engine.explain(doc, CURSOR_LINE, len(TYPED))
         outcome = engine.complete(
             CompletionQuery(uri=uri, line=CURSOR_LINE, column=len(TYPED), version=1)
         )
@@ -204,10 +207,10 @@ def test_serve_and_context_cli_build_the_same_prompt(
         assert cli["tokens"] == served.tokens
         # ... and that prompt is what reached the model, in the family's order
         assert seen == [served.tokens]
-        assert engine.backend is not None
-        _check_order(family, seen[0], engine.backend, cli)
+        assert engine.session.backend is not None
+        _check_order(family, seen[0], engine.session.backend, cli)
     finally:
-        engine.close()
+        engine.session.close()
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=server_env()))

@@ -208,15 +208,15 @@ def test_a_completion_holds_the_foreground_gate(tmp_path: Path) -> None:
 
     class Probe(MarkerBackend):
         def generate(self, request: GenerationRequest) -> GenerationResult:
-            assert engine.index is not None
-            held.append(engine.index._gate.holders)
+            assert engine.session.index is not None
+            held.append(engine.session.index._gate.holders)
             return super().generate(request)
 
     engine, uri = make_engine(tmp_path, Probe())
-    assert engine.index is not None
+    assert engine.session.index is not None
     held.clear()
     outcome = engine.complete(CompletionQuery(uri=uri, line=CURSOR_LINE, column=CURSOR_COLUMN))
     assert outcome.text and not outcome.error
     assert held == [1], "the model ran without holding the index's foreground gate"
-    assert engine.index._gate.holders == 0
-    engine.close()
+    assert engine.session.index._gate.holders == 0
+    engine.session.close()

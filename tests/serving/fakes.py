@@ -23,8 +23,10 @@ from lsp_assist.backends.base import (
     ModelInfo,
 )
 from lsp_assist.config import Settings, parse_settings
+from lsp_assist.documents import DocumentSnapshot
 from lsp_assist.errors import BackendError
 from lsp_assist.serving.engine import CompletionEngine
+from lsp_assist.serving.session import Session
 
 MARKER = re.compile(r"# edit (\d+)")
 
@@ -109,7 +111,7 @@ class MarkerBackend(CharBackend):
 def make_engine(
     tmp_path: Path, backend: Backend, **settings_overrides: object
 ) -> tuple[CompletionEngine, str]:
-    """An engine over a workspace holding :data:`SOURCE`, opened at version 1."""
+    """An engine over a session of a workspace holding :data:`SOURCE`, opened at version 1."""
     raw: dict[str, object] = {
         "metrics": False,
         "debounceMs": 0,
@@ -122,9 +124,16 @@ def make_engine(
     assert isinstance(settings, Settings) and not warnings, warnings
     path = tmp_path / "m.py"
     path.write_text(SOURCE)
-    engine = CompletionEngine(settings, workspace=tmp_path, backend_factory=lambda s: backend)
-    assert engine.index is not None
-    engine.index.scan()
-    doc = engine.open_document(path.as_uri(), SOURCE, version=1)
-    assert engine.load_backend() is backend
-    return engine, doc.uri
+    session = Session(settings, workspace=tmp_path, backend_factory=lambda s: backend)
+    assert session.index is not None
+    session.index.scan()
+    doc = session.buffers.open(path.as_uri(), SOURCE, version=1)
+    assert session.load_backend() is backend
+    return CompletionEngine(session), doc.uri
+
+
+def snapshot(engine: CompletionEngine, uri: str) -> DocumentSnapshot:
+    """The buffer of ``uri`` in the engine's session, frozen now (the file if not open)."""
+    doc = engine.session.buffers.snapshot(uri)
+    assert doc is not None, uri
+    return doc

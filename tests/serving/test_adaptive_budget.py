@@ -32,7 +32,8 @@ from lsp_assist.serving.adaptive_budget import (
 )
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionQuery
-from tests.serving.fakes import CharBackend, make_engine
+from lsp_assist.serving.status import status_json
+from tests.serving.fakes import CharBackend, make_engine, snapshot
 
 
 def _estimator(window: int = WINDOW, **overrides: int) -> AdaptiveBudget:
@@ -175,7 +176,6 @@ def test_the_baseline_keeps_its_own_budget() -> None:
     settings, _ = parse_settings(None)
     assert budget_for(settings, AdaptiveBudget(), "baseline") is None
     assert budget_for(settings, AdaptiveBudget()) is not None
-
     # a budget the user set holds for the baseline too (plain FIM at the same budget)
     explicit, _ = parse_settings({"contextBudget": 900})
     decision = budget_for(explicit, AdaptiveBudget(), "baseline")
@@ -187,15 +187,15 @@ def test_the_baseline_keeps_its_own_budget() -> None:
 
 @pytest.fixture(autouse=True)
 def _calibration_reads_the_backends_clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The engine's calibration times a :class:`PacedBackend` by its own clock."""
-    from lsp_assist.serving import engine as serving_engine
+    """The session's calibration times a :class:`PacedBackend` by its own clock."""
+    from lsp_assist.serving import session as serving_session
 
     def timed(backend: object, estimator: AdaptiveBudget, **kwargs: Any) -> bool:
         if isinstance(backend, PacedBackend):
             kwargs.setdefault("clock", backend.virtual_now)
         return calibrate(backend, estimator, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(serving_engine, "calibrate", timed)
+    monkeypatch.setattr(serving_session, "calibrate", timed)
 
 
 class PacedBackend(CharBackend):
@@ -304,7 +304,7 @@ def _engine(tmp_path: Path, backend: PacedBackend, **raw: object) -> tuple[Compl
     engine, _ = make_engine(tmp_path, backend, **raw)
     path = tmp_path / "steps.py"
     path.write_text(SOURCE)
-    return engine, engine.open_document(path.as_uri(), SOURCE, version=1).uri
+    return engine, engine.session.buffers.open(path.as_uri(), SOURCE, version=1).uri
 
 
 def _complete(engine: CompletionEngine, uri: str, line: int) -> int:
@@ -316,32 +316,32 @@ def _complete(engine: CompletionEngine, uri: str, line: int) -> int:
 def test_the_engine_gives_a_faster_machine_a_larger_prompt(tmp_path: Path) -> None:
     fast_engine, fast_uri = _engine(tmp_path / "fast", PacedBackend(rate=20_000.0))
     slow_engine, slow_uri = _engine(tmp_path / "slow", PacedBackend(rate=400.0))
-    fast = fast_engine.explain(fast_uri, 60, 4)
-    slow = slow_engine.explain(slow_uri, 60, 4)
+    fast = fast_engine.explain(snapshot(fast_engine, fast_uri), 60, 4)
+    slow = slow_engine.explain(snapshot(slow_engine, slow_uri), 60, 4)
     cap = budget_cap(fast_engine.settings)[0]
     assert fast.budget == cap and fast.budget_reason.startswith("adaptive:")
     assert slow.budget == 512 and "the floor" in slow.budget_reason
     assert slow.total_tokens <= 512 < fast.total_tokens
-    assert fast_engine.status()["budget"]["tokens"] == cap
+    assert status_json(fast_engine)["budget"]["tokens"] == cap
 
 
 def test_the_engine_lowers_the_budget_when_requests_get_slower(tmp_path: Path) -> None:
     backend = PacedBackend(rate=20_000.0)
     engine, uri = _engine(tmp_path, backend)
-    first = engine.explain(uri, 60, 4).budget
+    first = engine.explain(snapshot(engine, uri), 60, 4).budget
     backend.rate = 500.0  # the machine is now shared: prompts evaluate 40x slower
     for i in range(WINDOW // 2 + 1):
         _complete(engine, uri, 10 + 4 * i)
-    after = engine.explain(uri, 60, 4)
+    after = engine.explain(snapshot(engine, uri), 60, 4)
     assert after.budget == 512 < first
     assert "500 tok/s" in after.budget_reason
-    assert engine.status()["budget"]["samples"] == WINDOW // 2 + 2  # the calibration too
+    assert status_json(engine)["budget"]["samples"] == WINDOW // 2 + 2  # the calibration too
 
 
 def test_the_engine_feeds_only_prompts_it_evaluated(tmp_path: Path) -> None:
     backend = PacedBackend(rate=20_000.0)
     engine, uri = _engine(tmp_path, backend)
-    samples = engine.adaptive.decision().samples
+    samples = engine.session.adaptive.decision().samples
 
     def cached(request: GenerationRequest) -> GenerationResult:
         result = GenerationResult(prompt_tokens=len(request.prompt_tokens))
@@ -352,7 +352,7 @@ def test_the_engine_feeds_only_prompts_it_evaluated(tmp_path: Path) -> None:
 
     backend.generate = cached  # type: ignore[method-assign]
     _complete(engine, uri, 12)
-    assert engine.adaptive.decision().samples == samples
+    assert engine.session.adaptive.decision().samples == samples
 
 
 @pytest.mark.parametrize("raw", [{"contextBudget": 900}, {"strategy": "baseline"}])
@@ -361,7 +361,7 @@ def test_the_engine_does_not_calibrate_when_nothing_adapts(
 ) -> None:
     backend = PacedBackend(rate=20_000.0)
     engine, uri = _engine(tmp_path, backend, **raw)
-    prompt = engine.explain(uri, 60, 4)
+    prompt = engine.explain(snapshot(engine, uri), 60, 4)
     if "contextBudget" in raw:
         assert backend.prefills == []
         assert prompt.budget == 900 and prompt.budget_reason.startswith("explicit: 900")

@@ -67,7 +67,7 @@ def test_invoked_request_gets_the_greedy_item_then_distinct_alternatives(tmp_pat
     assert outcome.items == ("1", "f()", "2")
     # the type-through cache keeps the first item only
     before = "value = "
-    prefix = engine.documents.get(uri).text.split(before)[0] + before  # type: ignore[union-attr]
+    prefix = engine.session.buffers.get(uri).text.split(before)[0] + before  # type: ignore[union-attr]
     assert engine.typethrough.get(uri, prefix, "\n") == "1"
 
 

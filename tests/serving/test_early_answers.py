@@ -91,7 +91,7 @@ async def test_answers_with_the_start_then_serves_the_whole_from_the_cache(
     assert again.cache_hit and again.text == WHOLE
     assert backend.calls == 1
     scheduler.shutdown()
-    engine.close()
+    engine.session.close()
 
 
 async def test_typing_through_the_start_keeps_the_rest_coming(tmp_path: Path) -> None:
@@ -111,17 +111,17 @@ async def test_typing_through_the_start_keeps_the_rest_coming(tmp_path: Path) ->
     assert again.cache_hit and again.text == WHOLE[1:]
     assert backend.calls == 1 and backend.cancelled == 0
     scheduler.shutdown()
-    engine.close()
+    engine.session.close()
 
 
 async def _type(
     engine: CompletionEngine, scheduler: Scheduler, uri: str, text: str
 ) -> CompletionOutcome:
     """Insert ``text`` at the cursor (a new version) and ask again after it."""
-    doc = engine.documents.get(uri)
+    doc = engine.session.buffers.get(uri)
     assert doc is not None
     at = Position(CURSOR_LINE, CURSOR_COLUMN)
-    engine.change_document(uri, doc.version + 1, [(at, at, text)])
+    engine.session.buffers.change(uri, doc.version + 1, [(at, at, text)])
     return await scheduler.complete(query(uri, CURSOR_COLUMN + len(text)))
 
 
@@ -134,7 +134,7 @@ async def test_typing_all_of_the_start_waits_for_the_next_piece(tmp_path: Path) 
     assert hit.cache_hit and hit.text and WHOLE[len(first.text) :].startswith(hit.text)
     assert backend.calls == 1 and backend.cancelled == 0
     scheduler.shutdown()
-    engine.close()
+    engine.session.close()
 
 
 async def test_a_request_the_cache_cannot_answer_cancels_the_rest(tmp_path: Path) -> None:
@@ -145,7 +145,7 @@ async def test_a_request_the_cache_cannot_answer_cancels_the_rest(tmp_path: Path
     assert backend.calls == 2 and backend.cancelled == 1
     assert not other.cache_hit
     scheduler.shutdown()
-    engine.close()
+    engine.session.close()
 
 
 async def test_a_client_without_ghost_text_gets_the_whole(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ async def test_a_client_without_ghost_text_gets_the_whole(tmp_path: Path) -> Non
     outcome = await scheduler.complete(plain)  # the completion-list fallback asks like this
     assert not outcome.answered_early and outcome.text == WHOLE
     scheduler.shutdown()
-    engine.close()
+    engine.session.close()
 
 
 async def test_zero_waits_for_the_whole_suggestion(tmp_path: Path) -> None:
@@ -163,4 +163,4 @@ async def test_zero_waits_for_the_whole_suggestion(tmp_path: Path) -> None:
     assert not outcome.answered_early and outcome.text == WHOLE
     assert outcome.whole_ms == outcome.latency_ms
     scheduler.shutdown()
-    engine.close()
+    engine.session.close()

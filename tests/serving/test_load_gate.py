@@ -11,6 +11,7 @@ from pathlib import Path
 from lsp_assist.backends.base import Backend
 from lsp_assist.config import Settings, parse_settings
 from lsp_assist.serving.engine import CompletionEngine
+from lsp_assist.serving.session import Session
 from tests.serving.test_scheduler import SlowBackend
 
 FILES = 300
@@ -40,14 +41,14 @@ def test_scan_makes_no_progress_while_the_model_loads(tmp_path: Path) -> None:
         seen.append(done[0])
         return SlowBackend(step_s=0, tokens=1)
 
-    engine = CompletionEngine(settings, workspace=tmp_path, backend_factory=factory)
-    thread = engine.start_indexing(progress)
+    engine = CompletionEngine(Session(settings, workspace=tmp_path, backend_factory=factory))
+    thread = engine.session.start_indexing(progress)
     assert thread is not None
     assert started.wait(10)
-    assert engine.load_backend() is not None
+    assert engine.session.load_backend() is not None
     thread.join(timeout=60)
     assert done[0] == FILES  # the scan went on after the load
     assert 0 < seen[0] < FILES, seen
     # progress is reported every FILES // 100 files: one file in flight may end meanwhile
     assert seen[1] - seen[0] <= FILES // 100, f"{seen[1] - seen[0]} files indexed during the load"
-    engine.close()
+    engine.session.close()

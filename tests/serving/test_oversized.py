@@ -12,6 +12,8 @@ from lsp_assist.config import Settings, parse_settings
 from lsp_assist.documents import Position
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionQuery
+from lsp_assist.serving.session import Session
+from tests.serving.fakes import snapshot
 from tests.serving.test_scheduler import SlowBackend
 
 
@@ -27,8 +29,10 @@ def make(tmp_path: Path, backend: SlowBackend) -> CompletionEngine:
         }
     )
     assert isinstance(settings, Settings)
-    engine = CompletionEngine(settings, workspace=tmp_path, backend_factory=lambda s: backend)
-    engine.load_backend()
+    engine = CompletionEngine(
+        Session(settings, workspace=tmp_path, backend_factory=lambda s: backend)
+    )
+    engine.session.load_backend()
     return engine
 
 
@@ -36,15 +40,15 @@ def test_minified_line_gets_no_model_call_and_no_tree(tmp_path: Path) -> None:
     backend = SlowBackend(step_s=0, tokens=2)
     engine = make(tmp_path, backend)
     path = tmp_path / "min.py"
-    doc = engine.open_document(path.as_uri(), "x = [" + "1, " * 300 + "]\n", version=1)
-    assert engine.index is not None and engine.index.tree_of(path) is None
+    doc = engine.session.buffers.open(path.as_uri(), "x = [" + "1, " * 300 + "]\n", version=1)
+    assert engine.session.index is not None and engine.session.index.tree_of(path) is None
     outcome = engine.complete(CompletionQuery(uri=doc.uri, line=1, column=0))
     assert "maxLineChars" in outcome.skipped
     assert backend.calls == 0
     # Shortened below the limit: parsed again, and the model is asked.
-    engine.change_document(doc.uri, 2, [(Position(0, 5), Position(0, 905), "1")])
+    engine.session.buffers.change(doc.uri, 2, [(Position(0, 5), Position(0, 905), "1")])
     assert doc.text == "x = [1]\n"
-    assert engine.index.tree_of(path) is not None
+    assert engine.session.index.tree_of(path) is not None
     outcome = engine.complete(CompletionQuery(uri=doc.uri, line=1, column=0))
     assert outcome.skipped == "" and backend.calls == 1
 
@@ -53,13 +57,13 @@ def test_growing_past_the_size_limit_drops_the_parse(tmp_path: Path) -> None:
     backend = SlowBackend(step_s=0, tokens=2)
     engine = make(tmp_path, backend)
     path = tmp_path / "big.py"
-    doc = engine.open_document(path.as_uri(), "a = 1\n", version=1)
-    assert engine.index is not None and engine.index.tree_of(path) is not None
-    engine.change_document(doc.uri, 2, [(Position(1, 0), Position(1, 0), "b = 2\n" * 1_000)])
-    assert engine.index.tree_of(path) is None
+    doc = engine.session.buffers.open(path.as_uri(), "a = 1\n", version=1)
+    assert engine.session.index is not None and engine.session.index.tree_of(path) is not None
+    engine.session.buffers.change(doc.uri, 2, [(Position(1, 0), Position(1, 0), "b = 2\n" * 1_000)])
+    assert engine.session.index.tree_of(path) is None
     assert doc.line_count == 1_002
     outcome = engine.complete(CompletionQuery(uri=doc.uri, line=5, column=0))
     assert "maxFileBytes" in outcome.skipped and backend.calls == 0
-    assert engine.prefill(doc.uri) == 0
-    engine.close_document(doc.uri)
-    assert engine.documents.get(doc.uri) is None
+    assert engine.prefill(snapshot(engine, doc.uri)) == 0
+    engine.session.buffers.close(doc.uri)
+    assert engine.session.buffers.get(doc.uri) is None

@@ -16,6 +16,7 @@ from lsp_assist.config import Settings, parse_settings
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
+from lsp_assist.serving.session import Session
 from tests.serving.fakes import CharBackend
 
 
@@ -55,11 +56,13 @@ def make(tmp_path: Path, backend: SlowBackend) -> tuple[CompletionEngine, Schedu
     )
     assert isinstance(settings, Settings)
     (tmp_path / "m.py").write_text("def f():\n    return 1\n\nvalue = ")
-    engine = CompletionEngine(settings, workspace=tmp_path, backend_factory=lambda s: backend)
-    engine.index.scan()
+    engine = CompletionEngine(
+        Session(settings, workspace=tmp_path, backend_factory=lambda s: backend)
+    )
+    engine.session.index.scan()
     path = tmp_path / "m.py"
-    doc = engine.open_document(path.as_uri(), path.read_text(), version=1)
-    engine.load_backend()
+    doc = engine.session.buffers.open(path.as_uri(), path.read_text(), version=1)
+    engine.session.load_backend()
     return engine, Scheduler(engine), doc.uri
 
 
@@ -105,7 +108,7 @@ async def test_type_through_is_served_without_the_model(tmp_path: Path) -> None:
     assert first.text == "xxxxxx"
     from lsp_assist.documents import Position
 
-    engine.change_document(uri, 2, [(Position(3, 8), Position(3, 8), "xx")])
+    engine.session.buffers.change(uri, 2, [(Position(3, 8), Position(3, 8), "xx")])
     second = await scheduler.complete(CompletionQuery(uri=uri, line=3, column=10, version=2))
     assert second.cache_hit and second.text == "xxxx"
     assert backend.calls == 1
@@ -118,7 +121,7 @@ def test_automatic_trigger_skip_rules(tmp_path: Path) -> None:
     path = tmp_path / "rules.py"
     text = "total = compute(values)\n# a comment here\nname = 'text in a string'\nx = \n"
     path.write_text(text)
-    doc = engine.open_document(path.as_uri(), text, version=1)
+    doc = engine.session.buffers.open(path.as_uri(), text, version=1)
 
     def skipped(line: int, column: int, trigger: str = "automatic") -> str:
         query = CompletionQuery(uri=doc.uri, line=line, column=column, trigger=trigger)

@@ -61,7 +61,7 @@ async def test_edits_racing_completions_never_mix_versions(tmp_path: Path) -> No
     engine, uri = make_engine(tmp_path, backend)
     scheduler = Scheduler(engine)
     puts = _record_puts(engine)
-    doc = engine.documents.get(uri)
+    doc = engine.session.buffers.get(uri)
     assert doc is not None
     texts = {doc.version: doc.text}
     done = asyncio.Event()
@@ -72,7 +72,7 @@ async def test_edits_racing_completions_never_mix_versions(tmp_path: Path) -> No
         while not done.is_set():
             n += 1
             old = doc.line(MARKER_LINE)
-            engine.change_document(
+            engine.session.buffers.change(
                 uri,
                 doc.version + 1,
                 [(Position(MARKER_LINE, 0), Position(MARKER_LINE, len(old)), f"# edit {n}")],
@@ -121,14 +121,14 @@ def test_a_failed_request_logs_its_own_prompt(tmp_path: Path) -> None:
     )
     first = engine.complete(CompletionQuery(uri=uri, line=CURSOR_LINE, column=CURSOR_COLUMN))
     assert first.text == "x0" and not first.error
-    engine.change_document(
+    engine.session.buffers.change(
         uri, 2, [(Position(MARKER_LINE, 0), Position(MARKER_LINE, 8), "# edit 7")]
     )
     second = engine.complete(CompletionQuery(uri=uri, line=CURSOR_LINE, column=CURSOR_COLUMN))
     assert "failed on purpose" in second.error
-    assert engine.metrics is not None
-    engine.metrics.flush()  # written on the log's own thread
-    records = [json.loads(line) for line in engine.metrics.path.read_text().splitlines()]
+    assert engine.session.metrics is not None
+    engine.session.metrics.flush()  # written on the log's own thread
+    records = [json.loads(line) for line in engine.session.metrics.path.read_text().splitlines()]
     assert [bool(r["error"]) for r in records] == [False, True]
     assert "# edit 0" in records[0]["prompt"]
     # the failed request's own prompt, not the one before it
@@ -138,14 +138,14 @@ def test_a_failed_request_logs_its_own_prompt(tmp_path: Path) -> None:
 
 def test_the_tree_read_for_a_snapshot_is_of_its_text(tmp_path: Path) -> None:
     engine, uri = make_engine(tmp_path, MarkerBackend())
-    doc = engine.documents.get(uri)
-    assert doc is not None and engine.index is not None
+    doc = engine.session.buffers.get(uri)
+    assert doc is not None and engine.session.index is not None
     before = doc.snapshot()
-    old_tree = engine.index.tree_for(before.path, before.text)
+    old_tree = engine.session.index.tree_for(before.path, before.text)
     assert old_tree is not None
-    engine.change_document(uri, 2, [(Position(0, 4), Position(0, 5), "g")])
+    engine.session.buffers.change(uri, 2, [(Position(0, 4), Position(0, 5), "g")])
     # the buffer moved on: the older snapshot gets no tree rather than the newer one
-    assert engine.index.tree_for(before.path, before.text) is None
-    new_tree = engine.index.tree_for(doc.path, doc.snapshot().text)
+    assert engine.session.index.tree_for(before.path, before.text) is None
+    new_tree = engine.session.index.tree_for(doc.path, doc.snapshot().text)
     assert new_tree is not None and new_tree is not old_tree
     assert new_tree.root_node.text.startswith(b"def g(")

@@ -77,16 +77,20 @@ async def test_parts_reach_the_metrics_record(tmp_path: Path) -> None:
     first = await scheduler.complete(model)
     assert first.text == "x0"
     # typing the suggestion's first character is answered from the type-through cache
-    engine.change_document(uri, 2, [(Position(CURSOR_LINE, 8), Position(CURSOR_LINE, 8), "x")])
+    engine.session.buffers.change(
+        uri, 2, [(Position(CURSOR_LINE, 8), Position(CURSOR_LINE, 8), "x")]
+    )
     typed = CompletionQuery(
         uri=uri, line=CURSOR_LINE, column=CURSOR_COLUMN + 1, trigger="automatic"
     )
     hit = await scheduler.complete(typed)
     scheduler.shutdown()
     assert hit.cache_hit and hit.text == "0"
-    assert engine.metrics is not None
-    engine.metrics.flush()  # written on the log's own thread
-    model_rec, hit_rec = (json.loads(x) for x in engine.metrics.path.read_text().splitlines())
+    assert engine.session.metrics is not None
+    engine.session.metrics.flush()  # written on the log's own thread
+    model_rec, hit_rec = (
+        json.loads(x) for x in engine.session.metrics.path.read_text().splitlines()
+    )
     for name in (*PARTS, "ttft_ms", "latency_ms", "engine_ms"):
         assert model_rec[name] == round(getattr(first, name), 3), name
     assert model_rec["ttft_ms"] >= 40 + 20

@@ -1,6 +1,6 @@
-"""The vector layer's query thread ends with its engine and with a model swap.
+"""The vector layer's query thread ends with its session and with a model swap.
 
-``VectorLayer`` starts a thread when a context engine gets it; the completion engine
+``VectorLayer`` starts a thread when a context engine gets it; the serving session
 owns it and stops it when it closes and when it drops the context engine for another
 model (a settings change). The embedding is the counting bag of words of
 tests/index/test_vectors.py, the model the serving fakes' character backend.
@@ -15,6 +15,7 @@ from pathlib import Path
 from lsp_assist.config import Settings, parse_settings
 from lsp_assist.index.vectors import VectorIndex
 from lsp_assist.serving.engine import CompletionEngine
+from lsp_assist.serving.session import Session
 from tests.index.test_vectors import BagOfWords
 from tests.support.workspace import write_files
 
@@ -39,12 +40,12 @@ def _engine(tmp_path: Path) -> CompletionEngine:
     """An engine whose vectors are a bag-of-words index over a scanned workspace."""
     workspace = write_files(tmp_path / "ws", {"app/a.py": "def a():\n    return 1\n"})
     engine = CompletionEngine(
-        _settings(tmp_path), workspace=workspace, backend_factory=lambda s: MarkerBackend()
+        Session(_settings(tmp_path), workspace=workspace, backend_factory=lambda s: MarkerBackend())
     )
-    assert engine.index is not None
-    engine.index.scan()
-    engine.vectors = VectorIndex(engine.index, BagOfWords, model_id="bag")
-    assert engine.load_backend() is not None
+    assert engine.session.index is not None
+    engine.session.index.scan()
+    engine.session.use_vectors(VectorIndex(engine.session.index, BagOfWords, model_id="bag"))
+    assert engine.session.load_backend() is not None
     return engine
 
 
@@ -55,15 +56,15 @@ def _query_threads(build: Callable[[], object]) -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t not in before and t.name == "lsp-assist-query"]
 
 
-def test_closing_the_engine_ends_the_query_thread(tmp_path: Path) -> None:
+def test_closing_the_session_ends_the_query_thread(tmp_path: Path) -> None:
     engine = _engine(tmp_path)
     try:
-        started = _query_threads(engine.context_engine)
-        context = engine.context_engine()
+        started = _query_threads(engine.session.context_engine)
+        context = engine.session.context_engine()
         assert context is not None and context.vectors is not None
         assert len(started) == 1 and started[0].is_alive()
     finally:
-        engine.close()
+        engine.session.close()
     started[0].join(5)
     assert not started[0].is_alive()
 
@@ -71,15 +72,15 @@ def test_closing_the_engine_ends_the_query_thread(tmp_path: Path) -> None:
 def test_a_model_swap_ends_the_old_query_thread(tmp_path: Path) -> None:
     engine = _engine(tmp_path)
     try:
-        first = _query_threads(engine.context_engine)
+        first = _query_threads(engine.session.context_engine)
         assert len(first) == 1
-        engine.update_settings(_settings(tmp_path, modelPath=str(tmp_path / "other.gguf")))
+        engine.session.update_settings(_settings(tmp_path, modelPath=str(tmp_path / "other.gguf")))
         first[0].join(5)
         assert not first[0].is_alive()  # the old context engine's layer is gone with it
-        assert engine.load_backend() is not None
-        second = _query_threads(engine.context_engine)
+        assert engine.session.load_backend() is not None
+        second = _query_threads(engine.session.context_engine)
         assert len(second) == 1 and second[0].is_alive()  # the new engine has its own
     finally:
-        engine.close()
+        engine.session.close()
     second[0].join(5)
     assert not second[0].is_alive()

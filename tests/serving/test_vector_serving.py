@@ -16,10 +16,11 @@ pytest.importorskip("all_minilm_l6_v2")
 
 from lsp_assist.config import Settings, parse_settings
 from lsp_assist.serving.engine import CompletionEngine
+from lsp_assist.serving.session import Session
 from lsp_assist.serving.vectors_wiring import open_workspace_vectors
 from tests.support.workspace import scanned_index, write_files
 
-from .fakes import MarkerBackend
+from .fakes import MarkerBackend, snapshot
 
 FILES = {
     "app/checksum.py": (
@@ -55,51 +56,51 @@ def _engine(tmp_path: Path, **raw: object) -> tuple[CompletionEngine, str]:
     settings, warnings = parse_settings(values)
     assert isinstance(settings, Settings) and not warnings, warnings
     engine = CompletionEngine(
-        settings, workspace=workspace, backend_factory=lambda s: MarkerBackend()
+        Session(settings, workspace=workspace, backend_factory=lambda s: MarkerBackend())
     )
     path = workspace / "app" / "net.py"
-    doc = engine.open_document(path.as_uri(), MAIN, version=1, language_id="python")
-    assert engine.load_backend() is not None
+    doc = engine.session.buffers.open(path.as_uri(), MAIN, version=1, language_id="python")
+    assert engine.session.load_backend() is not None
     return engine, doc.uri
 
 
 def test_vectors_start_with_indexing_and_reach_explain(tmp_path: Path) -> None:
     engine, uri = _engine(tmp_path)
     try:
-        engine.start_indexing()
-        assert engine.vectors is not None
-        assert engine.vectors.ready.wait(120), engine.vectors.stats
-        assert engine.vectors.stats.chunks == 3 and not engine.vectors.stats.error
-        prompt = engine.explain(uri, 3, 4)
+        engine.session.start_indexing()
+        assert engine.session.vectors is not None
+        assert engine.session.vectors.ready.wait(120), engine.session.vectors.stats
+        assert engine.session.vectors.stats.chunks == 3 and not engine.session.vectors.stats.error
+        prompt = engine.explain(snapshot(engine, uri), 3, 4)
         similar = next(layer for layer in prompt.layers if layer.name == "similar")
         assert [item.source for item in similar.items] == ["app/checksum.py"]
         assert similar.items[0].reason.startswith("vector cosine")
         assert "total = (total * 31 + byte) % 65521" in prompt.prompt
         assert "forecast_rain" not in prompt.prompt  # scored under the threshold
     finally:
-        engine.close()
+        engine.session.close()
 
     # a restart reads the vectors from the workspace's cache: nothing is embedded again
     again, _ = _engine(tmp_path)
     try:
-        again.start_indexing()
-        assert again.vectors is not None and again.vectors.ready.wait(120)
-        assert again.vectors.stats.embedded == 0 and again.vectors.stats.reused == 3
+        again.session.start_indexing()
+        assert again.session.vectors is not None and again.session.vectors.ready.wait(120)
+        assert again.session.vectors.stats.embedded == 0 and again.session.vectors.stats.reused == 3
     finally:
-        again.close()
+        again.session.close()
 
 
 def test_switch_off_starts_nothing(tmp_path: Path) -> None:
     engine, uri = _engine(tmp_path, layerVector=False)
     try:
-        engine.start_indexing()
-        assert engine.vectors is None
-        context = engine.context_engine()
+        engine.session.start_indexing()
+        assert engine.session.vectors is None
+        context = engine.session.context_engine()
         assert context is not None and context.vectors is None
-        prompt = engine.explain(uri, 3, 4)
+        prompt = engine.explain(snapshot(engine, uri), 3, 4)
         assert "65521" not in prompt.prompt
     finally:
-        engine.close()
+        engine.session.close()
 
 
 def test_the_workspace_wiring_follows_events(tmp_path: Path) -> None:

@@ -57,9 +57,17 @@ PUBLIC_NAMES_FROM = ("serving", "lsp", "evaluation")
 MAX_LINES = 700
 """No module is longer: a longer one is split by its seams (one concept per module)."""
 
-LONG_PENDING = frozenset({"lsp_assist.serving.engine"})
-"""Modules still over MAX_LINES while their split is under way (serving/engine.py: the
-CompletionEngine split of W1); struck when they are under it (a stale entry fails)."""
+COMPOSITION_ROOT = f"{PACKAGE}.serving.session"
+"""Where serving builds the stages' long-lived objects (the session); lsp builds a Session."""
+
+BUILT_BY_THE_SESSION = ("WorkspaceIndex", "MetricsLog", "ContextEngine", "Session")
+"""What only the composition root calls in serving (lsp builds the Session itself, in
+``LspAssistServer.setup``); the vector index has its wiring module,
+serving/vectors_wiring.py, which the session calls; a model a session serves is loaded
+through its backend factory (``adaptive_budget.measure`` loads one for the CLI alone)."""
+
+ENGINE_USERS = ("lsp", "cli")
+"""Packages that reach the completion engine only through its public methods."""
 
 LOCAL_IMPORTS_SAY_WHY = ("", "errors", "config", "documents", "serving", "telemetry", "lsp")
 """Packages where an in-package import inside a function carries a comment saying why."""
@@ -264,6 +272,58 @@ def long_modules(root: Path = ROOT, limit: int = MAX_LINES) -> Iterator[str]:
             yield f"{module_name(path, root)} ({count} lines, at most {limit})"
 
 
+def built_outside_the_root(module: str, source: str) -> Iterator[str]:
+    """serving or lsp code other than the session (and lsp's setup) building a session's parts."""
+    package = package_of(module)
+    if package not in ("serving", "lsp") or module == COMPOSITION_ROOT:
+        return
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        if name == "Session" and module == f"{PACKAGE}.lsp.server":
+            continue
+        if name in BUILT_BY_THE_SESSION:
+            yield f"{module}:{node.lineno}: {name}(...) (the session builds it: {COMPOSITION_ROOT})"
+
+
+def engine_methods(root: Path = ROOT) -> set[str]:
+    """The public methods of ``CompletionEngine`` (read from serving/engine.py's source)."""
+    tree = ast.parse((root / "serving" / "engine.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == "CompletionEngine":
+            return {
+                item.name
+                for item in node.body
+                if isinstance(item, ast.FunctionDef)
+                and not item.name.startswith("_")
+                and not any(
+                    isinstance(d, ast.Name) and d.id == "property" for d in item.decorator_list
+                )
+            }
+    return set()
+
+
+def reaching_into_the_engine(module: str, source: str, methods: set[str]) -> Iterator[str]:
+    """lsp/cli code reading an engine attribute that is not one of its public methods.
+
+    ``x.engine.y`` and ``engine.y`` count; what a session or its buffers own is asked of
+    them (``ls.session``, ``ls.buffers``), not of the engine.
+    """
+    if package_of(module) not in ENGINE_USERS:
+        return
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute):
+            continue
+        value = node.value
+        held = (isinstance(value, ast.Name) and value.id == "engine") or (
+            isinstance(value, ast.Attribute) and value.attr == "engine"
+        )
+        if held and node.attr not in methods:
+            yield f"{module}:{node.lineno}: engine.{node.attr} (not one of {sorted(methods)})"
+
+
 def package_all(package: str, root: Path = ROOT) -> set[str]:
     """The names in a package's ``__all__``, read from its ``__init__`` source."""
     tree = ast.parse((root / package / "__init__.py").read_text(encoding="utf-8"))
@@ -354,11 +414,24 @@ def test_the_backend_contract_carries_no_request_times() -> None:
 
 
 def test_no_module_is_over_the_line_limit() -> None:
-    found = [f for f in long_modules() if f.split(" ", 1)[0] not in LONG_PENDING]
+    found = list(long_modules())
     assert not found, "split by its seams:\n" + "\n".join(found)
-    still = {f.split(" ", 1)[0] for f in long_modules()}
-    stale = LONG_PENDING - still
-    assert not stale, f"no longer over {MAX_LINES} lines: strike from LONG_PENDING {stale}"
+
+
+def test_the_session_is_the_composition_root() -> None:
+    found: list[str] = []
+    for path in sorted(ROOT.rglob("*.py")):
+        found += built_outside_the_root(module_name(path), path.read_text("utf-8"))
+    assert not found, "\n".join(found)
+
+
+def test_lsp_and_cli_use_only_the_engine_s_methods() -> None:
+    methods = engine_methods()
+    assert {"complete", "explain", "prefill"} <= methods, methods
+    found: list[str] = []
+    for path in sorted(ROOT.rglob("*.py")):
+        found += reaching_into_the_engine(module_name(path), path.read_text("utf-8"), methods)
+    assert not found, "\n".join(found)
 
 
 def test_public_names_exist() -> None:
@@ -499,3 +572,26 @@ def test_checker_sees_a_module_over_the_line_limit(tmp_path: Path) -> None:
     (root / "sub" / "long.py").write_text("x = 1\n" * 701, encoding="utf-8")
     found = list(long_modules(root))
     assert found == [f"{PACKAGE}.sub.long (701 lines, at most {MAX_LINES})"], found
+
+
+def test_checker_sees_a_stage_built_outside_the_session() -> None:
+    source = "def make(settings):\n    return idx.WorkspaceIndex([], settings)\n"
+    found = list(built_outside_the_root("lsp_assist.serving.engine", source))
+    assert len(found) == 1 and "WorkspaceIndex" in found[0], found
+    assert list(built_outside_the_root(COMPOSITION_ROOT, source)) == []
+    assert list(built_outside_the_root("lsp_assist.cli.fake", source)) == []
+
+
+def test_checker_sees_an_engine_attribute_reached_into() -> None:
+    source = (
+        "def f(ls, engine):\n"
+        "    ls.engine.documents.get('u')\n"
+        "    engine.complete(q)\n"
+        "    return engine.typethrough\n"
+    )
+    found = list(reaching_into_the_engine("lsp_assist.lsp.fake", source, {"complete"}))
+    assert sorted(f.split(": ", 1)[1].split(" ")[0] for f in found) == [
+        "engine.documents",
+        "engine.typethrough",
+    ], found
+    assert list(reaching_into_the_engine("lsp_assist.serving.fake", source, set())) == []

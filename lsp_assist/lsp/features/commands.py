@@ -6,7 +6,7 @@ from typing import Any
 
 from lsp_assist.errors import LspAssistError
 from lsp_assist.lsp.server import LspAssistServer
-from lsp_assist.serving import explain_with_budget
+from lsp_assist.serving import explain_with_budget, status_json
 
 
 def register(server: LspAssistServer) -> None:
@@ -15,20 +15,24 @@ def register(server: LspAssistServer) -> None:
     @server.command("lspAssist.accept")
     def accept(ls: LspAssistServer, *args: Any) -> dict[str, Any]:
         request_id = str(args[0]) if args else ""
-        counted = bool(request_id) and ls.engine is not None and ls.engine.accept(request_id)
+        counted = bool(request_id) and ls.session is not None and ls.session.accept(request_id)
         return {"accepted": counted, "request_id": request_id}
 
     @server.command("lspAssist.explainContext")
     async def explain(ls: LspAssistServer, *args: Any) -> dict[str, Any]:
-        if ls.engine is None or ls.scheduler is None or len(args) < 3:
+        buffers, engine, scheduler = ls.buffers, ls.engine, ls.scheduler
+        if buffers is None or engine is None or scheduler is None or len(args) < 3:
             return {"error": "usage: lspAssist.explainContext(uri, line, character)"}
         uri, line, character = str(args[0]), int(args[1]), int(args[2])
-        doc = ls.engine.documents.get(uri)
         # the model thread builds the prompt from the buffer as it is now, not as edited later
-        snapshot = doc.snapshot() if doc is not None else None
+        snapshot = buffers.snapshot(uri, disk=False)
         column = snapshot.from_lsp(line, character, ls.encoding).column if snapshot else character
+        if snapshot is None:  # not open: the file on disk, read off the event loop
+            snapshot = await scheduler.run(buffers.snapshot, uri)
+        if snapshot is None:
+            return {"error": f"cannot read {uri}"}
         try:
-            prompt = await ls.scheduler.run(ls.engine.explain, snapshot or uri, line, column)
+            prompt = await scheduler.run(engine.explain, snapshot, line, column)
         except LspAssistError as exc:
             return {"error": str(exc)}
         result: dict[str, Any] = prompt.to_json()
@@ -38,9 +42,9 @@ def register(server: LspAssistServer) -> None:
     @server.command("lspAssist.documentState")
     def document_state(ls: LspAssistServer, *args: Any) -> dict[str, Any]:
         # What the server believes the buffer is: editors and tests compare it with theirs.
-        if ls.engine is None or not args:
+        if ls.buffers is None or not args:
             return {"error": "usage: lspAssist.documentState(uri)"}
-        doc = ls.engine.documents.get(str(args[0]))
+        doc = ls.buffers.get(str(args[0]))
         if doc is None:
             return {"error": f"not open: {args[0]}"}
         return {"uri": doc.uri, "version": doc.version, "text": doc.text}
@@ -50,4 +54,4 @@ def register(server: LspAssistServer) -> None:
         if ls.engine is None:
             return {"initialized": False}
         # ready: the model is loaded and the open files' stable prefixes are evaluated.
-        return {"initialized": True, "ready": ls.ready.is_set(), **ls.engine.status()}
+        return {"initialized": True, "ready": ls.ready.is_set(), **status_json(ls.engine)}

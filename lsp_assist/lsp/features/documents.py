@@ -1,7 +1,8 @@
-"""didOpen, didChange, didClose, didSave: keep the engine's own copy of each buffer.
+"""didOpen, didChange, didClose, didSave: keep the session's own copy of each buffer.
 
-pygls applies edits to its workspace before our handler runs; the engine keeps its
-own documents so each change reaches the index with its old byte offsets.
+pygls applies edits to its workspace before our handler runs; the session's buffers
+(serving/buffers.py) keep their own documents so each change reaches the index with its
+old byte offsets.
 """
 
 from __future__ import annotations
@@ -21,24 +22,22 @@ def register(server: LspAssistServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: LspAssistServer, params: types.DidOpenTextDocumentParams) -> None:
-        if ls.engine is None:
+        if ls.buffers is None or ls.session is None:
             return
         item = params.text_document
-        ls.engine.open_document(
-            item.uri, item.text, version=item.version, language_id=item.language_id
-        )
-        if ls.scheduler is not None and ls.engine.backend is not None:
+        ls.buffers.open(item.uri, item.text, version=item.version, language_id=item.language_id)
+        if ls.scheduler is not None and ls.session.loaded:
             # Evaluate the file's stable prompt prefix while the user reads the file.
             ls.background(ls.scheduler.prefill(item.uri))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: LspAssistServer, params: types.DidChangeTextDocumentParams) -> None:
-        engine = ls.engine
-        if engine is None:
+        buffers = ls.buffers
+        if buffers is None:
             return
         uri = params.text_document.uri
         for change in params.content_changes:
-            doc = engine.documents.get(uri)
+            doc = buffers.get(uri)
             if doc is None:
                 logger.warning("didChange for unopened %s", uri)
                 return
@@ -50,20 +49,16 @@ def register(server: LspAssistServer) -> None:
                     end = doc.from_lsp(
                         change.range.end.line, change.range.end.character, ls.encoding
                     )
-                    engine.change_document(
-                        uri, params.text_document.version, [(start, end, change.text)]
-                    )
+                    buffers.change(uri, params.text_document.version, [(start, end, change.text)])
                 else:
-                    engine.change_document(
-                        uri, params.text_document.version, [(None, None, change.text)]
-                    )
+                    buffers.change(uri, params.text_document.version, [(None, None, change.text)])
             except DocumentError as exc:
                 ls.warn(f"ignored an edit that does not fit {uri}: {exc}")
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: LspAssistServer, params: types.DidCloseTextDocumentParams) -> None:
-        if ls.engine is not None:
-            ls.engine.close_document(params.text_document.uri)
+        if ls.buffers is not None:
+            ls.buffers.close(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: LspAssistServer, params: types.DidSaveTextDocumentParams) -> None:

@@ -58,13 +58,12 @@ async def suggest(
     request arrives: the position is converted against it, and the engine works on it
     while edits go on.
     """
-    engine, scheduler = ls.engine, ls.scheduler
-    doc = engine.documents.get(uri) if engine else None
-    if scheduler is None or doc is None:
+    buffers, scheduler = ls.buffers, ls.scheduler
+    snapshot = buffers.snapshot(uri, disk=False) if buffers is not None else None
+    if scheduler is None or snapshot is None:
         return None
     if scheduler.on_ready is None and wants_ready_notices(ls):
         scheduler.on_ready = lambda query, whole: announce_ready(ls, query, whole)
-    snapshot = doc.snapshot()
     pos = snapshot.from_lsp(position.line, position.character, ls.encoding)
     query = CompletionQuery(
         uri=snapshot.uri,

@@ -1,0 +1,268 @@
+"""The session: what one connection (or one CLI run) owns, built once and closed once.
+
+Owns the composition of the stages for a workspace: the :class:`WorkspaceIndex`, the
+vector index behind it (``layerVector``: wired by ``vectors_wiring``), the metrics log,
+the backend slot (loaded lazily, swapped when the model settings change), the context
+engine (built once the model's tokenizer is known, dropped with the model) and the
+open buffers (:class:`~lsp_assist.serving.buffers.Buffers`). :meth:`Session.close`
+stops every thread the session started: the watcher and scan, the vector worker, the
+vector layer's query thread, the metrics writer; and frees the model.
+
+The pipeline over all of this is :class:`~lsp_assist.serving.engine.CompletionEngine`.
+State another thread may replace (the context engine, the settings, the metrics log,
+the backend) is replaced whole, so a reader takes it once into a local.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from lsp_assist.backends import Backend, create_backend, memory_plan
+from lsp_assist.config import Settings, workspace_cache_dir
+from lsp_assist.context import ContextEngine, attach_vectors
+from lsp_assist.errors import BackendError, LspAssistError, ModelLoadError
+from lsp_assist.index import EmptyIndex, VectorIndex, WorkspaceIndex
+from lsp_assist.serving.adaptive_budget import AdaptiveBudget, calibrate, is_explicit
+from lsp_assist.serving.buffers import Buffers
+from lsp_assist.serving.vectors_wiring import start_workspace_vectors
+from lsp_assist.telemetry import MetricsLog, metrics_dir
+
+__all__ = ["BackendFactory", "Session"]
+
+logger = logging.getLogger(__name__)
+
+BackendFactory = Callable[[Settings], Backend]
+
+
+def _default_backend_factory(settings: Settings) -> Backend:
+    return create_backend(settings.model)
+
+
+class Session:
+    """One workspace's index, vectors, metrics log, backend slot, context engine and buffers."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        workspace: Path | None = None,
+        backend_factory: BackendFactory | None = None,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.workspace = workspace.resolve() if workspace else None
+        self._backend_factory = backend_factory or _default_backend_factory
+        self.backend: Backend | None = None
+        """The loaded model (None until :meth:`load_backend`); replaced whole."""
+        self.model_error = ""
+        """Why the last load failed ('' after a load that worked)."""
+        self.model_refused = ""
+        """Why the last new model settings were refused (their KV cache would not fit)."""
+        self._backend_lock = threading.Lock()
+        self.adaptive = AdaptiveBudget()
+        """The measured prompt speed and the budget it implies (replaced at each load)."""
+        self._context: ContextEngine | None = None
+        self.index: WorkspaceIndex | None = self._build_index()
+        self._vectors: VectorIndex | None = None
+        self.metrics: MetricsLog | None = None
+        self._open_metrics()
+        self.buffers = Buffers(
+            lambda: self.settings,
+            self.index,
+            on_opened=self._note_opened,
+            on_edited=self._note_edited,
+        )
+        """The open documents (the engine's own copy of each editor buffer)."""
+
+    # -- set-up -------------------------------------------------------------------
+
+    def _build_index(self) -> WorkspaceIndex | None:
+        if self.workspace is None:
+            return None
+        try:
+            cache_dir = (
+                workspace_cache_dir(self.settings, self.workspace)
+                if self.settings.index.persist
+                else None
+            )
+            return WorkspaceIndex([self.workspace], self.settings.index, cache_dir=cache_dir)
+        except (LspAssistError, OSError) as exc:
+            logger.error("workspace index unavailable: %s", exc)
+            return None
+
+    def _open_metrics(self) -> None:
+        if self.metrics is not None:
+            self.metrics.close()  # its writer thread ends once what it holds is written
+        if not self.settings.telemetry.metrics:
+            self.metrics = None
+            return
+        try:
+            directory = metrics_dir(self.settings, self.workspace)
+            directory.mkdir(parents=True, exist_ok=True)
+            self.metrics = MetricsLog(
+                directory / "metrics.jsonl", log_prompts=self.settings.telemetry.log_prompts
+            )
+        except OSError as exc:
+            logger.warning("metrics log unavailable: %s", exc)
+            self.metrics = None
+
+    @property
+    def vectors(self) -> VectorIndex | None:
+        """Vector retrieval's index of the workspace (``layerVector``; started with indexing)."""
+        return self._vectors
+
+    @property
+    def loaded(self) -> bool:
+        """True once a model is loaded (and not swapped out since)."""
+        return self.backend is not None
+
+    def foreground(self) -> contextlib.AbstractContextManager[None]:
+        """The index's foreground gate (the scan waits between files), or nothing to hold."""
+        return self.index.foreground() if self.index is not None else contextlib.nullcontext()
+
+    def load_backend(self) -> Backend | None:
+        """Load the model (once); on failure remember the error and return None."""
+        with self._backend_lock:
+            if self.backend is not None:
+                return self.backend
+            # The scan waits between files while the model loads and its speed is timed:
+            # sharing the CPU (and the GIL) with it made the load take as long as the scan
+            # and the calibration choose a budget for a busy machine.
+            with self.foreground():
+                try:
+                    backend = self._backend_factory(self.settings)
+                    self.model_error = ""
+                except ModelLoadError as exc:
+                    self.model_error = str(exc)
+                    logger.error("model not loaded: %s", exc)
+                    return None
+                except BackendError as exc:
+                    self.model_error = str(exc)
+                    logger.error("backend not available: %s", exc)
+                    return None
+                self._drop_context()
+                self.adaptive = AdaptiveBudget()
+                if not is_explicit(self.settings):
+                    calibrate(backend, self.adaptive)  # before the model counts as loaded
+            self.backend = backend
+            return self.backend
+
+    def update_settings(self, settings: Settings) -> list[str]:
+        """Apply new settings; reload the model if its settings changed; return warnings.
+
+        Model settings whose KV cache would not fit are refused before the loaded model
+        is closed: it keeps running with its settings, ``model_refused`` says why.
+        """
+        old = self.settings
+        warnings: list[str] = []
+        if old.model != settings.model:
+            plan = memory_plan(settings.model, loaded=old.model if self.backend else None)
+            warnings, self.model_refused = list(plan.warnings), plan.refusal
+            if plan.refusal and self.backend is not None:
+                settings = dataclasses.replace(settings, model=old.model)
+        self.settings = settings
+        context = self._context
+        if old.model != settings.model:
+            with self._backend_lock:
+                if self.backend is not None:
+                    self.backend.close()
+                self.backend = None
+                self.model_error = ""
+            self._drop_context()
+        elif context is not None:
+            context.update_settings(settings.context)
+        if old.telemetry != settings.telemetry:
+            self._open_metrics()
+        if old.index != settings.index:
+            logger.warning("index settings take effect when the server restarts")
+        return warnings
+
+    # -- the context engine --------------------------------------------------------
+
+    def _drop_context(self) -> None:
+        """Forget the context engine (built for another model) and stop its vector layer."""
+        context, self._context = self._context, None
+        if context is not None and context.vectors is not None:
+            context.vectors.stop()
+
+    def context_engine(self) -> ContextEngine | None:
+        """Return the context engine (built lazily once the model's tokenizer is known)."""
+        context = self._context
+        if context is not None:
+            return context
+        backend = self.backend
+        if backend is None:
+            return None
+        index = self.index if self.index is not None else EmptyIndex()
+        relative = self.index.relative if self.index is not None else None
+        context = ContextEngine(
+            index, backend, backend.info, self.settings.context, relative=relative
+        )
+        for path in reversed(self.buffers.recent):
+            context.note_opened(path)
+        attach_vectors(context, self._vectors, index)
+        self._context = context
+        return context
+
+    def _note_opened(self, path: Path) -> None:
+        context = self._context
+        if context is not None:
+            context.note_opened(path)
+
+    def _note_edited(self, path: Path) -> None:
+        context = self._context
+        if context is not None:
+            context.note_edited(path)
+
+    # -- background work -----------------------------------------------------------
+
+    def start_indexing(
+        self, progress: Callable[[int, int], None] | None = None
+    ) -> threading.Thread | None:
+        """Start the background index scan and the file watcher; return the scan thread."""
+        if self.index is None:
+            return None
+        thread = self.index.start_background_scan(progress)
+        if self.settings.index.watch:
+            self.index.start_watching()
+        if self.settings.context.layer_vector and self._vectors is None:
+            vectors = start_workspace_vectors(
+                self.index, self.settings, self.workspace, after=thread
+            )
+            if vectors is not None:
+                self.use_vectors(vectors)
+        return thread
+
+    def use_vectors(self, vectors: VectorIndex) -> None:
+        """Make ``vectors`` the session's vector index (stopped by :meth:`close`)."""
+        old, self._vectors = self._vectors, vectors
+        if old is not None and old is not vectors:
+            old.stop()
+        context = self._context
+        if context is not None:
+            attach_vectors(context, vectors, self.index if self.index is not None else EmptyIndex())
+
+    def accept(self, request_id: str) -> bool:
+        """Record that the user took the suggestion of ``request_id``."""
+        metrics = self.metrics
+        if metrics is None:
+            return False
+        metrics.mark_accepted(request_id)
+        return True
+
+    def close(self) -> None:
+        """Stop the watcher, the vector threads and the metrics writer; release the model."""
+        self._drop_context()
+        if self.metrics is not None:
+            self.metrics.close()
+        if self.index is not None:
+            self.index.stop()
+        if self._vectors is not None:
+            self._vectors.stop()
+        if self.backend is not None:
+            self.backend.close()
+            self.backend = None
