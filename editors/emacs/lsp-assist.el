@@ -139,6 +139,11 @@ The first request of a session may wait for the model to load."
   "Why eglot could not connect this buffer, or nil.")
 (defvar lsp-assist--connecting nil
   "(PROJECT . TIME) for each eglot connection lsp-assist started and not yet up.")
+(defvar-local lsp-assist--project nil
+  "The project this buffer asked eglot to connect, or nil.")
+(defvar-local lsp-assist--exit nil
+  "How this buffer's server went away: plist (:code :stderr :when), or nil.
+:stderr is the server's stderr buffer, read when the reason is shown.")
 
 (defun lsp-assist--program-found-p ()
   "Non-nil when the program of `lsp-assist-command' exists and is executable."
@@ -207,15 +212,29 @@ The first request of a session may wait for the model to load."
       (and (lsp-assist--server-p server) server))))
 
 (defun lsp-assist--server ()
-  "Return the lsp-assist server managing the current buffer, or signal an error."
+  "Return the lsp-assist server managing the current buffer, or signal an error.
+The error says why there is none: the server exited (and how to restart it),
+it is still starting, or the buffer is not in `lsp-assist-mode'."
   (or (lsp-assist--buffer-server)
-      (user-error "lsp-assist: this buffer is not managed by lsp-assist (M-x lsp-assist-mode)")))
+      (cond (lsp-assist--exit
+             (user-error "%s" (lsp-assist--exit-message lsp-assist--exit)))
+            (lsp-assist--connect-error
+             (user-error "lsp-assist: %s; fix it, then M-x lsp-assist-restart"
+                         lsp-assist--connect-error))
+            ((and lsp-assist-mode lsp-assist--project
+                  (assoc lsp-assist--project lsp-assist--connecting))
+             (user-error "lsp-assist: the server is still starting"))
+            (t (user-error "lsp-assist: this buffer is not managed by lsp-assist \
+(M-x lsp-assist-mode)")))))
 
 (defun lsp-assist--managed-hook ()
   "In buffers an lsp-assist server manages: capf, status, a first suggestion."
   (when-let ((server (lsp-assist--buffer-server)))
     (setq lsp-assist--connecting
           (cl-remove (eglot--project server) lsp-assist--connecting :key #'car :test #'equal))
+    (setq lsp-assist--exit nil
+          lsp-assist--connect-error nil
+          lsp-assist--project (eglot--project server))
     (setq-local completion-at-point-functions
                 (cons #'lsp-assist-completion-at-point
                       (remq #'eglot-completion-at-point completion-at-point-functions)))
@@ -239,14 +258,114 @@ The first request of a session may wait for the model to load."
                      (pending (assoc project lsp-assist--connecting)))
                 ;; eglot registers a server only once it initialized: without this, a
                 ;; second buffer would start a second process meanwhile.
+                (setq lsp-assist--project project
+                      lsp-assist--exit nil
+                      lsp-assist--connect-error nil)
                 (unless (and pending (< (- (float-time) (cdr pending)) 60))
                   (push (cons project (float-time)) lsp-assist--connecting)
                   (apply #'eglot--connect contact))))
           (error
-           (setq lsp-assist--connecting nil
-                 lsp-assist--connect-error (error-message-string err))
-           (message "lsp-assist: %s" lsp-assist--connect-error)
+           (setq lsp-assist--connecting nil)
+           (if lsp-assist--exit
+               ;; The server died during the handshake: its reason, not eglot's -1.
+               (message "%s" (lsp-assist--exit-message lsp-assist--exit))
+             (setq lsp-assist--connect-error (error-message-string err))
+             (message "lsp-assist: %s" lsp-assist--connect-error))
            (force-mode-line-update)))))))
+
+;;;; A server that exits
+
+(defun lsp-assist--stderr-tail (buffer &optional lines)
+  "The last LINES (2) non-blank lines of the stderr BUFFER, joined by \" | \"."
+  (when (buffer-live-p buffer)
+    (with-current-buffer buffer
+      (let ((text (string-trim (buffer-substring-no-properties (point-min) (point-max)))))
+        (unless (string-empty-p text)
+          (let ((server-lines
+                 ;; Emacs's own line when the pipe closes is not the server's.
+                 (cl-remove-if (lambda (line) (string-match-p "\\`Process .* finished\\'" line))
+                               (split-string text "[ \t]*\n[ \t\n]*" t))))
+            (and server-lines
+                 (mapconcat #'identity (last server-lines (or lines 2)) " | "))))))))
+
+(defun lsp-assist--exit-reason (exit)
+  "The short reason of EXIT (see `lsp-assist--exit'): \"server exited with code 2\"."
+  (format "server exited with code %s" (plist-get exit :code)))
+
+(defun lsp-assist--exit-message (exit)
+  "What to tell the user about EXIT: the code, the server's last words, the fix."
+  (let ((tail (lsp-assist--stderr-tail (plist-get exit :stderr))))
+    (format "lsp-assist: %s%s; check lsp-assist-command (%s), then M-x lsp-assist-restart"
+            (lsp-assist--exit-reason exit)
+            (if tail (format ": %s" tail) "")
+            (combine-and-quote-strings lsp-assist-command))))
+
+(defun lsp-assist--project-buffers (project)
+  "The live buffers in `lsp-assist-mode' that belong to PROJECT."
+  (cl-remove-if-not (lambda (buffer)
+                      (with-current-buffer buffer
+                        (and lsp-assist-mode (equal lsp-assist--project project))))
+                    (buffer-list)))
+
+(defun lsp-assist--on-shutdown (server)
+  "Before eglot forgets SERVER: if it was lsp-assist's and exited unasked, say so.
+Its buffers keep the exit code and stderr for the mode line and the commands."
+  (when (and (lsp-assist--own-connection-p server)
+             (not (eglot--shutdown-requested server)))
+    (let* ((proc (jsonrpc--process server))
+           (project (eglot--project server))
+           (stderr (ignore-errors (jsonrpc-stderr-buffer server)))
+           (exit (list :code (and proc (process-exit-status proc)) :stderr stderr
+                       :when (float-time)))
+           (buffers (delete-dups (append (lsp-assist--project-buffers project)
+                                         (eglot--managed-buffers server)))))
+      ;; The stderr pipe may still hold the server's last lines.
+      (when-let ((pipe (and (buffer-live-p stderr) (get-buffer-process stderr))))
+        (accept-process-output pipe 0.2))
+      (setq lsp-assist--connecting
+            (cl-remove project lsp-assist--connecting :key #'car :test #'equal))
+      (dolist (buffer buffers)
+        (with-current-buffer buffer
+          (setq lsp-assist--exit exit
+                lsp-assist--project project)
+          (lsp-assist--cancel-pending)
+          (lsp-assist--clear-preview)))
+      (when buffers
+        (let ((text (lsp-assist--exit-message exit)))
+          ;; After eglot's own "-1: Server died", which would hide it.
+          (run-with-timer 0.1 nil #'message "%s" text)))
+      (force-mode-line-update t))))
+
+(advice-add 'eglot--on-shutdown :before #'lsp-assist--on-shutdown
+            '((name . lsp-assist)))
+
+;;;###autoload
+(defun lsp-assist-restart ()
+  "Start lsp-assist's server again for this buffer's project.
+Use it after the server exited (the mode line says error), or after
+changing `lsp-assist-command' or the model: the running server, if any,
+is shut down first."
+  (interactive)
+  (unless lsp-assist-mode
+    (user-error "lsp-assist: this buffer is not in lsp-assist-mode (M-x lsp-assist-mode)"))
+  (unless (lsp-assist--program-found-p)
+    (user-error "%s" (lsp-assist--missing-message)))
+  (let* ((server (lsp-assist--buffer-server))
+         (project (or (and server (eglot--project server)) lsp-assist--project
+                      (project-current)))
+         (buffers (delete-dups (cons (current-buffer) (lsp-assist--project-buffers project)))))
+    (when server
+      (eglot-shutdown server))
+    (setq lsp-assist--connecting
+          (cl-remove project lsp-assist--connecting :key #'car :test #'equal))
+    (dolist (buffer buffers)
+      (with-current-buffer buffer
+        (setq lsp-assist--exit nil
+              lsp-assist--connect-error nil)))
+    (force-mode-line-update t)
+    (message "lsp-assist: restarting the server")
+    ;; This buffer starts it; the others attach once it is up.
+    (lsp-assist--connect (current-buffer))))
 
 ;;;; Server state (for the mode line)
 
@@ -344,6 +463,7 @@ The symbol is one of starting, loading, ready, thinking, error, off."
          (loading (cl-find-if #'lsp-assist--loading-progress-p progress))
          (err (cond ((and server (not (jsonrpc-running-p server))) "the server exited")
                     (server (plist-get state :error))
+                    (lsp-assist--exit (lsp-assist--exit-message lsp-assist--exit))
                     (t lsp-assist--connect-error))))
     (list (cond (err 'error)
                 ((null server) 'starting)
@@ -368,6 +488,9 @@ The symbol is one of starting, loading, ready, thinking, error, off."
                  'help-echo (or err "lsp-assist: M-x lsp-assist-status for details"))
      (when (and latency (memq state '(ready thinking off)))
        (format " %dms" (round latency)))
+     (when (and (eq state 'error) lsp-assist--exit (not (lsp-assist--buffer-server)))
+       (propertize (format ": %s" (lsp-assist--exit-reason lsp-assist--exit))
+                   'face 'error 'help-echo err))
      (when progress
        (concat " " (mapconcat (lambda (entry)
                                 (if (lsp-assist--loading-progress-p entry)

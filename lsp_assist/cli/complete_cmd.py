@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         text = path.read_text(encoding="utf-8", errors="replace")
         doc = session.buffers.open(path.as_uri(), text)
         query = CompletionQuery(
-            uri=doc.uri, line=line, column=column, trigger="cli", strategy=args.strategy
+            snapshot=doc.snapshot(), line=line, column=column, trigger="cli", strategy=args.strategy
         )
         outcome = CompletionEngine(session).complete(query)
     finally:

@@ -325,7 +325,9 @@ class LspAssistServer(LanguageServer):
                 )
             # Files opened while the model loaded: evaluate their stable prefix now.
             for uri in session.buffers.uris():
-                await self.scheduler.prefill(uri)
+                snapshot = session.buffers.snapshot(uri, disk=False)
+                if snapshot is not None:
+                    await self.scheduler.prefill(snapshot)
         if progress_ok:
             self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
         self.ready.set()

@@ -30,6 +30,7 @@ class EarlyAnswer:
         query: CompletionQuery,
         outcome: CompletionOutcome,
         *,
+        on_answer: Callable[[CompletionOutcome], None],
         after_s: float,
         clean: Callable[[str], str],
         cache: TypeThroughCache,
@@ -37,6 +38,8 @@ class EarlyAnswer:
     ) -> None:
         self.query = query
         self.outcome = outcome
+        self.on_answer = on_answer
+        """The scheduler's callback (on the model thread): the early answer goes there."""
         self.after_s = after_s
         self.clean = clean
         self.cache = cache
@@ -66,9 +69,6 @@ class EarlyAnswer:
 
     def _answer(self, text: str, now: float) -> None:
         self.answered_at = now
-        on_answer = self.query.on_answer
-        if on_answer is None:
-            return
         first = self.first_text_at if self.first_text_at is not None else now
         answer = dataclasses.replace(
             self.outcome,
@@ -78,4 +78,4 @@ class EarlyAnswer:
             ttft_ms=(first - self.query.received_at) * 1000,
             latency_ms=(now - self.query.received_at) * 1000,
         )
-        on_answer(answer)
+        self.on_answer(answer)

@@ -12,7 +12,7 @@ prompt budget (``adaptive_budget``).
 
 The engine sees only snapshots. Edits change the live :class:`Document` on the event
 loop while the model thread works, so a request carries a :class:`DocumentSnapshot`
-taken when it arrived (``CompletionQuery.snapshot``), and everything done for it (skip
+taken when it arrived (``CompletionQuery.snapshot``, required), and everything done for it (skip
 rules, the syntax tree, the prompt, post-processing, the type-through cache entry)
 reads that snapshot. Of the live buffer the model thread reads only the version, to
 learn that a request is outdated. State that the other thread may replace (the
@@ -25,6 +25,7 @@ import dataclasses
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from tree_sitter import Tree
 
@@ -71,9 +72,8 @@ class CompletionEngine:
 
     def stale(self, query: CompletionQuery) -> bool:
         """True when the open buffer has moved past the version the query was made for."""
-        expected = query.expected_version
         version = self.session.buffers.version(query.uri)
-        return expected is not None and version is not None and version != expected
+        return version is not None and version != query.version
 
     def _tree(self, doc: DocumentSnapshot) -> Tree | None:
         """The index's syntax tree of the snapshot's text (None when it has moved on)."""
@@ -87,12 +87,10 @@ class CompletionEngine:
     def cached(self, query: CompletionQuery) -> CompletionOutcome | None:
         """Serve a query from the type-through cache when the user typed into a suggestion.
 
-        Runs on the event loop; reads the query's snapshot (or the open buffer as it is).
+        Runs on the event loop; reads the query's snapshot.
         """
         started = time.perf_counter()
-        doc = query.snapshot or self.session.buffers.snapshot(query.uri, disk=False)
-        if doc is None:
-            return None
+        doc = query.snapshot
         pos = doc.clamp(query.line, query.column)
         offset = doc.offset_at(pos)
         remainder = self.typethrough.get(query.uri, doc.text[:offset], doc.text[offset:])
@@ -144,19 +142,32 @@ class CompletionEngine:
         prompt.budget_reason = decision.reason if decision is not None else ""
         return prompt
 
-    def complete(self, query: CompletionQuery) -> CompletionOutcome:
-        """Produce a suggestion for the query's snapshot; blocking (run on the model executor)."""
+    def complete(
+        self,
+        query: CompletionQuery,
+        *,
+        cancel: CancelToken | None = None,
+        queued_at: float | None = None,
+        on_answer: Callable[[CompletionOutcome], None] | None = None,
+    ) -> CompletionOutcome:
+        """Produce a suggestion for the query's snapshot; blocking (run on the model executor).
+
+        What the scheduler adds is passed beside the query: ``cancel`` (superseded, client
+        cancel), ``queued_at`` (when it left the debounce for the model thread) and
+        ``on_answer``, called on the model thread with the suggestion's start once
+        ``answerAfterMs`` has passed (the rest is then written on and returned later;
+        None: no early answer). The snapshot is the query's: nothing is read from disk.
+        """
         started = time.perf_counter()
+        cancel = cancel if cancel is not None else CancelToken()
         session = self.session
         settings = session.settings
-        outcome = CompletionOutcome(request_id=query.request_id, line=query.line)
-        doc = query.snapshot or session.buffers.snapshot(query.uri)
-        if doc is None:
-            outcome.skipped = "document not open"
-            return outcome
+        doc = query.snapshot
         pos = doc.clamp(query.line, query.column)
-        outcome.line, outcome.column, outcome.version = pos.line, pos.column, doc.version
-        queued = query.queued_at if query.queued_at is not None else started
+        outcome = CompletionOutcome(
+            request_id=query.request_id, line=pos.line, column=pos.column, version=doc.version
+        )
+        queued = queued_at if queued_at is not None else started
         outcome.debounce_ms = max(0.0, queued - query.received_at) * 1000
         outcome.queue_ms = max(0.0, started - queued) * 1000
         if self.stale(query):
@@ -172,7 +183,7 @@ class CompletionEngine:
             outcome.skipped = reason
             return outcome
         # The type-through cache is consulted by the scheduler before the debounce.
-        if query.cancel.cancelled:
+        if cancel.cancelled:
             outcome.cancelled = True
             return outcome
         backend = session.load_backend()
@@ -186,7 +197,17 @@ class CompletionEngine:
             with session.foreground():
                 prompt = self.build_prompt(doc, pos, strategy=query.strategy)
                 outcome = self._generate(
-                    query, doc, pos, tree, prompt, backend, settings, outcome, started
+                    query,
+                    doc,
+                    pos,
+                    tree,
+                    prompt,
+                    backend,
+                    settings,
+                    outcome,
+                    started,
+                    cancel=cancel,
+                    on_answer=on_answer,
                 )
         except GenerationCancelled:
             # Superseded or cancelled while the prompt was built (a remote tokenizer call).
@@ -215,6 +236,9 @@ class CompletionEngine:
         settings: Settings,
         base: CompletionOutcome,
         started: float,
+        *,
+        cancel: CancelToken,
+        on_answer: Callable[[CompletionOutcome], None] | None,
     ) -> CompletionOutcome:
         """Generate at ``pos`` with ``prompt``; return ``base`` completed by what came of it.
 
@@ -269,10 +293,11 @@ class CompletionEngine:
             context_ms=(called - started) * 1000,
         )
         early: EarlyAnswer | None = None
-        if query.on_answer is not None and completion.answer_after_ms > 0 and alternatives == 1:
+        if on_answer is not None and completion.answer_after_ms > 0 and alternatives == 1:
             early = EarlyAnswer(
                 query,
                 prepared,
+                on_answer=on_answer,
                 after_s=completion.answer_after_ms / 1000,
                 clean=clean,
                 cache=self.typethrough,
@@ -287,7 +312,7 @@ class CompletionEngine:
             cache_key=query.uri,
             stable_prefix_len=prompt.stable_prefix_len,
             task_type=query.task_type,
-            cancel=query.cancel,
+            cancel=cancel,
             prompt_timeout_s=settings.model.prompt_timeout_ms / 1000,
             generation_timeout_s=settings.model.generation_timeout_ms / 1000,
             alternatives=alternatives,

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from lsp_assist.backends import BackendUsage, CancelToken
+from lsp_assist.backends import BackendUsage
 from lsp_assist.documents import DocumentSnapshot, Position
 from lsp_assist.telemetry import METRIC_FIELDS, RequestTimes
 
@@ -22,45 +21,69 @@ Change = tuple[Position | None, Position | None, str]
 """One content change: start, end (None, None for a full replacement), new text."""
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class CompletionQuery:
-    """A request for a suggestion at a position of an open (or on-disk) document."""
+    """A request for a suggestion at a position of a snapshot: a value, never changed.
 
-    uri: str
+    Built once where the request arrives (:meth:`at` converts the client's position),
+    it carries the buffer as it was then. What the scheduler adds while it serves the
+    request (the cancel flag, when it was queued, the early-answer callback) is the
+    scheduler's own (``serving/scheduler.py``: ``_Ticket``), handed to
+    ``CompletionEngine.complete`` beside the query.
+    """
+
+    snapshot: DocumentSnapshot
+    """The buffer as it was when the request arrived, taken on the thread that applies
+    edits (the event loop; the CLI's own thread): everything done for the request reads it."""
     line: int
     column: int
     """0-based column in code points."""
     trigger: str = "invoked"
     """invoked, automatic, or cli."""
-    version: int | None = None
-    cancel: CancelToken = field(default_factory=CancelToken)
     strategy: str | None = None
     task_type: str = "completion"
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     received_at: float = field(default_factory=time.perf_counter)
     """When the request arrived (``time.perf_counter``): where ttft_ms and latency_ms start."""
-    snapshot: DocumentSnapshot | None = None
-    """The buffer as it was when the request arrived, taken on the thread that applies
-    edits (the event loop); None lets the engine take it when it runs (the CLI)."""
-    queued_at: float | None = None
-    """When the scheduler handed the query to the model thread (after the debounce)."""
     want_alternatives: bool = False
     """Set by a client that cycles items, on an explicit request: the engine then asks
     for ``alternatives`` suggestions (the setting), never for an automatic trigger."""
     answer_early: bool = False
     """Set by a client that shows ghost text (inline completion): the scheduler may then
     answer with the suggestion's start (``answerAfterMs``, serving/early.py)."""
-    on_answer: Callable[[CompletionOutcome], None] | None = None
-    """Set by the scheduler: the engine calls it (on the model thread) with an early
-    answer, the suggestion's start, when ``answerAfterMs`` has passed; the rest is then
-    written on and ``complete`` returns the whole suggestion later. None: no early answer."""
+
+    @classmethod
+    def at(
+        cls,
+        snapshot: DocumentSnapshot,
+        lsp_line: int,
+        lsp_char: int,
+        encoding: str = "utf-16",
+        *,
+        trigger: str = "invoked",
+        want_alternatives: bool = False,
+        answer_early: bool = False,
+    ) -> CompletionQuery:
+        """The query at an LSP position of ``snapshot`` (``encoding`` units), converted once."""
+        pos = snapshot.from_lsp(lsp_line, lsp_char, encoding)
+        return cls(
+            snapshot=snapshot,
+            line=pos.line,
+            column=pos.column,
+            trigger=trigger,
+            want_alternatives=want_alternatives,
+            answer_early=answer_early,
+        )
 
     @property
-    def expected_version(self) -> int | None:
-        """The buffer version the request was made for (``version``, else the snapshot's)."""
-        if self.version is not None:
-            return self.version
-        return self.snapshot.version if self.snapshot is not None else None
+    def uri(self) -> str:
+        """The document's URI (the snapshot's)."""
+        return self.snapshot.uri
+
+    @property
+    def version(self) -> int:
+        """The buffer version the request was made for (the snapshot's)."""
+        return self.snapshot.version
 
 
 @dataclass(kw_only=True)

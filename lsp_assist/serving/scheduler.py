@@ -5,8 +5,11 @@ never on the event loop nor on pygls's thread pool. A new request for a document
 the older one for that document, and a request that arrives while the model is busy
 with an older request cancels that one too: the user has moved on.
 
-Requests arrive on the event loop, which also applies the edits: the scheduler takes the
-document's snapshot there, at arrival, when the handler has not (see serving/engine.py).
+Requests arrive on the event loop, which also applies the edits, as a frozen
+:class:`CompletionQuery` over the snapshot taken there, at arrival (see
+serving/engine.py). What the scheduler adds while it serves one (the cancel flag, when
+it left the debounce, the early-answer callback) is its private :class:`_Ticket`,
+handed to the engine beside the query; the query itself never changes.
 
 Early answers (serving/early.py): the engine may hand over the suggestion's start while
 the model writes the rest. The request's answer is then that start; the model thread
@@ -23,9 +26,11 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from lsp_assist.backends import CancelToken
+from lsp_assist.documents import DocumentSnapshot
 from lsp_assist.serving.alternatives import wanted
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
@@ -47,12 +52,23 @@ def _settle(future: asyncio.Future[CompletionOutcome], answer: CompletionOutcome
         future.set_result(answer)
 
 
+@dataclass(eq=False)
+class _Ticket:
+    """The scheduler's bookkeeping for one query: what it adds, kept out of the value."""
+
+    query: CompletionQuery
+    cancel: CancelToken = field(default_factory=CancelToken)
+    queued_at: float | None = None
+    """When the scheduler handed the query to the model thread (after the debounce)."""
+    on_answer: Callable[[CompletionOutcome], None] | None = None
+    """Set for a query that may be answered early: the engine calls it on the model thread."""
+
+
 class Scheduler:
     """Runs engine work on the model executor with debounce and newest-wins."""
 
     def __init__(self, engine: CompletionEngine) -> None:
         self.engine = engine
-        self._buffers = engine.session.buffers
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lsp-assist-model")
         self._latest: dict[str, CancelToken] = {}
         self._running: CancelToken | None = None
@@ -67,11 +83,10 @@ class Scheduler:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, func, *args)
 
-    async def prefill(self, uri: str) -> int:
-        """Evaluate a document's stable prefix on the model thread; a completion cancels it."""
-        snapshot = self._buffers.snapshot(uri, disk=False)
-        if snapshot is None:
-            return 0
+    async def prefill(self, snapshot: DocumentSnapshot) -> int:
+        """Evaluate a snapshot's stable prefix on the model thread; a completion cancels it.
+
+        The caller takes the snapshot on the event loop (the buffer as it is then)."""
         token = CancelToken()
         self._prefills.add(token)
         try:
@@ -83,44 +98,44 @@ class Scheduler:
         finally:
             self._prefills.discard(token)
 
-    def _supersede(self, query: CompletionQuery, *, hit: bool = False) -> None:
+    def _supersede(self, ticket: _Ticket, *, hit: bool = False) -> None:
         """Cancel older work for a new query; a cache ``hit`` leaves early answers writing on."""
         for token in list(self._prefills):
             token.cancel("completion requested")
-        previous = self._latest.get(query.uri)
-        if previous is not None and previous is not query.cancel:
+        uri = ticket.query.uri
+        previous = self._latest.get(uri)
+        if previous is not None and previous is not ticket.cancel:
             previous.cancel("superseded")
         running = self._running
         keep = hit and running in self._writing_on
-        if running is not None and running is not query.cancel and not keep:
+        if running is not None and running is not ticket.cancel and not keep:
             running.cancel("superseded")
         if not hit:
             for token in list(self._writing_on):
                 token.cancel("superseded")
-        self._latest[query.uri] = query.cancel
+        self._latest[uri] = ticket.cancel
 
     async def complete(self, query: CompletionQuery) -> CompletionOutcome:
         """Answer a query: type-through cache first, then debounce, then the model."""
-        if query.snapshot is None:
-            query.snapshot = self._buffers.snapshot(query.uri, disk=False)
+        ticket = _Ticket(query)
         # An explicit ask for alternatives goes to the model: the cache holds one suggestion.
         cycles = wanted(query, self.engine.settings.completion) > 1
         hit = None if cycles else self.engine.cached(query)
         if hit is None and not cycles:
             hit = await self._wait_for_the_rest(query)
         if hit is not None:
-            self._supersede(query, hit=True)
+            self._supersede(ticket, hit=True)
             return hit
-        self._supersede(query)
+        self._supersede(ticket)
         try:
             delay = self.engine.settings.completion.debounce_ms / 1000
             if delay > 0 and query.trigger == "automatic":
                 await asyncio.sleep(delay)
-            if query.cancel.cancelled:
-                return self._cancelled(query)
+            if ticket.cancel.cancelled:
+                return self._cancelled(ticket)
             if self.engine.stale(query):
-                return self._cancelled(query, "stale version")
-            query.queued_at = time.perf_counter()
+                return self._cancelled(ticket, "stale version")
+            ticket.queued_at = time.perf_counter()
             loop = asyncio.get_running_loop()
             early: asyncio.Future[CompletionOutcome] = loop.create_future()
 
@@ -128,21 +143,21 @@ class Scheduler:
                 loop.call_soon_threadsafe(_settle, early, answer)
 
             if query.answer_early:
-                query.on_answer = on_answer
-            future = loop.run_in_executor(self.executor, self._run_on_model, query)
+                ticket.on_answer = on_answer
+            future = loop.run_in_executor(self.executor, self._run_on_model, ticket)
             await asyncio.wait((future, early), return_when=asyncio.FIRST_COMPLETED)
             if future.done() or not early.done():
                 early.cancel()
                 return await future
             answer = early.result()
-            self._writing_on[query.cancel] = query.uri
-            future.add_done_callback(lambda done: self._written(query, answer, done))
+            self._writing_on[ticket.cancel] = query.uri
+            future.add_done_callback(lambda done: self._written(ticket, answer, done))
             return answer
         except asyncio.CancelledError:
-            query.cancel.cancel("client cancelled")
+            ticket.cancel.cancel("client cancelled")
             raise
         finally:
-            if self._latest.get(query.uri) is query.cancel:
+            if self._latest.get(query.uri) is ticket.cancel:
                 del self._latest[query.uri]
 
     async def _wait_for_the_rest(self, query: CompletionQuery) -> CompletionOutcome | None:
@@ -151,7 +166,7 @@ class Scheduler:
         Without this it would miss the cache (nothing left to show), cancel the writing
         and start the model afresh for the text that is about to arrive.
         """
-        if query.uri not in self._writing_on.values() or query.snapshot is None:
+        if query.uri not in self._writing_on.values():
             return None
         doc = query.snapshot
         offset = doc.offset_at(doc.clamp(query.line, query.column))
@@ -166,40 +181,47 @@ class Scheduler:
 
     def _written(
         self,
-        query: CompletionQuery,
+        ticket: _Ticket,
         answer: CompletionOutcome,
         done: asyncio.Future[CompletionOutcome],
     ) -> None:
         """The rest of an early-answered suggestion is written (or was cancelled)."""
-        self._writing_on.pop(query.cancel, None)
+        self._writing_on.pop(ticket.cancel, None)
         if done.cancelled() or done.exception() is not None:
             return
         whole = done.result()
         grew = len(whole.text) > len(answer.text) and not whole.cancelled
         if grew and self.on_ready is not None:
             try:
-                self.on_ready(query, whole)
+                self.on_ready(ticket.query, whole)
             except Exception:
                 logger.exception("on_ready callback failed")
 
-    def _run_on_model(self, query: CompletionQuery) -> CompletionOutcome:
-        if query.cancel.cancelled:
-            return self._cancelled(query)
-        self._running = query.cancel
+    def _run_on_model(self, ticket: _Ticket) -> CompletionOutcome:
+        if ticket.cancel.cancelled:
+            return self._cancelled(ticket)
+        self._running = ticket.cancel
         try:
             # as the thread's current token, it also cancels work not handed the token
-            return query.cancel.call(self.engine.complete, query)
+            return ticket.cancel.call(
+                self.engine.complete,
+                ticket.query,
+                cancel=ticket.cancel,
+                queued_at=ticket.queued_at,
+                on_answer=ticket.on_answer,
+            )
         finally:
             self._running = None
 
     @staticmethod
-    def _cancelled(query: CompletionQuery, reason: str = "") -> CompletionOutcome:
+    def _cancelled(ticket: _Ticket, reason: str = "") -> CompletionOutcome:
+        query = ticket.query
         return CompletionOutcome(
             request_id=query.request_id,
             line=query.line,
             column=query.column,
             cancelled=True,
-            skipped=reason or query.cancel.reason or "cancelled",
+            skipped=reason or ticket.cancel.reason or "cancelled",
             latency_ms=(time.perf_counter() - query.received_at) * 1000,
         )
 

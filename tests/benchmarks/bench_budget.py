@@ -95,7 +95,9 @@ def probe(model: Path, workspace: Path, target: Path, count: int) -> dict[str, A
         if k % 2:
             order.reverse()
         for name, engine in order:
-            outcome = engine.complete(CompletionQuery(uri=uri, line=line, column=column))
+            doc = engine.session.buffers.snapshot(uri)
+            assert doc is not None
+            outcome = engine.complete(CompletionQuery(snapshot=doc, line=line, column=column))
             assert not outcome.error, outcome.error
             times[name]["prefill"].append(outcome.prefill_ms)
             times[name]["ttft"].append(outcome.ttft_ms)

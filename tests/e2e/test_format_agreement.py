@@ -194,7 +194,7 @@ def test_serve_and_context_cli_build_the_same_prompt(
         assert doc is not None
         served = engine.explain(doc, CURSOR_LINE, len(TYPED))
         outcome = engine.complete(
-            CompletionQuery(uri=uri, line=CURSOR_LINE, column=len(TYPED), version=1)
+            CompletionQuery(snapshot=doc, line=CURSOR_LINE, column=len(TYPED))
         )
         assert not outcome.error and not outcome.skipped, outcome
         cli = _context_cli(model, workspace, tmp_path / "cli-cache")

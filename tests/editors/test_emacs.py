@@ -623,6 +623,64 @@ def test_emacs_nw_missing_server(server_env: dict[str, str], tmp_path: Path) -> 
         tmux.close()
 
 
+@needs_eglot
+@needs_tmux
+def test_emacs_nw_server_that_dies_while_starting(
+    server_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A wrong argument (`serv`): the mode line says error with the exit code, the echo
+    area and the commands give the server's last stderr lines and the restart command;
+    after fixing the command, `M-x lsp-assist-restart` brings the server up."""
+    try_dir = tmp_path / "try"
+    script = tmp_path / "check.sh"
+    text = check_it_works_script(try_dir)
+    assert '/.venv/bin/lsp-assist" "serve"))' in text
+    script.write_text(
+        text.replace('/.venv/bin/lsp-assist" "serve"))', '/.venv/bin/lsp-assist" "serv"))')
+    )
+    tmux = Tmux(tmp_path, ["bash", str(script)], tmux_env(server_env), width=250)
+
+    def joined() -> str:
+        """The screen with Emacs's continued lines (a `\\` at the edge) joined."""
+        return re.sub(r"\\\n", "", tmux.run("capture-pane", "-p", "-t", "t"))
+
+    def wait_joined(pattern: str, timeout: float) -> re.Match[str] | None:
+        until = time.monotonic() + timeout
+        while True:
+            found = re.search(pattern, joined(), re.M)
+            if found or time.monotonic() > until:
+                return found
+            time.sleep(0.2)
+
+    try:
+        # The mode line: the error state with the exit code (argparse exits 2).
+        assert wait_joined(r"✨error: server exited with code 2", 120), joined()
+        # The echo area: the server's own last words and how to restart.
+        said = wait_joined(r"invalid choice: 'serv'.*M-x lsp-assist-restart", 20)
+        assert said, joined()
+        # A command says the server is gone, not "not managed by lsp-assist".
+        tmux.keys("C-g")
+        assert wait_joined(r"^Quit", 10), joined()
+        tmux.keys("C-c", "\\")
+        said = wait_joined(r"lsp-assist: server exited with code 2: .*lsp-assist-restart", 20)
+        assert said and "invalid choice: 'serv'" in said.group(0), joined()
+        assert "not managed" not in joined(), joined()
+        # Fix the command, restart: the server comes up and the mode line says ready.
+        tmux.keys("M-:")
+        tmux.keys(
+            f'(setq lsp-assist-command (list "{REPO}/.venv/bin/lsp-assist" "serve"))',
+            literal=True,
+        )
+        tmux.keys("Enter")
+        tmux.keys("M-x")
+        tmux.keys("lsp-assist-restart", literal=True)
+        tmux.keys("Enter")
+        assert wait_joined(r"✨ready", 240), joined()
+        assert "✨error" not in joined(), joined()
+    finally:
+        tmux.close()
+
+
 KEYS_SETUP = r"""
 (switch-to-buffer "*keys*")
 (insert "x = ")

@@ -202,7 +202,7 @@ def test_work_on_the_foreground_thread_never_waits_for_itself(
 def test_a_completion_holds_the_foreground_gate(tmp_path: Path) -> None:
     from lsp_assist.backends.base import GenerationRequest, GenerationResult
     from lsp_assist.serving.model import CompletionQuery
-    from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, MarkerBackend, make_engine
+    from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, MarkerBackend, make_engine, snapshot
 
     held: list[int] = []
 
@@ -215,7 +215,9 @@ def test_a_completion_holds_the_foreground_gate(tmp_path: Path) -> None:
     engine, uri = make_engine(tmp_path, Probe())
     assert engine.session.index is not None
     held.clear()
-    outcome = engine.complete(CompletionQuery(uri=uri, line=CURSOR_LINE, column=CURSOR_COLUMN))
+    outcome = engine.complete(
+        CompletionQuery(snapshot=snapshot(engine, uri), line=CURSOR_LINE, column=CURSOR_COLUMN)
+    )
     assert outcome.text and not outcome.error
     assert held == [1], "the model ran without holding the index's foreground gate"
     assert engine.session.index._gate.holders == 0

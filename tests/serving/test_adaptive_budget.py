@@ -308,7 +308,7 @@ def _engine(tmp_path: Path, backend: PacedBackend, **raw: object) -> tuple[Compl
 
 
 def _complete(engine: CompletionEngine, uri: str, line: int) -> int:
-    outcome = engine.complete(CompletionQuery(uri=uri, line=line, column=4))
+    outcome = engine.complete(CompletionQuery(snapshot=snapshot(engine, uri), line=line, column=4))
     assert outcome.text == "x" and not outcome.error
     return outcome.prompt_tokens
 

@@ -17,7 +17,7 @@ from lsp_assist.serving.alternatives import distinct
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
-from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, CharBackend, make_engine
+from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, CharBackend, make_engine, snapshot
 
 
 class BranchBackend(CharBackend):
@@ -38,9 +38,15 @@ class BranchBackend(CharBackend):
         return result
 
 
-def query(uri: str, trigger: str = "invoked", *, want: bool = True) -> CompletionQuery:
+def query(
+    engine: CompletionEngine, uri: str, trigger: str = "invoked", *, want: bool = True
+) -> CompletionQuery:
     return CompletionQuery(
-        uri=uri, line=CURSOR_LINE, column=CURSOR_COLUMN, trigger=trigger, want_alternatives=want
+        snapshot=snapshot(engine, uri),
+        line=CURSOR_LINE,
+        column=CURSOR_COLUMN,
+        trigger=trigger,
+        want_alternatives=want,
     )
 
 
@@ -60,7 +66,7 @@ def test_invoked_request_gets_the_greedy_item_then_distinct_alternatives(tmp_pat
     # as is an empty one; a multi-line branch is cut to one line here (single-line mode).
     backend = BranchBackend("1", [branch("  1\n"), branch(" f()"), branch(""), branch("2\n2")])
     engine, uri = engine_with(tmp_path, backend, alternatives=5)
-    outcome = engine.complete(query(uri))
+    outcome = engine.complete(query(engine, uri))
     assert backend.requests[-1].alternatives == 5
     assert outcome.text == "1"
     assert outcome.alternatives == ("f()", "2")
@@ -74,13 +80,13 @@ def test_invoked_request_gets_the_greedy_item_then_distinct_alternatives(tmp_pat
 def test_a_repeated_alternative_is_dropped(tmp_path: Path) -> None:
     backend = BranchBackend("1", [branch(" f()"), branch("f() "), branch("2")])
     engine, uri = engine_with(tmp_path, backend, alternatives=4)
-    assert engine.complete(query(uri)).items == ("1", "f()", "2")
+    assert engine.complete(query(engine, uri)).items == ("1", "f()", "2")
 
 
 def test_default_is_three_items(tmp_path: Path) -> None:
     backend = BranchBackend("1", [branch("2"), branch("3"), branch("4")])
     engine, uri = engine_with(tmp_path, backend)
-    outcome = engine.complete(query(uri))
+    outcome = engine.complete(query(engine, uri))
     assert backend.requests[-1].alternatives == 3
     assert outcome.items == ("1", "2", "3")
 
@@ -89,35 +95,35 @@ def test_automatic_and_unasked_requests_get_one_item(tmp_path: Path) -> None:
     backend = BranchBackend("1", [branch("2"), branch("3")])
     engine, uri = engine_with(tmp_path, backend)
     for q in (
-        query(uri, "automatic"),
-        query(uri, "invoked", want=False),
-        query(uri, "cli", want=False),
+        query(engine, uri, "automatic"),
+        query(engine, uri, "invoked", want=False),
+        query(engine, uri, "cli", want=False),
     ):
         outcome = engine.complete(q)
         assert backend.requests[-1].alternatives == 1, q.trigger
         assert outcome.items == ("1",), q.trigger
     # even a query that says it wants them, when it is an automatic trigger
-    engine.complete(query(uri, "automatic", want=True))
+    engine.complete(query(engine, uri, "automatic", want=True))
     assert backend.requests[-1].alternatives == 1
 
 
 def test_setting_one_turns_alternatives_off(tmp_path: Path) -> None:
     backend = BranchBackend("1", [branch("2")])
     engine, uri = engine_with(tmp_path, backend, alternatives=1)
-    assert engine.complete(query(uri)).items == ("1",)
+    assert engine.complete(query(engine, uri)).items == ("1",)
     assert backend.requests[-1].alternatives == 1
 
 
 def test_cut_short_branches_are_not_shown(tmp_path: Path) -> None:
     backend = BranchBackend("1", [branch("2", "timeout"), branch("3", "cancelled"), branch("4")])
     engine, uri = engine_with(tmp_path, backend, alternatives=4)
-    assert engine.complete(query(uri)).items == ("1", "4")
+    assert engine.complete(query(engine, uri)).items == ("1", "4")
 
 
 def test_empty_greedy_item_gives_its_place_to_the_next(tmp_path: Path) -> None:
     backend = BranchBackend("", [branch(""), branch("2"), branch("3")])
     engine, uri = engine_with(tmp_path, backend, alternatives=4)
-    outcome = engine.complete(query(uri))
+    outcome = engine.complete(query(engine, uri))
     assert outcome.text == "2" and outcome.alternatives == ("3",)
 
 
@@ -133,11 +139,11 @@ async def test_scheduler_sends_an_ask_for_alternatives_to_the_model(tmp_path: Pa
     engine, uri = engine_with(tmp_path, backend)
     scheduler = Scheduler(engine)
     try:
-        first = await scheduler.complete(query(uri, "automatic"))
+        first = await scheduler.complete(query(engine, uri, "automatic"))
         assert first.items == ("1",) and not first.cache_hit
-        again = await scheduler.complete(query(uri, "automatic"))
+        again = await scheduler.complete(query(engine, uri, "automatic"))
         assert again.cache_hit and len(backend.requests) == 1
-        cycled = await scheduler.complete(query(uri, "invoked"))
+        cycled = await scheduler.complete(query(engine, uri, "invoked"))
         assert not cycled.cache_hit and len(backend.requests) == 2
         assert cycled.items == ("1", "2")
     finally:

@@ -14,7 +14,7 @@ import pytest
 
 from lsp_assist.errors import GenerationCancelled
 from lsp_assist.serving.model import CompletionQuery
-from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, MarkerBackend, make_engine
+from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, MarkerBackend, make_engine, snapshot
 
 
 class CancelledTokenizer(MarkerBackend):
@@ -37,7 +37,7 @@ def test_cancel_during_the_prompt_build_is_not_an_error(
     backend.armed = True
     with caplog.at_level(logging.ERROR):
         outcome = engine.complete(
-            CompletionQuery(uri=uri, line=CURSOR_LINE, column=CURSOR_COLUMN, version=1)
+            CompletionQuery(snapshot=snapshot(engine, uri), line=CURSOR_LINE, column=CURSOR_COLUMN)
         )
     assert outcome.cancelled and outcome.error == "" and outcome.text == ""
     assert backend.calls == 0

@@ -16,7 +16,7 @@ from lsp_assist.documents import Position
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
-from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, CharBackend, make_engine
+from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, CharBackend, make_engine, snapshot
 
 WHOLE = "compute_total(items, tax)"
 
@@ -60,9 +60,13 @@ def setup(
     return engine, Scheduler(engine), uri, backend
 
 
-def query(uri: str, column: int = CURSOR_COLUMN) -> CompletionQuery:
+def query(engine: CompletionEngine, uri: str, column: int = CURSOR_COLUMN) -> CompletionQuery:
     return CompletionQuery(
-        uri=uri, line=CURSOR_LINE, column=column, trigger="automatic", answer_early=True
+        snapshot=snapshot(engine, uri),
+        line=CURSOR_LINE,
+        column=column,
+        trigger="automatic",
+        answer_early=True,
     )
 
 
@@ -79,7 +83,7 @@ async def test_answers_with_the_start_then_serves_the_whole_from_the_cache(
 
     scheduler.on_ready = on_ready
     began = time.perf_counter()
-    first = await scheduler.complete(query(uri))
+    first = await scheduler.complete(query(engine, uri))
     answered_s = time.perf_counter() - began
     # 25 characters at 20 ms are 500 ms: the answer came with the first few.
     assert first.answered_early and first.text and len(first.text) < len(WHOLE)
@@ -87,7 +91,7 @@ async def test_answers_with_the_start_then_serves_the_whole_from_the_cache(
     assert answered_s < 0.4
     await asyncio.wait_for(got_ready.wait(), timeout=5)
     assert ready[0].text == WHOLE and ready[0].whole_ms > ready[0].latency_ms
-    again = await scheduler.complete(query(uri))
+    again = await scheduler.complete(query(engine, uri))
     assert again.cache_hit and again.text == WHOLE
     assert backend.calls == 1
     scheduler.shutdown()
@@ -96,7 +100,7 @@ async def test_answers_with_the_start_then_serves_the_whole_from_the_cache(
 
 async def test_typing_through_the_start_keeps_the_rest_coming(tmp_path: Path) -> None:
     engine, scheduler, uri, backend = setup(tmp_path, answer_after_ms=40)
-    first = await scheduler.complete(query(uri))
+    first = await scheduler.complete(query(engine, uri))
     assert first.answered_early
     typed = first.text[:1]
     hit = await _type(engine, scheduler, uri, typed)
@@ -104,7 +108,7 @@ async def test_typing_through_the_start_keeps_the_rest_coming(tmp_path: Path) ->
     # the model thread was left writing: the whole suggestion arrives without a new call
     deadline = time.perf_counter() + 5
     while time.perf_counter() < deadline:
-        again = await scheduler.complete(query(uri, CURSOR_COLUMN + 1))
+        again = await scheduler.complete(query(engine, uri, CURSOR_COLUMN + 1))
         if again.text == WHOLE[1:]:
             break
         await asyncio.sleep(0.05)
@@ -122,12 +126,12 @@ async def _type(
     assert doc is not None
     at = Position(CURSOR_LINE, CURSOR_COLUMN)
     engine.session.buffers.change(uri, doc.version + 1, [(at, at, text)])
-    return await scheduler.complete(query(uri, CURSOR_COLUMN + len(text)))
+    return await scheduler.complete(query(engine, uri, CURSOR_COLUMN + len(text)))
 
 
 async def test_typing_all_of_the_start_waits_for_the_next_piece(tmp_path: Path) -> None:
     engine, scheduler, uri, backend = setup(tmp_path, answer_after_ms=40)
-    first = await scheduler.complete(query(uri))
+    first = await scheduler.complete(query(engine, uri))
     assert first.answered_early and len(first.text) < len(WHOLE)
     # every character shown typed: the cache has nothing left until the model writes more
     hit = await _type(engine, scheduler, uri, first.text)
@@ -139,7 +143,7 @@ async def test_typing_all_of_the_start_waits_for_the_next_piece(tmp_path: Path) 
 
 async def test_a_request_the_cache_cannot_answer_cancels_the_rest(tmp_path: Path) -> None:
     engine, scheduler, uri, backend = setup(tmp_path, answer_after_ms=40)
-    first = await scheduler.complete(query(uri))
+    first = await scheduler.complete(query(engine, uri))
     assert first.answered_early
     other = await _type(engine, scheduler, uri, "z")  # not the suggestion's start
     assert backend.calls == 2 and backend.cancelled == 1
@@ -150,7 +154,9 @@ async def test_a_request_the_cache_cannot_answer_cancels_the_rest(tmp_path: Path
 
 async def test_a_client_without_ghost_text_gets_the_whole(tmp_path: Path) -> None:
     engine, scheduler, uri, _backend = setup(tmp_path, answer_after_ms=20, step_s=0.01)
-    plain = CompletionQuery(uri=uri, line=CURSOR_LINE, column=CURSOR_COLUMN, trigger="invoked")
+    plain = CompletionQuery(
+        snapshot=snapshot(engine, uri), line=CURSOR_LINE, column=CURSOR_COLUMN, trigger="invoked"
+    )
     outcome = await scheduler.complete(plain)  # the completion-list fallback asks like this
     assert not outcome.answered_early and outcome.text == WHOLE
     scheduler.shutdown()
@@ -159,7 +165,7 @@ async def test_a_client_without_ghost_text_gets_the_whole(tmp_path: Path) -> Non
 
 async def test_zero_waits_for_the_whole_suggestion(tmp_path: Path) -> None:
     engine, scheduler, uri, _backend = setup(tmp_path, answer_after_ms=0, step_s=0.005)
-    outcome = await scheduler.complete(query(uri))
+    outcome = await scheduler.complete(query(engine, uri))
     assert not outcome.answered_early and outcome.text == WHOLE
     assert outcome.whole_ms == outcome.latency_ms
     scheduler.shutdown()

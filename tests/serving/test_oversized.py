@@ -42,14 +42,14 @@ def test_minified_line_gets_no_model_call_and_no_tree(tmp_path: Path) -> None:
     path = tmp_path / "min.py"
     doc = engine.session.buffers.open(path.as_uri(), "x = [" + "1, " * 300 + "]\n", version=1)
     assert engine.session.index is not None and engine.session.index.tree_of(path) is None
-    outcome = engine.complete(CompletionQuery(uri=doc.uri, line=1, column=0))
+    outcome = engine.complete(CompletionQuery(snapshot=snapshot(engine, doc.uri), line=1, column=0))
     assert "maxLineChars" in outcome.skipped
     assert backend.calls == 0
     # Shortened below the limit: parsed again, and the model is asked.
     engine.session.buffers.change(doc.uri, 2, [(Position(0, 5), Position(0, 905), "1")])
     assert doc.text == "x = [1]\n"
     assert engine.session.index.tree_of(path) is not None
-    outcome = engine.complete(CompletionQuery(uri=doc.uri, line=1, column=0))
+    outcome = engine.complete(CompletionQuery(snapshot=snapshot(engine, doc.uri), line=1, column=0))
     assert outcome.skipped == "" and backend.calls == 1
 
 
@@ -62,7 +62,7 @@ def test_growing_past_the_size_limit_drops_the_parse(tmp_path: Path) -> None:
     engine.session.buffers.change(doc.uri, 2, [(Position(1, 0), Position(1, 0), "b = 2\n" * 1_000)])
     assert engine.session.index.tree_of(path) is None
     assert doc.line_count == 1_002
-    outcome = engine.complete(CompletionQuery(uri=doc.uri, line=5, column=0))
+    outcome = engine.complete(CompletionQuery(snapshot=snapshot(engine, doc.uri), line=5, column=0))
     assert "maxFileBytes" in outcome.skipped and backend.calls == 0
     assert engine.prefill(snapshot(engine, doc.uri)) == 0
     engine.session.buffers.close(doc.uri)

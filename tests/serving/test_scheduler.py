@@ -7,17 +7,19 @@ tests/e2e/test_server.py.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from lsp_assist.backends.base import CancelToken, GenerationRequest, GenerationResult
 from lsp_assist.config import Settings, parse_settings
+from lsp_assist.documents import Position
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
 from lsp_assist.serving.session import Session
-from tests.serving.fakes import CharBackend
+from tests.serving.fakes import CharBackend, snapshot
 
 
 class SlowBackend(CharBackend):
@@ -66,12 +68,17 @@ def make(tmp_path: Path, backend: SlowBackend) -> tuple[CompletionEngine, Schedu
     return engine, Scheduler(engine), doc.uri
 
 
+def at(engine: CompletionEngine, uri: str, line: int, column: int) -> CompletionQuery:
+    """A query at ``line``/``column`` of the buffer as it is now."""
+    return CompletionQuery(snapshot=snapshot(engine, uri), line=line, column=column)
+
+
 async def test_newer_request_cancels_the_running_one(tmp_path: Path) -> None:
     backend = SlowBackend()
-    _engine, scheduler, uri = make(tmp_path, backend)
-    first = asyncio.ensure_future(scheduler.complete(CompletionQuery(uri=uri, line=3, column=8)))
+    engine, scheduler, uri = make(tmp_path, backend)
+    first = asyncio.ensure_future(scheduler.complete(at(engine, uri, 3, 8)))
     await asyncio.sleep(0.1)
-    second = await scheduler.complete(CompletionQuery(uri=uri, line=3, column=8))
+    second = await scheduler.complete(at(engine, uri, 3, 8))
     older = await first
     assert older.cancelled and older.text == ""
     assert second.text.startswith("x") and not second.cancelled
@@ -80,10 +87,10 @@ async def test_newer_request_cancels_the_running_one(tmp_path: Path) -> None:
 
 async def test_completion_cancels_a_running_prefill(tmp_path: Path) -> None:
     backend = SlowBackend(step_s=0.02)
-    _engine, scheduler, uri = make(tmp_path, backend)
-    prefill = asyncio.ensure_future(scheduler.prefill(uri))
+    engine, scheduler, uri = make(tmp_path, backend)
+    prefill = asyncio.ensure_future(scheduler.prefill(snapshot(engine, uri)))
     await asyncio.sleep(0.1)
-    outcome = await scheduler.complete(CompletionQuery(uri=uri, line=3, column=8))
+    outcome = await scheduler.complete(at(engine, uri, 3, 8))
     evaluated = await prefill
     # The prefill stopped part-way instead of running its 50 steps before the completion.
     assert backend.prefill_cancelled == 1
@@ -94,8 +101,11 @@ async def test_completion_cancels_a_running_prefill(tmp_path: Path) -> None:
 
 async def test_stale_version_is_not_sent_to_the_model(tmp_path: Path) -> None:
     backend = SlowBackend()
-    _engine, scheduler, uri = make(tmp_path, backend)
-    outcome = await scheduler.complete(CompletionQuery(uri=uri, line=3, column=8, version=0))
+    engine, scheduler, uri = make(tmp_path, backend)
+    query = at(engine, uri, 3, 8)
+    # made for version 0: the buffer has moved on to 1 since
+    old = CompletionQuery(snapshot=dataclasses.replace(query.snapshot, version=0), line=3, column=8)
+    outcome = await scheduler.complete(old)
     assert outcome.cancelled and outcome.skipped == "stale version"
     assert backend.calls == 0
     scheduler.shutdown()
@@ -104,12 +114,10 @@ async def test_stale_version_is_not_sent_to_the_model(tmp_path: Path) -> None:
 async def test_type_through_is_served_without_the_model(tmp_path: Path) -> None:
     backend = SlowBackend(step_s=0.001, tokens=6)
     engine, scheduler, uri = make(tmp_path, backend)
-    first = await scheduler.complete(CompletionQuery(uri=uri, line=3, column=8))
+    first = await scheduler.complete(at(engine, uri, 3, 8))
     assert first.text == "xxxxxx"
-    from lsp_assist.documents import Position
-
     engine.session.buffers.change(uri, 2, [(Position(3, 8), Position(3, 8), "xx")])
-    second = await scheduler.complete(CompletionQuery(uri=uri, line=3, column=10, version=2))
+    second = await scheduler.complete(at(engine, uri, 3, 10))
     assert second.cache_hit and second.text == "xxxx"
     assert backend.calls == 1
     scheduler.shutdown()
@@ -124,7 +132,7 @@ def test_automatic_trigger_skip_rules(tmp_path: Path) -> None:
     doc = engine.session.buffers.open(path.as_uri(), text, version=1)
 
     def skipped(line: int, column: int, trigger: str = "automatic") -> str:
-        query = CompletionQuery(uri=doc.uri, line=line, column=column, trigger=trigger)
+        query = CompletionQuery(snapshot=doc.snapshot(), line=line, column=column, trigger=trigger)
         return engine.complete(query).skipped
 
     assert skipped(0, 3) == "mid-word"

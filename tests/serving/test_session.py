@@ -65,7 +65,7 @@ def test_close_ends_every_thread_the_session_started(tmp_path: Path) -> None:
     engine = CompletionEngine(session)
     snapshot = session.buffers.snapshot(doc.uri)
     assert snapshot is not None
-    query = CompletionQuery(uri=doc.uri, line=CURSOR_LINE, column=CURSOR_COLUMN, snapshot=snapshot)
+    query = CompletionQuery(snapshot=snapshot, line=CURSOR_LINE, column=CURSOR_COLUMN)
     outcome = engine.complete(query)  # builds the context engine (its query thread) and logs
     assert outcome.text == "x0", outcome
     started = set(threading.enumerate()) - before
@@ -92,9 +92,7 @@ def test_status_reads_the_session_and_the_engine(tmp_path: Path) -> None:
         assert session.load_backend() is not None
         snapshot = session.buffers.snapshot(doc.uri)
         assert snapshot is not None
-        engine.complete(
-            CompletionQuery(uri=doc.uri, line=CURSOR_LINE, column=CURSOR_COLUMN, snapshot=snapshot)
-        )
+        engine.complete(CompletionQuery(snapshot=snapshot, line=CURSOR_LINE, column=CURSOR_COLUMN))
         state = status_json(engine)
         assert state["model"]["loaded"] is True and state["documents"] == 1
         assert state["last"]["text"] == "x0" and len(state["last_latencies_ms"]) == 1

@@ -25,6 +25,7 @@ from tests.serving.fakes import (
     MARKER_LINE,
     MarkerBackend,
     make_engine,
+    snapshot,
     suggestion_for,
 )
 
@@ -85,11 +86,8 @@ async def test_edits_racing_completions_never_mix_versions(tmp_path: Path) -> No
     async def complete() -> None:
         for _ in range(60):
             # the handler builds its query from the buffer as it is when the request arrives
-            query = CompletionQuery(
-                uri=uri, line=CURSOR_LINE, column=CURSOR_COLUMN, version=doc.version
-            )
+            query = CompletionQuery(snapshot=doc.snapshot(), line=CURSOR_LINE, column=CURSOR_COLUMN)
             outcome = await scheduler.complete(query)
-            assert query.version is not None
             if outcome.text:
                 answers.append((query.version, outcome.text))
             await asyncio.sleep(0.001)
@@ -119,12 +117,16 @@ def test_a_failed_request_logs_its_own_prompt(tmp_path: Path) -> None:
     engine, uri = make_engine(
         tmp_path, backend, metrics=True, logPrompts=True, cacheDir=str(tmp_path / "cache")
     )
-    first = engine.complete(CompletionQuery(uri=uri, line=CURSOR_LINE, column=CURSOR_COLUMN))
+    first = engine.complete(
+        CompletionQuery(snapshot=snapshot(engine, uri), line=CURSOR_LINE, column=CURSOR_COLUMN)
+    )
     assert first.text == "x0" and not first.error
     engine.session.buffers.change(
         uri, 2, [(Position(MARKER_LINE, 0), Position(MARKER_LINE, 8), "# edit 7")]
     )
-    second = engine.complete(CompletionQuery(uri=uri, line=CURSOR_LINE, column=CURSOR_COLUMN))
+    second = engine.complete(
+        CompletionQuery(snapshot=snapshot(engine, uri), line=CURSOR_LINE, column=CURSOR_COLUMN)
+    )
     assert "failed on purpose" in second.error
     assert engine.session.metrics is not None
     engine.session.metrics.flush()  # written on the log's own thread

@@ -13,25 +13,27 @@ import time
 from pathlib import Path
 
 from lsp_assist.documents import Position
+from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
-from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, MarkerBackend, make_engine
+from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, MarkerBackend, make_engine, snapshot
 
 PARTS = ("debounce_ms", "queue_ms", "context_ms", "prefill_ms", "decode_ms")
 SLACK_MS = 15.0
 """Room for the event loop and the thread hand-over between the measured marks."""
 
 
-def _query(trigger: str = "invoked") -> CompletionQuery:
-    return CompletionQuery(uri="", line=CURSOR_LINE, column=CURSOR_COLUMN, trigger=trigger)
+def _query(engine: CompletionEngine, uri: str, trigger: str = "invoked") -> CompletionQuery:
+    return CompletionQuery(
+        snapshot=snapshot(engine, uri), line=CURSOR_LINE, column=CURSOR_COLUMN, trigger=trigger
+    )
 
 
 async def test_ttft_counts_the_debounce(tmp_path: Path) -> None:
     backend = MarkerBackend(step_s=0.01, prefill_s=0.03)
     engine, uri = make_engine(tmp_path, backend, debounceMs=100)
     scheduler = Scheduler(engine)
-    query = _query("automatic")
-    query.uri = uri
+    query = _query(engine, uri, "automatic")
     outcome = await scheduler.complete(query)
     scheduler.shutdown()
     assert outcome.text == "x0"
@@ -55,8 +57,7 @@ async def test_ttft_counts_the_wait_behind_older_work(tmp_path: Path) -> None:
     scheduler = Scheduler(engine)
     busy = asyncio.ensure_future(scheduler.run(time.sleep, 0.15))
     await asyncio.sleep(0.01)
-    query = _query()
-    query.uri = uri
+    query = _query(engine, uri)
     outcome = await scheduler.complete(query)
     await busy
     scheduler.shutdown()
@@ -72,8 +73,7 @@ async def test_parts_reach_the_metrics_record(tmp_path: Path) -> None:
         tmp_path, backend, metrics=True, debounceMs=40, cacheDir=str(tmp_path / "cache")
     )
     scheduler = Scheduler(engine)
-    model = _query("automatic")
-    model.uri = uri
+    model = _query(engine, uri, "automatic")
     first = await scheduler.complete(model)
     assert first.text == "x0"
     # typing the suggestion's first character is answered from the type-through cache
@@ -81,7 +81,10 @@ async def test_parts_reach_the_metrics_record(tmp_path: Path) -> None:
         uri, 2, [(Position(CURSOR_LINE, 8), Position(CURSOR_LINE, 8), "x")]
     )
     typed = CompletionQuery(
-        uri=uri, line=CURSOR_LINE, column=CURSOR_COLUMN + 1, trigger="automatic"
+        snapshot=snapshot(engine, uri),
+        line=CURSOR_LINE,
+        column=CURSOR_COLUMN + 1,
+        trigger="automatic",
     )
     hit = await scheduler.complete(typed)
     scheduler.shutdown()

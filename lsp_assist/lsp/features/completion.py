@@ -13,8 +13,9 @@ from typing import Any
 
 from lsprotocol import types
 
-from lsp_assist.lsp.features.inline_completion import suggest
+from lsp_assist.lsp.features.inline_completion import install_ready_notices
 from lsp_assist.lsp.server import LspAssistServer
+from lsp_assist.lsp.suggest import suggest
 
 DECORATION = "✨ lsp-assist"
 LABEL_CHARS = 60
@@ -67,11 +68,12 @@ def register(server: LspAssistServer) -> None:
         ls: LspAssistServer, params: types.CompletionParams
     ) -> types.CompletionList:
         uri = params.text_document.uri
+        install_ready_notices(ls)
         found = await suggest(ls, uri, params.position, automatic=False)
         if found is None:
             return types.CompletionList(is_incomplete=True, items=[])
-        (text, *_), here, accept, doc = found  # one item: no alternatives asked for
-        pos = doc.from_lsp(here.line, here.character, ls.encoding)
+        text = found.texts[0]  # one item: no alternatives asked for
+        doc, pos, here = found.snapshot, found.pos, found.lsp_pos
         label = item_label(doc.line(pos.line)[: pos.column], text)
         item = types.CompletionItem(
             label=label,
@@ -85,6 +87,6 @@ def register(server: LspAssistServer) -> None:
             preselect=True,
             insert_text_format=types.InsertTextFormat.PlainText,
             text_edit=types.TextEdit(range=types.Range(start=here, end=here), new_text=text),
-            command=accept,
+            command=found.accept,
         )
         return types.CompletionList(is_incomplete=True, items=[item])

@@ -25,10 +25,12 @@ def register(server: LspAssistServer) -> None:
         if ls.buffers is None or ls.session is None:
             return
         item = params.text_document
-        ls.buffers.open(item.uri, item.text, version=item.version, language_id=item.language_id)
+        doc = ls.buffers.open(
+            item.uri, item.text, version=item.version, language_id=item.language_id
+        )
         if ls.scheduler is not None and ls.session.loaded:
             # Evaluate the file's stable prompt prefix while the user reads the file.
-            ls.background(ls.scheduler.prefill(item.uri))
+            ls.background(ls.scheduler.prefill(doc.snapshot()))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: LspAssistServer, params: types.DidChangeTextDocumentParams) -> None:

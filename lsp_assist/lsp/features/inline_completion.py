@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from lsp_assist.documents import DocumentSnapshot, Position
+from lsp_assist.documents import Position
 from lsp_assist.lsp.server import LspAssistServer
+from lsp_assist.lsp.suggest import suggest
 from lsp_assist.serving import CompletionOutcome, CompletionQuery
 
-ACCEPT_COMMAND = "lspAssist.accept"
 READY_NOTIFICATION = "lspAssist/suggestionReady"
 READY_CAPABILITY = "lspAssistSuggestionReady"
 """A client that sets this in ``capabilities.experimental`` gets READY_NOTIFICATION."""
@@ -26,8 +26,6 @@ def wants_ready_notices(ls: LspAssistServer) -> bool:
 def announce_ready(ls: LspAssistServer, query: CompletionQuery, whole: CompletionOutcome) -> None:
     """Tell the client that an early-answered suggestion is now whole: asking again gets it."""
     snapshot = query.snapshot
-    if snapshot is None:
-        return
     line, character = snapshot.to_lsp(Position(whole.line, whole.column), ls.encoding)
     ls.protocol.notify(
         READY_NOTIFICATION,
@@ -38,50 +36,11 @@ def announce_ready(ls: LspAssistServer, query: CompletionQuery, whole: Completio
     )
 
 
-async def suggest(
-    ls: LspAssistServer,
-    uri: str,
-    position: types.Position,
-    *,
-    automatic: bool,
-    alternatives: bool = False,
-    early: bool = False,
-) -> tuple[tuple[str, ...], types.Position, types.Command, DocumentSnapshot] | None:
-    """Ask the engine for suggestions at an LSP position.
-
-    Returns the texts (one, or with ``alternatives`` on an explicit request up to the
-    ``alternatives`` setting, the greedy one first), the cursor in the client's
-    encoding, the accept command and the snapshot of the buffer the suggestions were
-    made for, or None when there is nothing to show. With ``early`` (ghost text, which
-    the type-through cache and ``lspAssist/suggestionReady`` extend) the engine may
-    answer with the suggestion's start (serving/early.py). The snapshot is taken here, as the
-    request arrives: the position is converted against it, and the engine works on it
-    while edits go on.
-    """
-    buffers, scheduler = ls.buffers, ls.scheduler
-    snapshot = buffers.snapshot(uri, disk=False) if buffers is not None else None
-    if scheduler is None or snapshot is None:
-        return None
-    if scheduler.on_ready is None and wants_ready_notices(ls):
+def install_ready_notices(ls: LspAssistServer) -> None:
+    """Have the scheduler announce whole suggestions, once, if the client asked for it."""
+    scheduler = ls.scheduler
+    if scheduler is not None and scheduler.on_ready is None and wants_ready_notices(ls):
         scheduler.on_ready = lambda query, whole: announce_ready(ls, query, whole)
-    pos = snapshot.from_lsp(position.line, position.character, ls.encoding)
-    query = CompletionQuery(
-        uri=snapshot.uri,
-        line=pos.line,
-        column=pos.column,
-        trigger="automatic" if automatic else "invoked",
-        snapshot=snapshot,
-        want_alternatives=alternatives and not automatic,
-        answer_early=early,
-    )
-    outcome = await scheduler.complete(query)
-    if not outcome.text:
-        return None
-    line, character = snapshot.to_lsp(Position(outcome.line, outcome.column), ls.encoding)
-    accept = types.Command(
-        title="Accept suggestion", command=ACCEPT_COMMAND, arguments=[outcome.request_id]
-    )
-    return outcome.items, types.Position(line=line, character=character), accept, snapshot
 
 
 def register(server: LspAssistServer) -> None:
@@ -93,16 +52,17 @@ def register(server: LspAssistServer) -> None:
     ) -> types.InlineCompletionList:
         automatic = params.context.trigger_kind == types.InlineCompletionTriggerKind.Automatic
         uri, position = params.text_document.uri, params.position
+        install_ready_notices(ls)
         found = await suggest(ls, uri, position, automatic=automatic, alternatives=True, early=True)
         if found is None:
             return types.InlineCompletionList(items=[])
-        texts, here, accept, _snapshot = found
+        here = found.lsp_pos
         # In the engine's order: the greedy suggestion (the one the type-through cache
         # keeps) first, then the alternatives the client cycles to.
         items = [
             types.InlineCompletionItem(
-                insert_text=text, range=types.Range(start=here, end=here), command=accept
+                insert_text=text, range=types.Range(start=here, end=here), command=found.accept
             )
-            for text in texts
+            for text in found.texts
         ]
         return types.InlineCompletionList(items=items)
