@@ -739,11 +739,17 @@ map: it takes precedence over minor-mode maps while the preview shows.")
   (lsp-assist--clear-preview)
   (let ((text (plist-get suggestion :text))
         (ov (make-overlay (point) (point) nil t nil)))
-    ;; The cursor stays before the grey text.
+    ;; The cursor stays before the grey text: on its first character, which the
+    ;; `cursor' property marks.  A newline cannot hold the cursor (Emacs then draws it
+    ;; after the whole string, at the end of the last grey line), so a suggestion that
+    ;; starts a new line gets a blank before it, at point, to hold the cursor.
     (overlay-put ov 'after-string
-                 (concat (propertize (substring text 0 1) 'face 'lsp-assist-preview-face
-                                     'cursor t)
-                         (propertize (substring text 1) 'face 'lsp-assist-preview-face)))
+                 (if (string-prefix-p "\n" text)
+                     (concat (propertize " " 'cursor t)
+                             (propertize text 'face 'lsp-assist-preview-face))
+                   (concat (propertize (substring text 0 1) 'face 'lsp-assist-preview-face
+                                       'cursor t)
+                           (propertize (substring text 1) 'face 'lsp-assist-preview-face))))
     (overlay-put ov 'priority 1000)
     (overlay-put ov 'lsp-assist t)
     (setq lsp-assist--overlay ov

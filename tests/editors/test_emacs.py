@@ -692,14 +692,12 @@ KEYS_SETUP = r"""
 """
 
 
-@needs_eglot
-@needs_tmux
-def test_emacs_nw_preview_keys_in_a_terminal(server_env: dict[str, str], tmp_path: Path) -> None:
-    """The preview keys as a terminal sends them (escape sequences), on given suggestions."""
+def emacs_nw(tmp_path: Path, server_env: dict[str, str], setup: str) -> Tmux:
+    """`emacs -nw -Q` in tmux with the install snippet and then SETUP as its init."""
     assert EMACS is not None
     init = tmp_path / "init.el"
-    init.write_text(install_snippet(REPO) + KEYS_SETUP)
-    tmux = Tmux(
+    init.write_text(install_snippet(REPO) + setup)
+    return Tmux(
         tmp_path,
         [
             EMACS,
@@ -712,6 +710,13 @@ def test_emacs_nw_preview_keys_in_a_terminal(server_env: dict[str, str], tmp_pat
         ],
         tmux_env(server_env),
     )
+
+
+@needs_eglot
+@needs_tmux
+def test_emacs_nw_preview_keys_in_a_terminal(server_env: dict[str, str], tmp_path: Path) -> None:
+    """The preview keys as a terminal sends them (escape sequences), on given suggestions."""
+    tmux = emacs_nw(tmp_path, server_env, KEYS_SETUP)
 
     def row() -> tuple[str, int]:
         """The text of the first buffer line and the cursor's column."""
@@ -737,5 +742,55 @@ def test_emacs_nw_preview_keys_in_a_terminal(server_env: dict[str, str], tmp_pat
         press("F5", ("x = foo(bar, baz) + 1foo(bar, baz) + 1", 21))
         press("Tab", ("x = foo(bar, baz) + 1foo(bar, baz) + 1", 38))  # all of it
         press("Left", ("x = foo(bar, baz) + 1foo(bar, baz) + 1", 37))  # plain keys again
+    finally:
+        tmux.close()
+
+
+MULTILINE_SETUP = r"""
+(switch-to-buffer "*keys*")
+(insert "x = ")
+(global-set-key (kbd "<f5>")
+  (lambda () (interactive)
+    (lsp-assist--show-choices
+     (list (list :text "foo(1)\n    return x\n    y = 2" :delete 0)) t)))
+(global-set-key (kbd "<f6>")
+  (lambda () (interactive)
+    (lsp-assist--show-choices (list (list :text "\n    z = 3" :delete 0)) t)))
+(call-interactively (key-binding (kbd "<f5>")))
+"""
+
+
+@needs_eglot
+@needs_tmux
+def test_emacs_nw_cursor_at_point_before_a_multiline_ghost(
+    server_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The terminal cursor is drawn at point, also when the rest of a multi-line
+    suggestion starts with a newline (after C-e, or shown so)."""
+    tmux = emacs_nw(tmp_path, server_env, MULTILINE_SETUP)
+
+    def wait_cursor(expected: tuple[int, int], lines: list[str]) -> None:
+        until = time.monotonic() + 10
+        while time.monotonic() < until:
+            rows = tmux.screen().splitlines()[1 : 1 + len(lines)]
+            if tmux.cursor() == expected and rows == lines:
+                return
+            time.sleep(0.1)
+        assert (tmux.cursor(), rows) == (expected, lines), tmux.screen()
+
+    try:
+        assert tmux.wait_for(r"^x = foo\(1\)$", 30), tmux.screen()
+        # Rows are 0-based with the menu bar on row 0: the buffer's first line is row 1.
+        wait_cursor((4, 1), ["x = foo(1)", "    return x", "    y = 2"])
+        tmux.keys("C-e")  # "foo(1)" inserted; the rest starts with a newline
+        wait_cursor((10, 1), ["x = foo(1)", "    return x", "    y = 2"])
+        tmux.keys("C-e")  # the next line
+        wait_cursor((12, 2), ["x = foo(1)", "    return x", "    y = 2"])
+        tmux.keys("C-]")
+        wait_cursor((12, 2), ["x = foo(1)", "    return x", ""])
+        tmux.keys("F6")  # a suggestion that starts a new line
+        wait_cursor((12, 2), ["x = foo(1)", "    return x", "    z = 3"])
+        tmux.keys("Tab")
+        wait_cursor((9, 3), ["x = foo(1)", "    return x", "    z = 3"])
     finally:
         tmux.close()
