@@ -499,6 +499,12 @@ The symbol is one of starting, loading, ready, thinking, error, off."
                                   (lsp-assist--progress-string entry)))
                               progress " "))))))
 
+(defun lsp-assist--mode-line-construct ()
+  "`lsp-assist--mode-line' for the mode line: a % there starts a %-construct.
+The text of an :eval is itself a mode-line construct, so \"60%\" would
+draw as \"60\": each % is doubled."
+  (replace-regexp-in-string "%" "%%" (lsp-assist--mode-line) t t))
+
 ;;;; Completion at point
 
 (defun lsp-assist--report-acceptance (server item)
@@ -1068,7 +1074,7 @@ for when point rests.  While one shows (`lsp-assist-preview-map'):
 \\<lsp-assist-mode-map>\\[lsp-assist-suggest] asks for one now.
 
 \\{lsp-assist-mode-map}"
-  :lighter (:eval (lsp-assist--mode-line))
+  :lighter (:eval (lsp-assist--mode-line-construct))
   :keymap lsp-assist-mode-map
   (cond
    ((not lsp-assist-mode)

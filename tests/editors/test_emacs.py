@@ -794,3 +794,29 @@ def test_emacs_nw_cursor_at_point_before_a_multiline_ghost(
         wait_cursor((9, 3), ["x = foo(1)", "    return x", "    z = 3"])
     finally:
         tmux.close()
+
+
+MODE_LINE_SETUP = r"""
+(switch-to-buffer "*keys*")
+(lsp-assist-mode 1)  ; the program exists; no file, so no server starts
+(defvar test-states
+  '((loading (:progress ((:title "lsp-assist: loading model" :percentage 60))))
+    (ready (:latency 85 :progress ((:title "lsp-assist: indexing" :percentage 40))))))
+(advice-add 'lsp-assist-state :override (lambda () (car test-states)))
+(global-set-key (kbd "<f5>")
+  (lambda () (interactive) (setq test-states (cdr test-states)) (force-mode-line-update)))
+"""
+
+
+@needs_eglot
+@needs_tmux
+def test_emacs_nw_mode_line_draws_the_percent(server_env: dict[str, str], tmp_path: Path) -> None:
+    """What the mode line draws (not the function's string): the % of a progress."""
+    tmux = emacs_nw(tmp_path, server_env, MODE_LINE_SETUP)
+    try:
+        assert tmux.wait_for(r"\*keys\*", 30), tmux.screen()
+        assert tmux.wait_for(r"✨loading 60%\)", 10), tmux.screen()
+        tmux.keys("F5")
+        assert tmux.wait_for(r"✨ready 85ms indexing 40%\)", 10), tmux.screen()
+    finally:
+        tmux.close()
