@@ -24,6 +24,7 @@ DraftMode = Literal["auto", "prompt-lookup", "model", "off"]
 Strategy = Literal["layered", "baseline"]
 BackendKind = Literal["local", "remote"]
 MultilineMode = Literal["auto", "always", "never"]
+NextEditMode = Literal["off", "symbolic", "model", "both"]
 
 
 @dataclass(kw_only=True)
@@ -133,6 +134,9 @@ class CompletionSettings:
     """A document with a longer line (minified code) gets no completions and no parsing."""
     alternatives: int = 3
     """Suggestions an explicit (Invoked) inline request returns for the client to cycle."""
+    next_edit: NextEditMode = "symbolic"
+    """Next edits (``textDocument/copilotInlineEdit``): ``symbolic`` from the syntax tree;
+    ``model`` and ``both`` answer like ``symbolic`` for now; ``off`` answers none."""
 
 
 @dataclass(kw_only=True)

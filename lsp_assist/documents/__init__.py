@@ -10,6 +10,7 @@ from lsp_assist.documents.document import (
     language_for_path,
     uri_to_path,
 )
+from lsp_assist.documents.history import EditHistories, EditHistory, TextChange
 from lsp_assist.documents.store import DocumentStore
 
 __all__ = [
@@ -17,7 +18,10 @@ __all__ = [
     "Document",
     "DocumentSnapshot",
     "DocumentStore",
+    "EditHistories",
+    "EditHistory",
     "Position",
+    "TextChange",
     "TextView",
     "canonical_language",
     "language_for_path",

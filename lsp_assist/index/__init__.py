@@ -14,6 +14,13 @@ from lsp_assist.index.model import (
     Symbol,
     SymbolKind,
 )
+from lsp_assist.index.next_edits import (
+    FollowUp,
+    UserEdit,
+    classify,
+    follow_ups,
+    follow_ups_elsewhere,
+)
 from lsp_assist.index.vectors import Embedding, VectorIndex, VectorSource
 from lsp_assist.index.workspace import WorkspaceIndex
 
@@ -22,12 +29,17 @@ __all__ = [
     "EmptyIndex",
     "FileEntry",
     "FileRules",
+    "FollowUp",
     "Import",
     "IndexLookup",
     "Symbol",
     "SymbolKind",
+    "UserEdit",
     "VectorIndex",
     "VectorSource",
     "WorkspaceIndex",
     "available_languages",
+    "classify",
+    "follow_ups",
+    "follow_ups_elsewhere",
 ]

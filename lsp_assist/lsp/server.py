@@ -29,6 +29,7 @@ from pygls.exceptions import (
     JsonRpcServerNotInitialized,
 )
 from pygls.lsp.server import LanguageServer
+from pygls.protocol.json_rpc import JsonRPCNotification
 from pygls.protocol.language_server import lsp_method
 
 from lsp_assist import __version__
@@ -37,7 +38,7 @@ from lsp_assist.documents import uri_to_path
 from lsp_assist.lsp.blocking import run_blocking
 from lsp_assist.lsp.document_sync import OwnDocumentSync
 from lsp_assist.lsp.transport import peek_request_id
-from lsp_assist.serving import Buffers, CompletionEngine, Scheduler, Session
+from lsp_assist.serving import Buffers, CompletionEngine, NextEdits, Scheduler, Session
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,14 @@ class AssistProtocol(OwnDocumentSync):
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         """Deserialize a message; answer a request with an error if its params are invalid."""
+        if data.get("method") == types.WORKSPACE_EXECUTE_COMMAND and "id" not in data:
+            # copilot.el sends a next edit's accept command as a notification: run it
+            try:
+                params = self._converter.structure(data.get("params"), types.ExecuteCommandParams)
+            except Exception:  # malformed: logged below like any unreadable notification
+                params = None
+            if params is not None:
+                return JsonRPCNotification(method=data["method"], params=params, jsonrpc="2.0")
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:
@@ -195,6 +204,10 @@ class LspAssistServer(LanguageServer):
         """The session's open documents (didOpen/didChange/didClose, snapshots)."""
         self.engine: CompletionEngine | None = None
         self.scheduler: Scheduler | None = None
+        self.next_edits: NextEdits | None = None
+        """The next-edit source (textDocument/copilotInlineEdit); set at initialize."""
+        self.setup_hooks: list[Callable[[LspAssistServer], None]] = []
+        """Run at the end of setup, before pygls builds the capabilities (features)."""
         self.pending_warnings: list[str] = []
         self.ready = threading.Event()
         self._model_loads = 0
@@ -239,6 +252,9 @@ class LspAssistServer(LanguageServer):
         self.buffers = self.session.buffers
         self.engine = CompletionEngine(self.session)
         self.scheduler = Scheduler(self.engine)
+        self.next_edits = NextEdits(self.session)
+        for hook in self.setup_hooks:
+            hook(self)
 
     def warn(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """Log a message and show it in the editor."""

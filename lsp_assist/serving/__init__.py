@@ -19,6 +19,7 @@ from lsp_assist.serving.adaptive_budget import (
 from lsp_assist.serving.buffers import Buffers
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import Change, CompletionOutcome, CompletionQuery
+from lsp_assist.serving.next_edit import NextEditAnswer, NextEdits, ProposedEdit
 from lsp_assist.serving.scheduler import Scheduler
 from lsp_assist.serving.session import BackendFactory, Session
 from lsp_assist.serving.status import status_json
@@ -32,6 +33,9 @@ __all__ = [
     "CompletionEngine",
     "CompletionOutcome",
     "CompletionQuery",
+    "NextEditAnswer",
+    "NextEdits",
+    "ProposedEdit",
     "Scheduler",
     "Session",
     "budget_cap",

@@ -24,10 +24,11 @@ from lsp_assist.documents import (
     Document,
     DocumentSnapshot,
     DocumentStore,
+    EditHistories,
     TextView,
     uri_to_path,
 )
-from lsp_assist.index import WorkspaceIndex
+from lsp_assist.index import FileRules, WorkspaceIndex
 from lsp_assist.serving.model import Change
 from lsp_assist.serving.triggers import oversized_reason
 
@@ -56,6 +57,8 @@ class Buffers:
         """Recently opened files, newest first; replaced whole, never changed in place."""
         self._oversized: set[str] = set()
         """URIs of open documents too big for model work (see ``oversized``)."""
+        self.history = EditHistories()
+        """Each open document's text at open and recent edits (none for denied files)."""
 
     @property
     def recent(self) -> tuple[Path, ...]:
@@ -101,7 +104,16 @@ class Buffers:
         self._note_oversized(doc, reason)
         if self._index is not None and doc.language_id and not reason:
             self._index.open_buffer(doc.path, doc.text)
+        if reason or self._denied(doc.path):
+            self.history.drop(uri)  # secrets never feed a history
+        else:
+            self.history.open(uri, doc.text)
         return doc
+
+    def _denied(self, path: Path) -> bool:
+        if self._index is not None:
+            return self._index.is_denied(path)
+        return FileRules([], self._settings().index).is_denied(path)
 
     def change(self, uri: str, version: int, changes: list[Change]) -> Document | None:
         """Apply content changes in order; each reaches the index as an incremental edit."""
@@ -112,7 +124,9 @@ class Buffers:
         index = self._index
         was_oversized = uri in self._oversized
         for start, end, new_text in changes:
+            before = doc.snapshot()
             edit: ByteEdit = doc.apply_change(start, end, new_text)
+            self.history.record(uri, before, doc, start, end)
             if index is not None and doc.language_id and not was_oversized:
                 index.edit_buffer(doc.path, doc.text, edit)
         doc.version = version
@@ -131,6 +145,7 @@ class Buffers:
     def close(self, uri: str) -> None:
         """Close a buffer; the index goes back to the file on disk."""
         doc = self._documents.close(uri)
+        self.history.drop(uri)
         oversized = uri in self._oversized
         self._oversized.discard(uri)
         if doc is not None and self._index is not None and doc.language_id and not oversized:

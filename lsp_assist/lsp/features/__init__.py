@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from lsp_assist.lsp.features import commands, completion, documents, inline_completion, lifecycle
+from lsp_assist.lsp.features import (
+    commands,
+    completion,
+    documents,
+    inline_completion,
+    lifecycle,
+    next_edit,
+)
 from lsp_assist.lsp.server import LspAssistServer
 
 
 def register_all(server: LspAssistServer) -> None:
     """Register every feature module's handlers on ``server``."""
-    for module in (lifecycle, documents, inline_completion, completion, commands):
+    for module in (lifecycle, documents, inline_completion, completion, commands, next_edit):
         module.register(server)

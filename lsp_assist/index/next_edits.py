@@ -1,0 +1,736 @@
+"""Symbolic next edits: what a user's edit implies elsewhere, read from the syntax tree.
+
+Owns :func:`classify` (the user's latest edit, one burst of typing, read against the
+tree of the text after it: a renamed definition, parameter, local or global, a parameter
+added to or removed from a ``def``, an argument added to or removed from one call) and
+:func:`follow_ups` / :func:`follow_ups_elsewhere` (the remaining references of the old
+name, or the remaining calls, as :class:`FollowUp` edits, each with the reason it is
+proposed). Python's scoping is followed: function, lambda and comprehension scopes,
+class bodies invisible from their methods, ``global``/``nonlocal``, shadowing by a
+nested binding. No model; a regular expression finds the candidate bytes and the tree
+decides, so a file of thousands of lines answers in milliseconds. Languages other than
+Python get no follow-ups (``classify`` returns None).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from tree_sitter import Node, Tree
+
+from lsp_assist.index.languages import parse
+
+__all__ = ["FollowUp", "UserEdit", "classify", "follow_ups", "follow_ups_elsewhere"]
+
+EditKind = Literal["rename", "parameter-added", "parameter-removed", "argument-added"]
+
+_SCOPES = frozenset(
+    {
+        "module",
+        "function_definition",
+        "lambda",
+        "class_definition",
+        "list_comprehension",
+        "set_comprehension",
+        "dictionary_comprehension",
+        "generator_expression",
+    }
+)
+_FUNCTIONS = frozenset({"function_definition", "lambda"})
+_PATTERNS = frozenset(
+    {
+        "pattern_list",
+        "tuple_pattern",
+        "list_pattern",
+        "list_splat_pattern",
+        "tuple",
+        "list",
+        "parenthesized_expression",
+        "expression_list",
+    }
+)
+_TARGET_OF = {
+    "assignment": "left",
+    "augmented_assignment": "left",
+    "for_statement": "left",
+    "for_in_clause": "left",
+}
+_PARAM_LISTS = frozenset({"parameters", "lambda_parameters"})
+_WORD = re.compile(rb"[A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True, slots=True)
+class UserEdit:
+    """The user's latest edit, as the tree reads it."""
+
+    kind: EditKind
+    old: str
+    """The old name (a rename) or the function's name (a parameter or argument change)."""
+    new: str
+    """The new name, or the parameter / argument text added ('' when one was removed)."""
+    what: str
+    """What was edited: 'function', 'class', 'method', 'parameter', 'local variable',
+    'global name', 'call'."""
+    scope: tuple[int, int]
+    """Byte span of the scope the name is bound in (renames) or of the whole file."""
+    site: tuple[int, int]
+    """Byte span of the edited name, parameter list or argument list."""
+    index: int = 0
+    """The position of the added or removed parameter / argument."""
+    count: int = 0
+    """How many positional arguments a call had before the change (calls to update)."""
+    line: int = 0
+    """The row of the edit, for the reasons."""
+    module_level: bool = True
+    """True when other files can refer to it (a module-level name, or a call change)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUp:
+    """One proposed edit: replace the bytes ``start_byte:end_byte`` with ``text``."""
+
+    start_byte: int
+    end_byte: int
+    start_point: tuple[int, int]
+    end_point: tuple[int, int]
+    text: str
+    kind: EditKind
+    reason: str
+
+
+# -- syntax helpers --------------------------------------------------------------------
+
+
+def _text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", "replace")
+
+
+def _key(node: Node) -> tuple[int, int]:
+    return node.start_byte, node.end_byte
+
+
+def _is_field(node: Node, parent: Node, field: str) -> bool:
+    child = parent.child_by_field_name(field)
+    return child is not None and _key(child) == _key(node)
+
+
+def _scope_of(node: Node) -> Node:
+    """The scope a name at ``node`` is read in (a def's own name: the enclosing scope)."""
+    parent = node.parent
+    definition = parent is not None and parent.type in ("function_definition", "class_definition")
+    if definition and parent is not None and _is_field(node, parent, "name"):
+        node = parent
+    current = node.parent
+    while current is not None:
+        if current.type in _SCOPES:
+            return current
+        current = current.parent
+    return node  # the root itself
+
+
+def _binding_kind(node: Node) -> str:
+    """How an identifier binds its name ('' when it only reads it)."""
+    parent = node.parent
+    if parent is None:
+        return ""
+    kind = parent.type
+    if kind in ("function_definition", "class_definition") and _is_field(node, parent, "name"):
+        return "function" if kind == "function_definition" else "class"
+    if kind in _PARAM_LISTS:
+        return "parameter"
+    if kind in ("typed_parameter", "list_splat_pattern", "dictionary_splat_pattern"):
+        grand = parent.parent
+        if grand is not None and grand.type in _PARAM_LISTS:
+            return "parameter"
+    if kind in ("default_parameter", "typed_default_parameter"):
+        return "parameter" if _is_field(node, parent, "name") else ""
+    if kind == "as_pattern_target":
+        return "local"
+    if kind == "named_expression":
+        return "local" if _is_field(node, parent, "name") else ""
+    if kind == "aliased_import":
+        return "import" if _is_field(node, parent, "alias") else ""
+    if kind == "dotted_name" and parent.parent is not None:
+        grand = parent.parent
+        if grand.type == "import_statement" and parent.named_child_count == 1:
+            return "import"
+        if grand.type == "import_from_statement" and not _is_field(parent, grand, "module_name"):
+            return "import" if parent.named_child_count == 1 else ""
+    child: Node = node
+    current: Node | None = parent
+    while current is not None and current.type in _PATTERNS:
+        child, current = current, current.parent
+    if current is not None and current.type in _TARGET_OF:
+        return "local" if _is_field(child, current, _TARGET_OF[current.type]) else ""
+    return ""
+
+
+def _is_reference(node: Node) -> bool:
+    """True for an identifier that names a variable (not an attribute nor a keyword)."""
+    parent = node.parent
+    if parent is None:
+        return False
+    if parent.type == "attribute" and _is_field(node, parent, "attribute"):
+        return False
+    if parent.type == "keyword_argument" and _is_field(node, parent, "name"):
+        return False
+    return parent.type not in ("global_statement", "nonlocal_statement")
+
+
+def _identifiers(root: Node, src: bytes, name: str, span: tuple[int, int]) -> list[Node]:
+    """The identifier nodes spelling ``name`` in the byte span (found by regex)."""
+    pattern = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name.encode()) + rb"(?![A-Za-z0-9_])")
+    found: list[Node] = []
+    for match in pattern.finditer(src, span[0], span[1]):
+        node = root.named_descendant_for_byte_range(match.start(), match.end())
+        if node is not None and node.type == "identifier" and _key(node) == match.span():
+            found.append(node)
+    return found
+
+
+class _Resolver:
+    """Which scope each occurrence of one name refers to (memoised per scope)."""
+
+    def __init__(self, root: Node, src: bytes, name: str, assumed: tuple[int, int] | None) -> None:
+        self.root = root
+        self.src = src
+        self.name = name
+        self.assumed = assumed
+        """A scope taken to bind the name even if the tree no longer shows it (a rename)."""
+        self._binds: dict[tuple[int, int], bool] = {}
+        self._declared: dict[tuple[int, int], bool] = {}
+
+    def _scan(self, scope: Node) -> None:
+        key = _key(scope)
+        binds = declared = False
+        for node in _identifiers(self.root, self.src, self.name, key):
+            parent = node.parent
+            if parent is not None and parent.type in ("global_statement", "nonlocal_statement"):
+                if _key(_scope_of(node)) == key:
+                    declared = True
+            elif _binding_kind(node) and _key(_scope_of(node)) == key:
+                binds = True
+        self._binds[key] = binds
+        self._declared[key] = declared
+
+    def binds(self, scope: Node) -> bool:
+        """True when ``scope`` binds the name itself (not through global/nonlocal)."""
+        key = _key(scope)
+        if key not in self._binds:
+            self._scan(scope)
+        if self._declared[key]:
+            return False
+        return key == self.assumed or self._binds[key]
+
+    def resolve(self, node: Node) -> Node | None:
+        """The scope that binds the name read at ``node`` (None: a builtin or unknown)."""
+        scope: Node | None = _scope_of(node)
+        first = True
+        while scope is not None:
+            if (first or scope.type != "class_definition") and self.binds(scope):
+                return scope
+            first = False
+            scope = scope.parent
+            while scope is not None and scope.type not in _SCOPES:
+                scope = scope.parent
+        return None
+
+
+# -- classifying the user's edit -------------------------------------------------------
+
+
+def _enclosing(node: Node | None, kinds: frozenset[str] | tuple[str, ...]) -> Node | None:
+    while node is not None and node.type not in kinds:
+        node = node.parent
+    return node
+
+
+def _items(language: str, wrapper: tuple[bytes, bytes], inner: bytes, list_type: str) -> list[str]:
+    """The comma-separated items of a parameter or argument list's text, parsed alone."""
+    tree = parse(language, wrapper[0] + inner + wrapper[1])
+    found = _first_of(tree.root_node, list_type)
+    if found is None:
+        return []
+    return [_text(c) for c in found.named_children if c.type != "comment"]
+
+
+def _first_of(node: Node, kind: str) -> Node | None:
+    if node.type == kind:
+        return node
+    for child in node.named_children:
+        hit = _first_of(child, kind)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _one_difference(old: list[str], new: list[str]) -> tuple[int, str] | None:
+    """Where one item was inserted into (or removed from) ``old``: (index, item)."""
+    longer, shorter = (new, old) if len(new) > len(old) else (old, new)
+    if len(longer) != len(shorter) + 1:
+        return None
+    for index, item in enumerate(longer):
+        if longer[:index] + longer[index + 1 :] == shorter:
+            return index, item
+    return None
+
+
+def _old_slice(src: bytes, span: tuple[int, int], at: int, removed: bytes, inserted: int) -> bytes:
+    """The bytes of ``span`` before ``inserted`` bytes at ``at`` replaced ``removed``."""
+    return src[span[0] : at] + removed + src[at + inserted : span[1]]
+
+
+def classify(
+    language: str, src: bytes, tree: Tree | None, start: int, removed: bytes, inserted: bytes
+) -> UserEdit | None:
+    """Read the user's edit (``removed`` at byte ``start`` became ``inserted``) from the tree.
+
+    ``tree`` is the tree of ``src`` (None: parsed here); None for other languages.
+    """
+    if language != "python":
+        return None
+    root = (tree or parse(language, src)).root_node
+    end = start + len(inserted)
+    if _WORD.fullmatch(removed) and _WORD.fullmatch(inserted):
+        found = _rename(root, src, start, end, removed, inserted)
+        if found is not None:
+            return found
+    node = root.named_descendant_for_byte_range(start, end)
+    params = _enclosing(node, ("parameters",))
+    if params is not None and params.start_byte <= start and end <= params.end_byte:
+        return _parameters_changed(language, src, params, start, removed, len(inserted))
+    arguments = _enclosing(node, ("argument_list",))
+    while arguments is not None:
+        if arguments.start_byte < start and end < arguments.end_byte:
+            found = _arguments_changed(language, src, arguments, start, removed, len(inserted))
+            if found is not None:
+                return found
+        arguments = _enclosing(arguments.parent, ("argument_list",))
+    return None
+
+
+def _rename(
+    root: Node, src: bytes, start: int, end: int, removed: bytes, inserted: bytes
+) -> UserEdit | None:
+    lo, hi = start, end
+    while lo > 0 and (src[lo - 1 : lo].isalnum() or src[lo - 1 : lo] == b"_"):
+        lo -= 1
+    while hi < len(src) and (src[hi : hi + 1].isalnum() or src[hi : hi + 1] == b"_"):
+        hi += 1
+    new = src[lo:hi].decode("utf-8", "replace")
+    old = (src[lo:start] + removed + src[end:hi]).decode("utf-8", "replace")
+    if old == new or not old.isidentifier() or not new.isidentifier():
+        return None
+    site = root.named_descendant_for_byte_range(lo, hi)
+    if site is None or site.type != "identifier" or _key(site) != (lo, hi):
+        return None
+    parent = site.parent
+    row = site.start_point[0]
+    binding = _binding_kind(site)
+    if parent is not None and parent.type == "attribute" and _is_field(site, parent, "attribute"):
+        return _method_renamed(root, src, site, parent, old, new)
+    if binding:
+        scope = _scope_of(site)
+        # the new name must not already be bound there (the user picked an existing one)
+        for other in _identifiers(root, src, new, _key(scope)):
+            elsewhere = _key(other) != (lo, hi) and _binding_kind(other)
+            if elsewhere and _key(_scope_of(other)) == _key(scope):
+                return None
+    else:
+        old_scope = _Resolver(root, src, old, None).resolve(site)
+        new_scope = _Resolver(root, src, new, None).resolve(site)
+        if old_scope is not None and new_scope is None:
+            scope = old_scope  # one use renamed: the binding and the other uses follow
+        elif old_scope is None and new_scope is not None:
+            scope = new_scope  # the binding was renamed already: the rename goes on
+        else:
+            return None  # unknown, or a name that exists: the user switched to it
+    if binding in ("function", "class"):
+        what = "method" if scope.type == "class_definition" else binding
+    elif binding == "parameter":
+        what = "parameter"
+    elif scope.type == "module":
+        what = "global name"
+    elif scope.type == "class_definition":
+        what = "class attribute"
+    else:
+        what = "parameter" if _is_parameter_of(root, src, old, scope) else "local variable"
+    return UserEdit(
+        "rename",
+        old,
+        new,
+        what,
+        _key(scope),
+        (lo, hi),
+        line=row,
+        module_level=scope.type == "module",
+    )
+
+
+def _method_renamed(
+    root: Node, src: bytes, site: Node, attribute: Node, old: str, new: str
+) -> UserEdit | None:
+    """``self.old`` became ``self.new`` in a class that defines a method ``new``, not ``old``."""
+    obj = attribute.child_by_field_name("object")
+    cls = _enclosing(site, ("class_definition",))
+    if obj is None or _text(obj) not in ("self", "cls") or cls is None:
+        return None
+    body = cls.child_by_field_name("body")
+    if body is None:
+        return None
+    methods = {
+        _text(name)
+        for child in body.named_children
+        for definition in [child.child_by_field_name("definition") or child]
+        if definition.type == "function_definition"
+        for name in [definition.child_by_field_name("name")]
+        if name is not None
+    }
+    if new not in methods or old in methods:
+        return None
+    row = site.start_point[0]
+    return UserEdit(
+        "rename", old, new, "method", _key(cls), _key(site), line=row, module_level=False
+    )
+
+
+def _is_parameter_of(root: Node, src: bytes, name: str, scope: Node) -> bool:
+    params = scope.child_by_field_name("parameters")
+    if params is None:
+        return False
+    return any(_binding_kind(n) == "parameter" for n in _identifiers(root, src, name, _key(params)))
+
+
+def _parameters_changed(
+    language: str, src: bytes, params: Node, start: int, removed: bytes, inserted: int
+) -> UserEdit | None:
+    function = params.parent
+    if function is None or function.type != "function_definition":
+        return None
+    name_node = function.child_by_field_name("name")
+    if name_node is None:
+        return None
+    old_text = _old_slice(src, _key(params), start, removed, inserted)
+    old = _items(language, (b"def _", b": pass\n"), old_text, "parameters")
+    new = [_text(c) for c in params.named_children if c.type != "comment"]
+    change = _one_difference(old, new)
+    if change is None:
+        return None
+    index, item = change
+    method = _scope_of(name_node).type == "class_definition"
+    offset = 1 if method and (old[:1] in (["self"], ["cls"])) else 0
+    if index < offset:
+        return None
+    positional = [p for p in old if "=" not in p and not p.startswith("*")]
+    added = len(new) > len(old)
+    if added and ("=" in item or item.startswith("*")):
+        return None  # a default or a splat: the calls stay valid
+    param = item.split(":")[0].strip()
+    return UserEdit(
+        "parameter-added" if added else "parameter-removed",
+        _text(name_node),
+        param if added else "",
+        "method" if method else "function",
+        (0, len(src)),
+        _key(params),
+        index=index - offset,
+        count=len(positional) - offset,
+        line=params.start_point[0],
+    )
+
+
+def _call_name(arguments: Node) -> tuple[str, bool] | None:
+    call = arguments.parent
+    if call is None or call.type != "call":
+        return None
+    function = call.child_by_field_name("function")
+    if function is None:
+        return None
+    if function.type == "identifier":
+        return _text(function), False
+    if function.type == "attribute":
+        attr = function.child_by_field_name("attribute")
+        if attr is not None:
+            return _text(attr), True
+    return None
+
+
+def _arguments_changed(
+    language: str, src: bytes, arguments: Node, start: int, removed: bytes, inserted: int
+) -> UserEdit | None:
+    named = _call_name(arguments)
+    if named is None:
+        return None
+    name, method = named
+    old_text = _old_slice(src, _key(arguments), start, removed, inserted)
+    old = _items(language, (b"_", b"\n"), old_text, "argument_list")
+    new = [_text(c) for c in arguments.named_children if c.type != "comment"]
+    change = _one_difference(old, new)
+    if change is None or len(new) < len(old):
+        return None
+    index, item = change
+    if "=" in item.split("(")[0] or item.startswith("*"):
+        return None
+    positional = [a for a in old if not _is_keyword_arg(a) and not a.startswith("*")]
+    if index > len(positional) or not _defined_with(src, name, len(positional) + 1):
+        return None
+    return UserEdit(
+        "argument-added",
+        name,
+        item,
+        "method" if method else "function",
+        (0, len(src)),
+        _key(arguments),
+        index=index,
+        count=len(positional),
+        line=arguments.start_point[0],
+    )
+
+
+def _is_keyword_arg(text: str) -> bool:
+    head = text.split("=", 1)
+    return len(head) == 2 and head[0].strip().isidentifier() and not head[1].startswith("=")
+
+
+def _defined_with(src: bytes, name: str, arity: int) -> bool:
+    """True when the file defines ``name`` taking ``arity`` positional arguments (or more)."""
+    pattern = re.compile(rb"def\s+" + re.escape(name.encode()) + rb"\s*\(([^)]*)\)")
+    for match in pattern.finditer(src):
+        params = [p.strip() for p in match.group(1).split(b",") if p.strip()]
+        plain = [p for p in params if p not in (b"self", b"cls", b"/", b"*")]
+        if any(p.startswith(b"*") for p in plain) or len(plain) >= arity:
+            return True
+    return False
+
+
+# -- the follow-ups --------------------------------------------------------------------
+
+
+def follow_ups(edit: UserEdit, src: bytes, tree: Tree | None) -> list[FollowUp]:
+    """The edits ``edit`` implies in its own file (the remaining references or calls)."""
+    root = (tree or parse("python", src)).root_node
+    if edit.kind == "rename":
+        return _renames(edit, root, src)
+    return _calls(edit, root, src, skip=edit.site, module="")
+
+
+def follow_ups_elsewhere(
+    edit: UserEdit, module: str, src: bytes, tree: Tree | None
+) -> list[FollowUp]:
+    """The edits ``edit`` (made in module ``module``) implies in another open Python file."""
+    if not edit.module_level:
+        return []
+    root = (tree or parse("python", src)).root_node
+    if edit.kind == "rename":
+        if edit.what not in ("function", "class", "global name"):
+            return []
+        return _imported_renames(edit, module, root, src)
+    if not _imports_name(root, src, module, edit.old):
+        return []
+    return _calls(edit, root, src, skip=None, module=module)
+
+
+def _follow(node: Node, text: str, edit: UserEdit, reason: str) -> FollowUp:
+    return FollowUp(
+        node.start_byte,
+        node.end_byte,
+        node.start_point,
+        node.end_point,
+        text,
+        edit.kind,
+        reason,
+    )
+
+
+def _renames(edit: UserEdit, root: Node, src: bytes) -> list[FollowUp]:
+    scope: Node | None = root
+    if edit.scope != _key(root):
+        scope = root.named_descendant_for_byte_range(*edit.scope)
+    while scope is not None and (scope.type not in _SCOPES or _key(scope) != edit.scope):
+        scope = scope.parent
+    if scope is None:
+        return []
+    resolver = _Resolver(root, src, edit.old, edit.scope)
+    found: list[FollowUp] = []
+    reason = f"{edit.what} `{edit.old}` renamed to `{edit.new}` (line {edit.line + 1})"
+    for node in _identifiers(root, src, edit.old, edit.scope):
+        if not _is_reference(node):
+            continue
+        resolved = resolver.resolve(node)
+        if resolved is not None and _key(resolved) == edit.scope:
+            found.append(
+                _follow(node, edit.new, edit, f"{reason}: this reference still says the old name")
+            )
+    if edit.what == "method" and scope.type == "class_definition":
+        found += _method_uses(edit, root, src, scope, reason)
+    return found
+
+
+def _method_uses(edit: UserEdit, root: Node, src: bytes, cls: Node, reason: str) -> list[FollowUp]:
+    """``self.name``/``cls.name`` in the class, ``Class.name`` anywhere in the file."""
+    cls_name = cls.child_by_field_name("name")
+    owner = _text(cls_name) if cls_name is not None else ""
+    found: list[FollowUp] = []
+    for node in _identifiers(root, src, edit.old, (0, len(src))):
+        parent = node.parent
+        if parent is None or parent.type != "attribute" or not _is_field(node, parent, "attribute"):
+            continue
+        obj = parent.child_by_field_name("object")
+        if obj is None or obj.type != "identifier":
+            continue
+        inside = cls.start_byte <= node.start_byte < cls.end_byte
+        if (inside and _text(obj) in ("self", "cls")) or _text(obj) == owner:
+            found.append(_follow(node, edit.new, edit, f"{reason}: `{_text(parent)}` calls it"))
+    return found
+
+
+def _imports_name(root: Node, src: bytes, module: str, name: str) -> bool:
+    for node in _identifiers(root, src, name, (0, len(src))):
+        statement = _enclosing(node, ("import_from_statement",))
+        if statement is None:
+            continue
+        source = statement.child_by_field_name("module_name")
+        if source is not None and _text(source).split(".")[-1] == module:
+            return True
+    return False
+
+
+def _imported_renames(edit: UserEdit, module: str, root: Node, src: bytes) -> list[FollowUp]:
+    found: list[FollowUp] = []
+    reason = f"`{edit.old}` renamed to `{edit.new}` in {module}"
+    if _imports_name(root, src, module, edit.old):
+        resolver = _Resolver(root, src, edit.old, None)
+        for node in _identifiers(root, src, edit.old, (0, len(src))):
+            statement = _enclosing(node, ("import_from_statement",))
+            if statement is not None:
+                source = statement.child_by_field_name("module_name")
+                if source is not None and _text(source).split(".")[-1] == module:
+                    found.append(_follow(node, edit.new, edit, f"{reason}: imported here"))
+                continue
+            if not _is_reference(node):
+                continue
+            resolved = resolver.resolve(node)
+            if resolved is not None and resolved.type == "module":
+                found.append(_follow(node, edit.new, edit, f"{reason}: used here"))
+    for node in _identifiers(root, src, edit.old, (0, len(src))):
+        parent = node.parent
+        if parent is None or parent.type != "attribute" or not _is_field(node, parent, "attribute"):
+            continue
+        obj = parent.child_by_field_name("object")
+        if obj is not None and _text(obj).split(".")[-1] == module:
+            found.append(_follow(node, edit.new, edit, f"{reason}: `{_text(parent)}`"))
+    return found
+
+
+def _calls(
+    edit: UserEdit, root: Node, src: bytes, *, skip: tuple[int, int] | None, module: str
+) -> list[FollowUp]:
+    """The calls of the function (bare, or ``module.f`` in another file) or method (``x.m``)."""
+    found: list[FollowUp] = []
+    for node in _identifiers(root, src, edit.old, (0, len(src))):
+        parent = node.parent
+        if parent is None:
+            continue
+        call = parent
+        if parent.type == "attribute" and _is_field(node, parent, "attribute"):
+            call = parent.parent if parent.parent is not None else parent
+            if call.type != "call" or not _is_field(parent, call, "function"):
+                continue
+            obj = parent.child_by_field_name("object")
+            qualified = module and obj is not None and _text(obj).split(".")[-1] == module
+            if edit.what != "method" and not qualified:
+                continue
+        else:
+            bare_call = parent.type == "call" and _is_field(node, parent, "function")
+            if edit.what == "method" or not bare_call:
+                continue
+        arguments = call.child_by_field_name("arguments")
+        if arguments is None or arguments.type != "argument_list" or _key(arguments) == skip:
+            continue
+        fix = _fix_call(edit, arguments)
+        if fix is not None:
+            found.append(fix)
+    return found
+
+
+def _fix_call(edit: UserEdit, arguments: Node) -> FollowUp | None:
+    args = [c for c in arguments.named_children if c.type != "comment"]
+    if any(a.type in ("list_splat", "dictionary_splat") for a in args):
+        return None
+    positional = [a for a in args if a.type != "keyword_argument"]
+    if len(positional) != edit.count or positional != args[: len(positional)]:
+        return None
+    where = f"`{edit.old}` at line {arguments.start_point[0] + 1}"
+    if edit.kind in ("parameter-added", "argument-added"):
+        if edit.kind == "parameter-added":
+            reason = (
+                f"parameter `{edit.new}` added to {edit.what} `{edit.old}` (line {edit.line + 1})"
+            )
+        else:
+            reason = f"argument `{edit.new}` added to a call of `{edit.old}` (line {edit.line + 1})"
+        reason += f": the call {where} passes {edit.count}"
+        if edit.index < len(args):
+            anchor = args[edit.index]
+            return FollowUp(
+                anchor.start_byte,
+                anchor.start_byte,
+                anchor.start_point,
+                anchor.start_point,
+                f"{edit.new}, ",
+                edit.kind,
+                reason,
+            )
+        if args:
+            last = args[-1]
+            return FollowUp(
+                last.end_byte,
+                last.end_byte,
+                last.end_point,
+                last.end_point,
+                f", {edit.new}",
+                edit.kind,
+                reason,
+            )
+        inside = (arguments.start_point[0], arguments.start_point[1] + 1)
+        start = arguments.start_byte + 1
+        return FollowUp(start, start, inside, inside, edit.new, edit.kind, reason)
+    if edit.index >= len(positional):
+        return None
+    reason = (
+        f"parameter {edit.index + 1} removed from {edit.what} `{edit.old}` (line {edit.line + 1}):"
+        f" the call {where} still passes it"
+    )
+    target = positional[edit.index]
+    if edit.index + 1 < len(args):
+        after = args[edit.index + 1]
+        return FollowUp(
+            target.start_byte,
+            after.start_byte,
+            target.start_point,
+            after.start_point,
+            "",
+            edit.kind,
+            reason,
+        )
+    if edit.index > 0:
+        before = args[edit.index - 1]
+        return FollowUp(
+            before.end_byte,
+            target.end_byte,
+            before.end_point,
+            target.end_point,
+            "",
+            edit.kind,
+            reason,
+        )
+    return FollowUp(
+        target.start_byte,
+        target.end_byte,
+        target.start_point,
+        target.end_point,
+        "",
+        edit.kind,
+        reason,
+    )

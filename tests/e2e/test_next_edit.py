@@ -1,0 +1,146 @@
+"""Next edits over real JSON-RPC stdio: textDocument/copilotInlineEdit as Copilot speaks it.
+
+The raw client reads the wire format itself: a rename at a definition is answered with the
+remaining references (the nearest first, each with its accept command), a stale version
+with no edits; ``didShowInlineEdit`` and the accept command (as a request, and as the
+notification copilot.el sends) are counted; ``nextEdit: off`` answers none and does not
+advertise the command.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import server_env
+from tests.support.jsonrpc import SERVE, StdioClient
+
+ACCEPT = "github.copilot.didAcceptNextEditSuggestionItem"
+CODE = """def area(width, height):
+    return width * height
+
+
+def total(shapes):
+    return sum(area(w, h) for w, h in shapes)
+
+
+print(area(2, 3))
+"""
+
+
+def start(workspace: Path, options: dict[str, Any]) -> tuple[StdioClient, Any]:
+    client = StdioClient([*SERVE, "--model", str(workspace / "absent.gguf")], env=server_env())
+    result = client.initialize(workspace, {"metrics": False, "persist": False, **options})
+    return client, result
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[StdioClient, str, Any]]:
+    """A real server without a model, with shapes.py open at version 1."""
+    (tmp_path / "shapes.py").write_text(CODE)
+    client, result = start(tmp_path, {})
+    uri = (tmp_path / "shapes.py").as_uri()
+    client.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": CODE}},
+    )
+    yield client, uri, result
+    client.close()
+
+
+def inline_edit(client: StdioClient, uri: str, version: int, line: int) -> Any:
+    params = {
+        "textDocument": {"uri": uri, "version": version},
+        "position": {"line": line, "character": 4},
+        "context": {"triggerKind": 2},
+    }
+    return client.request("textDocument/copilotInlineEdit", params)
+
+
+def rename_area(client: StdioClient, uri: str, version: int) -> None:
+    """Select ``area`` in its def and type ``surface`` key by key (one burst)."""
+
+    def at(c: int) -> dict[str, int]:
+        return {"line": 0, "character": c}
+
+    changes = [{"range": {"start": at(4), "end": at(8)}, "text": ""}]
+    changes += [
+        {"range": {"start": at(4 + i), "end": at(4 + i)}, "text": ch}
+        for i, ch in enumerate("surface")
+    ]
+    client.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": uri, "version": version}, "contentChanges": changes},
+    )
+
+
+def test_a_rename_is_answered_with_the_remaining_references(
+    server: tuple[StdioClient, str, Any],
+) -> None:
+    client, uri, init = server
+    assert ACCEPT in init["capabilities"]["executeCommandProvider"]["commands"]
+    rename_area(client, uri, 2)
+
+    edits = inline_edit(client, uri, 2, line=0)["edits"]
+    assert [e["range"]["start"]["line"] for e in edits] == [5, 8]  # the nearest first
+    first = edits[0]
+    assert first["text"] == "surface"
+    assert first["textDocument"] == {"uri": uri, "version": 2}
+    assert first["range"] == {
+        "start": {"line": 5, "character": 15},
+        "end": {"line": 5, "character": 19},
+    }
+    assert first["command"]["command"] == ACCEPT
+    assert "renamed to `surface`" in first["explain"]["reason"]
+
+    assert inline_edit(client, uri, 1, line=0) == {"edits": []}  # stale: nothing
+
+    client.notify("textDocument/didFocus", {"textDocument": {"uri": uri}})
+    client.notify("textDocument/didShowInlineEdit", {"item": {"command": first["command"]}})
+    accepted = client.command(ACCEPT, *first["command"]["arguments"])
+    assert accepted == {"accepted": True, "id": first["command"]["arguments"][0]}
+    second = edits[1]["command"]  # copilot.el sends the command as a notification
+    client.notify("workspace/executeCommand", {"command": ACCEPT, "arguments": second["arguments"]})
+
+    deadline = time.monotonic() + 5
+    stats = client.command("lspAssist.nextEditStats")
+    while stats["accepted"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        stats = client.command("lspAssist.nextEditStats")
+    assert stats["mode"] == "symbolic"
+    assert (stats["shown"], stats["accepted"], stats["stale"]) == (1, 2, 1)
+
+
+def test_an_accepted_edit_leads_to_the_next_one(server: tuple[StdioClient, str, Any]) -> None:
+    client, uri, _ = server
+    rename_area(client, uri, 2)
+    first = inline_edit(client, uri, 2, line=0)["edits"][0]
+    client.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": uri, "version": 3},
+            "contentChanges": [{"range": first["range"], "text": first["text"]}],
+        },
+    )
+    edits = inline_edit(client, uri, 3, line=5)["edits"]
+    assert [(e["range"]["start"]["line"], e["text"]) for e in edits] == [(8, "surface")]
+
+
+def test_off_answers_nothing_and_advertises_no_command(tmp_path: Path) -> None:
+    (tmp_path / "shapes.py").write_text(CODE)
+    client, init = start(tmp_path, {"nextEdit": "off"})
+    try:
+        assert ACCEPT not in init["capabilities"]["executeCommandProvider"]["commands"]
+        uri = (tmp_path / "shapes.py").as_uri()
+        client.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": CODE}},
+        )
+        rename_area(client, uri, 2)
+        assert inline_edit(client, uri, 2, line=0) == {"edits": []}
+    finally:
+        client.close()
