@@ -14,13 +14,8 @@ from lsp_assist.index.model import (
     Symbol,
     SymbolKind,
 )
-from lsp_assist.index.next_edits import (
-    FollowUp,
-    UserEdit,
-    classify,
-    follow_ups,
-    follow_ups_elsewhere,
-)
+from lsp_assist.index.next_edit_fixes import follow_ups, follow_ups_elsewhere
+from lsp_assist.index.next_edits import FollowUp, UserEdit, classify
 from lsp_assist.index.vectors import Embedding, VectorIndex, VectorSource
 from lsp_assist.index.workspace import WorkspaceIndex
 
