@@ -20,7 +20,7 @@
 ;; `lsp-assist-modes') starts eglot, asks for a suggestion when point rests (after
 ;; typing, after moving, on entering the buffer) and shows it after point.  While a
 ;; suggestion shows, `lsp-assist-preview-map' is active: TAB accepts it, M-f a word,
-;; C-e a line, M-] and M-p cycle alternatives, C-g dismisses it.  C-c \ asks for
+;; C-e a line, M-n and M-p cycle alternatives, C-g dismisses it.  C-c \ asks for
 ;; one now.  The mode line shows the server's state: loading, ready (with the
 ;; latency of the last suggestion), thinking, error, or off.
 ;;
@@ -697,10 +697,6 @@ shows (lspAssist/suggestionReady); its latency is not the mode line's."
 (defvar-local lsp-assist--preview-active nil
   "Non-nil while a suggestion shows: `lsp-assist-preview-map' is then active.")
 
-(defun lsp-assist--graphic-only (command)
-  "COMMAND on a graphical frame, else nil (no binding)."
-  (and (display-graphic-p) command))
-
 (defvar lsp-assist-preview-map
   (let ((map (make-sparse-keymap)))
     (define-key map (kbd "TAB") #'lsp-assist-accept)
@@ -709,13 +705,13 @@ shows (lspAssist/suggestionReady); its latency is not the mode line's."
     (define-key map (kbd "M-<right>") #'lsp-assist-accept-word)
     (define-key map (kbd "C-e") #'lsp-assist-accept-line)
     (define-key map (kbd "C-M-<right>") #'lsp-assist-accept-line)
-    (define-key map (kbd "M-]") #'lsp-assist-next)
+    ;; Cycling: M-n and M-p, the same in a terminal and a graphical frame.  No M-[
+    ;; (copilot.vim's): in a terminal ESC [ begins the escape sequences of arrow and
+    ;; function keys, so Emacs waits for the rest and the key after M-[ is lost
+    ;; ("M-[ a is undefined"); a binding would also take M-<right> for M-[ "1;3C".
     (define-key map (kbd "M-n") #'lsp-assist-next)
-    ;; In a terminal ESC [ begins the escape sequences of arrow and function keys: a
-    ;; binding there would take M-<right> for M-[ followed by "1;3C".
-    (define-key map (kbd "M-[") '(menu-item "" lsp-assist-previous
-                                            :filter lsp-assist--graphic-only))
     (define-key map (kbd "M-p") #'lsp-assist-previous)
+    (define-key map (kbd "M-]") #'lsp-assist-next)
     (define-key map (kbd "C-g") #'lsp-assist-dismiss)
     (define-key map (kbd "C-]") #'lsp-assist-dismiss)
     map)

@@ -487,9 +487,9 @@ a request in flight, a dismissed suggestion."
             (driver-keys keys)
             (push (lsp-assist-preview-text) seen))
           (put 'cycled (vconcat (nreverse seen))))
-        ;; Not a graphical frame (batch, like a terminal): M-[ stays unbound, or it
-        ;; would swallow the ESC [ of arrow keys.
-        (put 'meta_bracket (format "%s" (key-binding (kbd "M-["))))
+        ;; M-[ is not lsp-assist's in any frame: in a terminal it is the ESC [ of
+        ;; escape sequences (it would swallow the next key, or take M-<right>).
+        (put 'meta_bracket (format "%s" (lookup-key lsp-assist-preview-map (kbd "M-["))))
         (driver-keys "C-]")
         (put 'after_dismiss (lsp-assist-preview-text))
         (put 'words (vconcat (mapcar #'lsp-assist--next-word

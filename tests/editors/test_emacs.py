@@ -820,3 +820,56 @@ def test_emacs_nw_mode_line_draws_the_percent(server_env: dict[str, str], tmp_pa
         assert tmux.wait_for(r"✨ready 85ms indexing 40%\)", 10), tmux.screen()
     finally:
         tmux.close()
+
+
+def documented_cycle_keys() -> dict[str, list[str]]:
+    """The keys of the Emacs Keys table's rows for lsp-assist-next and -previous."""
+    keys: dict[str, list[str]] = {}
+    for row in emacs_section().splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[1] in ("`lsp-assist-next`", "`lsp-assist-previous`"):
+            keys[cells[1].strip("`")] = re.findall(r"`([^`]+)`", cells[0])
+    return keys
+
+
+CYCLE_SETUP = r"""
+(switch-to-buffer "*keys*")
+(lsp-assist-mode 1)  ; typing removes the preview; no file, so no server starts
+(insert "x = ")
+(global-set-key (kbd "<f5>")
+  (lambda () (interactive)
+    (lsp-assist--show-choices
+     (list (list :text "a1" :delete 0) (list :text "b2" :delete 0)
+           (list :text "c3" :delete 0)) t)))
+"""
+
+
+@needs_eglot
+@needs_tmux
+def test_emacs_nw_cycle_keys_in_a_terminal(server_env: dict[str, str], tmp_path: Path) -> None:
+    """Each documented cycle key works in a terminal and swallows nothing after it."""
+    keys = documented_cycle_keys()
+    assert keys.get("lsp-assist-next") and keys.get("lsp-assist-previous"), keys
+    tmux = emacs_nw(tmp_path, server_env, CYCLE_SETUP)
+
+    def wait_row(expected: str, key: str) -> None:
+        until = time.monotonic() + 10
+        while tmux.screen().splitlines()[1] != expected and time.monotonic() < until:
+            time.sleep(0.1)
+        assert tmux.screen().splitlines()[1] == expected, (key, tmux.screen())
+
+    try:
+        assert tmux.wait_for(r"\*keys\*", 30), tmux.screen()
+        typed = ""
+        for command, step in (("lsp-assist-next", 1), ("lsp-assist-previous", -1)):
+            for key in keys[command]:
+                tmux.keys("F5")
+                wait_row("x = " + typed + "a1", "F5")
+                tmux.keys(key)
+                wait_row("x = " + typed + ("b2" if step == 1 else "c3"), key)
+                # The next key is typed, not taken as the rest of an escape sequence.
+                tmux.keys("q", literal=True)
+                typed += "q"
+                wait_row("x = " + typed, f"{key} then q")
+    finally:
+        tmux.close()
