@@ -34,13 +34,25 @@ from pygls.protocol.language_server import lsp_method
 
 from lsp_assist import __version__
 from lsp_assist.config import Settings, parse_settings
-from lsp_assist.documents import uri_to_path
+from lsp_assist.documents import Position, uri_to_path
 from lsp_assist.lsp.blocking import run_blocking
 from lsp_assist.lsp.document_sync import OwnDocumentSync
 from lsp_assist.lsp.transport import peek_request_id
-from lsp_assist.serving import Buffers, CompletionEngine, NextEdits, Scheduler, Session
+from lsp_assist.serving import (
+    Buffers,
+    CompletionEngine,
+    CompletionOutcome,
+    CompletionQuery,
+    NextEdits,
+    Scheduler,
+    Session,
+)
 
 logger = logging.getLogger(__name__)
+
+READY_NOTIFICATION = "lspAssist/suggestionReady"
+READY_CAPABILITY = "lspAssistSuggestionReady"
+"""A client that sets this in ``capabilities.experimental`` gets READY_NOTIFICATION."""
 
 _HANDLED = object()
 """Returned by structure_message for a request already answered with an error."""
@@ -251,10 +263,23 @@ class LspAssistServer(LanguageServer):
         self.session = Session(settings, workspace=root)
         self.buffers = self.session.buffers
         self.engine = CompletionEngine(self.session)
-        self.scheduler = Scheduler(self.engine)
+        # chosen here, from the client's capabilities: no request handler installs it
+        on_ready = self.announce_ready if wants_ready_notices(params.capabilities) else None
+        self.scheduler = Scheduler(self.engine, on_ready=on_ready)
         self.next_edits = NextEdits(self.session)
         for hook in self.setup_hooks:
             hook(self)
+
+    def announce_ready(self, query: CompletionQuery, whole: CompletionOutcome) -> None:
+        """Tell the client that an early-answered suggestion is now whole: asking again gets it."""
+        line, character = query.snapshot.to_lsp(Position(whole.line, whole.column), self.encoding)
+        self.protocol.notify(
+            READY_NOTIFICATION,
+            {
+                "textDocument": {"uri": query.uri, "version": whole.version},
+                "position": {"line": line, "character": character},
+            },
+        )
 
     def warn(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """Log a message and show it in the editor."""
@@ -398,6 +423,12 @@ class LspAssistServer(LanguageServer):
         """Free everything the connection held: the session, the model, pygls's thread pool."""
         self.shutdown_engine()
         self.shutdown()  # type: ignore[no-untyped-call]
+
+
+def wants_ready_notices(capabilities: types.ClientCapabilities | None) -> bool:
+    """True when the client asked for ``lspAssist/suggestionReady`` (an experimental capability)."""
+    experimental = capabilities.experimental if capabilities is not None else None
+    return isinstance(experimental, dict) and bool(experimental.get(READY_CAPABILITY))
 
 
 def workspace_root(params: types.InitializeParams) -> Path | None:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
-from lsp_assist.serving.typethrough import EntryKey, TypeThroughCache
+from lsp_assist.serving.typethrough import EntryKey, TypeThrough
 
 
 class EarlyAnswer:
@@ -33,8 +33,8 @@ class EarlyAnswer:
         on_answer: Callable[[CompletionOutcome], None],
         after_s: float,
         clean: Callable[[str], str],
-        cache: TypeThroughCache,
-        cache_key: EntryKey,
+        typethrough: TypeThrough,
+        key: EntryKey,
     ) -> None:
         self.query = query
         self.outcome = outcome
@@ -42,9 +42,9 @@ class EarlyAnswer:
         """The scheduler's callback (on the model thread): the early answer goes there."""
         self.after_s = after_s
         self.clean = clean
-        self.cache = cache
-        self.cache_key = cache_key
-        """The type-through entry of the suggestion (hashed once, put as it grows)."""
+        self.typethrough = typethrough
+        self.key = key
+        """The type-through entry of the suggestion (hashed once, grown as it is written)."""
         self.raw = ""
         self.first_text_at: float | None = None
         self.answered_at: float | None = None
@@ -62,7 +62,7 @@ class EarlyAnswer:
         text = self.clean(self.raw)
         if not text or text == self.shown:
             return
-        self.cache.put_at(self.cache_key, text)
+        self.typethrough.grow(self.key, text)
         self.shown = text
         if self.answered_at is None:
             self._answer(text, now)

@@ -26,6 +26,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 
 from tree_sitter import Tree
 
@@ -47,7 +48,7 @@ from lsp_assist.serving.records import metrics_record
 from lsp_assist.serving.session import Session
 from lsp_assist.serving.stoprules import make_stop_rule, stop_strings
 from lsp_assist.serving.triggers import oversized_reason, skip_reason
-from lsp_assist.serving.typethrough import TypeThroughCache
+from lsp_assist.serving.typethrough import TypeThrough
 
 __all__ = ["CompletionEngine"]
 
@@ -59,8 +60,9 @@ class CompletionEngine:
 
     def __init__(self, session: Session) -> None:
         self.session = session
-        self.typethrough = TypeThroughCache(session.settings.completion.cache_entries)
-        """Suggestions by the text they were made for, served while the user types them."""
+        self.typethrough = TypeThrough(session.settings.completion.cache_entries)
+        """Suggestions by the text they were made for, served while the user types them,
+        and those still being written (early answers)."""
         self.last_outcomes: tuple[CompletionOutcome, ...] = ()
         """The last 20 outcomes, oldest first; replaced whole under ``_outcomes_lock``."""
         self._outcomes_lock = threading.Lock()
@@ -92,8 +94,7 @@ class CompletionEngine:
         started = time.perf_counter()
         doc = query.snapshot
         pos = doc.clamp(query.line, query.column)
-        offset = doc.offset_at(pos)
-        remainder = self.typethrough.get(query.uri, doc.text[:offset], doc.text[offset:])
+        remainder = self.typethrough.lookup(doc, pos)
         if not remainder:
             return None
         outcome = CompletionOutcome(
@@ -269,7 +270,7 @@ class CompletionEngine:
 
         alternatives = wanted(query, completion)
         # keyed by the text the suggestion was made for, not the buffer as it is now
-        entry = self.typethrough.key(doc.uri, doc.text[:offset], doc.text[offset:])
+        entry = self.typethrough.key(doc, pos)
         # token healing: the model writes the typed tail cut from the prompt; a backend
         # that cannot be constrained gets it back as prompt tokens
         prompt_tokens, forced = list(prompt.tokens), prompt.healed
@@ -300,8 +301,8 @@ class CompletionEngine:
                 on_answer=on_answer,
                 after_s=completion.answer_after_ms / 1000,
                 clean=clean,
-                cache=self.typethrough,
-                cache_key=entry,
+                typethrough=self.typethrough,
+                key=entry,
             )
         request = GenerationRequest(
             prompt_tokens=prompt_tokens,
@@ -318,45 +319,51 @@ class CompletionEngine:
             alternatives=alternatives,
             on_text=early,
         )
-        try:
-            result = backend.generate(request)
-        except GenerationCancelled:
-            # Superseded or cancelled within the backend (a remote tokenizer call).
-            return dataclasses.replace(prepared, cancelled=True)
-        except LspAssistError as exc:
-            logger.error("completion failed: %s", exc)
-            return dataclasses.replace(prepared, error=str(exc))
-        if result.ttft_ms > 0:  # the prompt was evaluated whole (not cancelled within)
-            self.session.adaptive.observe(
-                result.prompt_tokens - result.reused_tokens, result.prefill_ms / 1000
-            )
-        outcome = dataclasses.replace(prepared, multiline=multiline)
-        result.copy_usage(outcome)
-        # the request's own view: the prompt the context built (a healed tail a backend got
-        # back as tokens is not counted) and times from arrival (latency_ms when it ends)
-        outcome.prompt_tokens = prompt.total_tokens
-        outcome.output_tokens = len(result.tokens)
-        outcome.ttft_ms = 0.0
-        if result.tokens:
-            # the backend counts from its own start; the user's clock started at arrival
-            outcome.ttft_ms = (called - query.received_at) * 1000 + result.ttft_ms
-        text = clean(result.text)
-        # A generation time cap keeps what was generated; a cancel (superseded, client
-        # cancel) or a prompt time cap has nothing worth showing, unless the editor already
-        # has the suggestion's start (an early answer): that start is what it keeps.
-        partial_ok = result.stop_reason == "timeout" and bool(result.tokens)
-        if early is not None and early.answered_at is not None:
-            outcome.answered_early = True
-            outcome.latency_ms = (early.answered_at - query.received_at) * 1000
-            if result.cancelled and not partial_ok:
-                text, partial_ok = early.shown, True
-        outcome.cancelled = result.cancelled and not partial_ok
-        outcome.text = "" if outcome.cancelled else text
-        if result.alternatives and not outcome.cancelled:
-            branches = [clean(branch.text) for branch in result.alternatives if branch.complete]
-            outcome.text, outcome.alternatives = distinct(text, branches)
-        self.typethrough.put_at(entry, outcome.text)
-        return outcome
+        # an early answer's entry is being written until the whole is put: a keystroke
+        # that typed all of it waits for more meanwhile (TypeThrough.wait_for_more)
+        writing: AbstractContextManager[None] = (
+            self.typethrough.writing(entry) if early is not None else nullcontext()
+        )
+        with writing:
+            try:
+                result = backend.generate(request)
+            except GenerationCancelled:
+                # Superseded or cancelled within the backend (a remote tokenizer call).
+                return dataclasses.replace(prepared, cancelled=True)
+            except LspAssistError as exc:
+                logger.error("completion failed: %s", exc)
+                return dataclasses.replace(prepared, error=str(exc))
+            if result.ttft_ms > 0:  # the prompt was evaluated whole (not cancelled within)
+                self.session.adaptive.observe(
+                    result.prompt_tokens - result.reused_tokens, result.prefill_ms / 1000
+                )
+            outcome = dataclasses.replace(prepared, multiline=multiline)
+            result.copy_usage(outcome)
+            # the request's own view: the prompt the context built (a healed tail a backend
+            # got back as tokens is not counted) and times from arrival (latency_ms at the end)
+            outcome.prompt_tokens = prompt.total_tokens
+            outcome.output_tokens = len(result.tokens)
+            outcome.ttft_ms = 0.0
+            if result.tokens:
+                # the backend counts from its own start; the user's clock started at arrival
+                outcome.ttft_ms = (called - query.received_at) * 1000 + result.ttft_ms
+            text = clean(result.text)
+            # A generation time cap keeps what was generated; a cancel (superseded, client
+            # cancel) or a prompt time cap has nothing worth showing, unless the editor
+            # already has the suggestion's start (an early answer): that is what it keeps.
+            partial_ok = result.stop_reason == "timeout" and bool(result.tokens)
+            if early is not None and early.answered_at is not None:
+                outcome.answered_early = True
+                outcome.latency_ms = (early.answered_at - query.received_at) * 1000
+                if result.cancelled and not partial_ok:
+                    text, partial_ok = early.shown, True
+            outcome.cancelled = result.cancelled and not partial_ok
+            outcome.text = "" if outcome.cancelled else text
+            if result.alternatives and not outcome.cancelled:
+                branches = [clean(branch.text) for branch in result.alternatives if branch.complete]
+                outcome.text, outcome.alternatives = distinct(text, branches)
+            self.typethrough.put(entry, outcome.text)
+            return outcome
 
     def prefill(
         self,

@@ -16,7 +16,8 @@ the model writes the rest. The request's answer is then that start; the model th
 goes on, a keystroke served from the type-through cache leaves it running (it is
 writing the very suggestion being typed through), a request that goes to the model
 cancels it, and when it completes with more text ``on_ready`` is called (the LSP layer
-sends ``lspAssist/suggestionReady``).
+sends ``lspAssist/suggestionReady``). A keystroke that typed all of what is written so
+far waits for the next piece on ``TypeThrough.wait_for_more`` (serving/typethrough.py).
 """
 
 from __future__ import annotations
@@ -43,7 +44,10 @@ REST_WAIT_S = 0.25
 """How long a keystroke that typed all of a suggestion still being written waits for its
 next piece (the model writes a token every ~25 ms on a 2-core CPU) before going to the
 model itself."""
-REST_POLL_S = 0.005
+WAITERS = 2
+"""Threads that wait for the rest of a suggestion (``TypeThrough.wait_for_more`` blocks)."""
+
+ReadyCallback = Callable[[CompletionQuery, CompletionOutcome], None]
 
 
 def _settle(future: asyncio.Future[CompletionOutcome], answer: CompletionOutcome) -> None:
@@ -67,16 +71,21 @@ class _Ticket:
 class Scheduler:
     """Runs engine work on the model executor with debounce and newest-wins."""
 
-    def __init__(self, engine: CompletionEngine) -> None:
+    def __init__(self, engine: CompletionEngine, *, on_ready: ReadyCallback | None = None) -> None:
         self.engine = engine
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lsp-assist-model")
+        self._waiters = ThreadPoolExecutor(
+            max_workers=WAITERS, thread_name_prefix="lsp-assist-wait"
+        )
+        """Where a keystroke waits for the rest of a suggestion off the event loop."""
         self._latest: dict[str, CancelToken] = {}
         self._running: CancelToken | None = None
         self._prefills: set[CancelToken] = set()
-        self._writing_on: dict[CancelToken, str] = {}
-        """Requests answered early whose rest the model thread is still writing, by URI."""
-        self.on_ready: Callable[[CompletionQuery, CompletionOutcome], None] | None = None
-        """Called on the event loop when an early-answered suggestion is complete and longer."""
+        self._writing_on: set[CancelToken] = set()
+        """Requests answered early whose rest the model thread is still writing."""
+        self.on_ready = on_ready
+        """Called on the event loop when an early-answered suggestion is complete and longer
+        (chosen by the caller at set-up: the LSP server, from the client's capabilities)."""
 
     async def run(self, func: Callable[..., T], *args: Any) -> T:
         """Run a blocking engine call on the model executor."""
@@ -150,7 +159,7 @@ class Scheduler:
                 early.cancel()
                 return await future
             answer = early.result()
-            self._writing_on[ticket.cancel] = query.uri
+            self._writing_on.add(ticket.cancel)
             future.add_done_callback(lambda done: self._written(ticket, answer, done))
             return answer
         except asyncio.CancelledError:
@@ -166,18 +175,18 @@ class Scheduler:
         Without this it would miss the cache (nothing left to show), cancel the writing
         and start the model afresh for the text that is about to arrive.
         """
-        if query.uri not in self._writing_on.values():
-            return None
         doc = query.snapshot
-        offset = doc.offset_at(doc.clamp(query.line, query.column))
-        before, after = doc.text[:offset], doc.text[offset:]
-        cache = self.engine.typethrough
-        deadline = time.perf_counter() + REST_WAIT_S
-        while cache.typed_through(query.uri, before, after):
-            if time.perf_counter() > deadline or query.uri not in self._writing_on.values():
-                return None
-            await asyncio.sleep(REST_POLL_S)
-        return self.engine.cached(query)
+        typethrough = self.engine.typethrough
+        found = typethrough.typed_through(doc, doc.clamp(query.line, query.column))
+        if found is None:
+            return None
+        key, typed = found
+        loop = asyncio.get_running_loop()
+        # woken by the writer's next piece or its end (a condition, not a poll)
+        more = await loop.run_in_executor(
+            self._waiters, lambda: typethrough.wait_for_more(key, REST_WAIT_S, than=typed)
+        )
+        return self.engine.cached(query) if more else None
 
     def _written(
         self,
@@ -186,7 +195,7 @@ class Scheduler:
         done: asyncio.Future[CompletionOutcome],
     ) -> None:
         """The rest of an early-answered suggestion is written (or was cancelled)."""
-        self._writing_on.pop(ticket.cancel, None)
+        self._writing_on.discard(ticket.cancel)
         if done.cancelled() or done.exception() is not None:
             return
         whole = done.result()
@@ -230,3 +239,4 @@ class Scheduler:
         if self._running is not None:
             self._running.cancel("shutdown")
         self.executor.shutdown(wait=False, cancel_futures=True)
+        self._waiters.shutdown(wait=False, cancel_futures=True)

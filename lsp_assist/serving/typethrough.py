@@ -9,6 +9,10 @@ prefix plus typed characters that are a strict prefix of the suggestion, and the
 after the cursor is unchanged, or changed only by one or two closers the editor
 auto-inserted (the remainder then leaves out its own copy of them). Only hashes are
 stored, never the document text.
+
+:class:`TypeThrough` is the feature's one owner: the cache, the suggestions still being
+written by an early-answered generation (``begin``/``grow``/``end``) and the wait of a
+keystroke that typed all of one (``wait_for_more``, on a condition, not a poll).
 """
 
 from __future__ import annotations
@@ -17,7 +21,11 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Container, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+
+from lsp_assist.documents import DocumentSnapshot, Position
 
 log = logging.getLogger(__name__)
 
@@ -102,24 +110,37 @@ class TypeThroughCache:
             self.hits += 1
             return remainder
 
-    def typed_through(self, uri: str, prefix_text: str, suffix_text: str) -> bool:
-        """True when the user has typed exactly all of a cached suggestion (no counters).
+    def typed_through(
+        self,
+        uri: str,
+        prefix_text: str,
+        suffix_text: str,
+        among: Container[EntryKey] | None = None,
+    ) -> EntryKey | None:
+        """The entry (of ``among``, if given) the user has typed exactly all of (no counters).
 
         A suggestion still being written (an early answer) may then grow: the scheduler
-        waits for that instead of sending the keystroke to the model.
+        waits for that instead of sending the keystroke to the model (``TypeThrough``).
         """
         n = len(prefix_text)
         suffix_hash = _digest(suffix_text)
         with self._lock:
             for key in self._by_uri.get(uri, ()):
+                if among is not None and key not in among:
+                    continue
                 suggestion = self._entries[key]
                 if n - key.prefix_len != len(suggestion) or key.suffix_hash != suffix_hash:
                     continue
                 if prefix_text[key.prefix_len :] != suggestion:
                     continue
                 if _digest(prefix_text[: key.prefix_len]) == key.prefix_hash:
-                    return True
-        return False
+                    return key
+        return None
+
+    def peek(self, key: EntryKey) -> str:
+        """The suggestion under ``key`` ("" if none), leaving the order and counters alone."""
+        with self._lock:
+            return self._entries.get(key, "")
 
     def _lookup(self, uri: str, prefix_text: str, suffix_text: str) -> tuple[EntryKey, str] | None:
         keys = self._by_uri.get(uri)
@@ -178,3 +199,128 @@ class TypeThroughCache:
     def stats(self) -> dict[str, int]:
         """Return entries, hits and misses."""
         return {"entries": len(self._entries), "hits": self.hits, "misses": self.misses}
+
+
+class TypeThrough:
+    """Type-through in one place: the cache, and the suggestions still being written.
+
+    The engine looks a request up here (``lookup``) and, for a generation that may
+    answer early, marks its entry as being written (``begin``) until it ends (``end``);
+    the early answer only ``grow``s the entry. A keystroke that typed all of what an
+    entry holds while it is still being written waits for more (``wait_for_more``, on a
+    condition the writer notifies: no polling). Thread-safe: the event loop looks up,
+    the model thread writes.
+    """
+
+    def __init__(self, max_entries: int) -> None:
+        self.cache = TypeThroughCache(max_entries)
+        self._changed = threading.Condition()
+        """Notified when an entry being written grows or ends (guards ``_writing``)."""
+        self._writing: dict[EntryKey, int] = {}
+        """Entries being written, with how many generations write each."""
+
+    def __len__(self) -> int:
+        return len(self.cache)
+
+    @property
+    def hits(self) -> int:
+        """Requests served from the cache."""
+        return self.cache.hits
+
+    @property
+    def misses(self) -> int:
+        """Lookups the cache could not answer."""
+        return self.cache.misses
+
+    def stats(self) -> dict[str, int]:
+        """Return entries, hits and misses."""
+        return self.cache.stats()
+
+    @staticmethod
+    def key(snapshot: DocumentSnapshot, pos: Position) -> EntryKey:
+        """The entry of a suggestion made at ``pos`` of ``snapshot`` (its text split there)."""
+        offset = snapshot.offset_at(pos)
+        text = snapshot.text
+        return TypeThroughCache.key(snapshot.uri, text[:offset], text[offset:])
+
+    def lookup(self, snapshot: DocumentSnapshot, pos: Position) -> str | None:
+        """The rest of a suggestion the user is typing through at ``pos``, or None (counted)."""
+        offset = snapshot.offset_at(pos)
+        text = snapshot.text
+        return self.cache.get(snapshot.uri, text[:offset], text[offset:])
+
+    def begin(self, key: EntryKey) -> None:
+        """A suggestion starts being written under ``key`` (its text comes by ``grow``)."""
+        with self._changed:
+            self._writing[key] = self._writing.get(key, 0) + 1
+
+    def grow(self, key: EntryKey, text: str) -> None:
+        """The suggestion under ``key`` is now ``text`` (longer as it is written): waiters wake."""
+        with self._changed:
+            self.cache.put_at(key, text)
+            self._changed.notify_all()
+
+    def put(self, key: EntryKey, text: str) -> None:
+        """Remember a finished suggestion under ``key`` (the whole text; empty: nothing)."""
+        self.grow(key, text)
+
+    @contextmanager
+    def writing(self, key: EntryKey) -> Iterator[None]:
+        """``begin`` now, ``end`` on leaving: a generation writing the suggestion under ``key``."""
+        self.begin(key)
+        try:
+            yield
+        finally:
+            self.end(key)
+
+    def end(self, key: EntryKey) -> None:
+        """The suggestion under ``key`` is written (or was cancelled): waiters wake."""
+        with self._changed:
+            left = self._writing.get(key, 0) - 1
+            if left > 0:
+                self._writing[key] = left
+            else:
+                self._writing.pop(key, None)
+            self._changed.notify_all()
+
+    def typed_through(
+        self, snapshot: DocumentSnapshot, pos: Position
+    ) -> tuple[EntryKey, int] | None:
+        """The entry still being written of which the user typed exactly all, and its length.
+
+        Its suggestion may grow: the scheduler waits for that (``wait_for_more``)
+        instead of sending the keystroke to the model. No counters change.
+        """
+        offset = snapshot.offset_at(pos)
+        text = snapshot.text
+        with self._changed:
+            if not self._writing:
+                return None
+            found = self.cache.typed_through(
+                snapshot.uri, text[:offset], text[offset:], among=self._writing
+            )
+            return None if found is None else (found, offset - found.prefix_len)
+
+    def wait_for_more(self, key: EntryKey, timeout: float, *, than: int | None = None) -> bool:
+        """Block until the suggestion under ``key`` holds more than ``than`` characters.
+
+        ``than`` defaults to what it holds now. Returns True when it does, False when
+        ``timeout`` seconds passed or its writing ended without it (woken by ``grow``
+        and ``end``, never by a poll).
+        """
+        with self._changed:
+            shown = len(self.cache.peek(key)) if than is None else than
+
+            def more_or_done() -> bool:
+                return len(self.cache.peek(key)) > shown or key not in self._writing
+
+            self._changed.wait_for(more_or_done, timeout)
+            return len(self.cache.peek(key)) > shown
+
+    def invalidate(self, uri: str) -> None:
+        """Drop every entry of ``uri`` (closed or replaced document)."""
+        self.cache.invalidate(uri)
+
+    def clear(self) -> None:
+        """Drop every entry and reset the counters."""
+        self.cache.clear()

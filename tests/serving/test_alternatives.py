@@ -74,7 +74,7 @@ def test_invoked_request_gets_the_greedy_item_then_distinct_alternatives(tmp_pat
     # the type-through cache keeps the first item only
     before = "value = "
     prefix = engine.session.buffers.get(uri).text.split(before)[0] + before  # type: ignore[union-attr]
-    assert engine.typethrough.get(uri, prefix, "\n") == "1"
+    assert engine.typethrough.cache.get(uri, prefix, "\n") == "1"
 
 
 def test_a_repeated_alternative_is_dropped(tmp_path: Path) -> None:

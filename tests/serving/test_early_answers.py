@@ -15,7 +15,7 @@ from lsp_assist.backends.base import GenerationRequest, GenerationResult
 from lsp_assist.documents import Position
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
-from lsp_assist.serving.scheduler import Scheduler
+from lsp_assist.serving.scheduler import ReadyCallback, Scheduler
 from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, CharBackend, make_engine, snapshot
 
 WHOLE = "compute_total(items, tax)"
@@ -53,11 +53,14 @@ class StreamingBackend(CharBackend):
 
 
 def setup(
-    tmp_path: Path, answer_after_ms: int, step_s: float = 0.02
+    tmp_path: Path,
+    answer_after_ms: int,
+    step_s: float = 0.02,
+    on_ready: ReadyCallback | None = None,
 ) -> tuple[CompletionEngine, Scheduler, str, StreamingBackend]:
     backend = StreamingBackend(step_s)
     engine, uri = make_engine(tmp_path, backend, answerAfterMs=answer_after_ms, maxTokens=64)
-    return engine, Scheduler(engine), uri, backend
+    return engine, Scheduler(engine, on_ready=on_ready), uri, backend
 
 
 def query(engine: CompletionEngine, uri: str, column: int = CURSOR_COLUMN) -> CompletionQuery:
@@ -73,7 +76,6 @@ def query(engine: CompletionEngine, uri: str, column: int = CURSOR_COLUMN) -> Co
 async def test_answers_with_the_start_then_serves_the_whole_from_the_cache(
     tmp_path: Path,
 ) -> None:
-    engine, scheduler, uri, backend = setup(tmp_path, answer_after_ms=60)
     ready: list[CompletionOutcome] = []
     got_ready = asyncio.Event()
 
@@ -81,7 +83,7 @@ async def test_answers_with_the_start_then_serves_the_whole_from_the_cache(
         ready.append(whole)
         got_ready.set()
 
-    scheduler.on_ready = on_ready
+    engine, scheduler, uri, backend = setup(tmp_path, answer_after_ms=60, on_ready=on_ready)
     began = time.perf_counter()
     first = await scheduler.complete(query(engine, uri))
     answered_s = time.perf_counter() - began

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_assist.documents import Position
+from lsp_assist.documents import DocumentSnapshot, Position
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
@@ -33,17 +33,19 @@ from tests.serving.fakes import (
 def _record_puts(engine: CompletionEngine) -> list[tuple[str, str, str]]:
     """Wrap the type-through cache's puts: return the (prefix, suffix, suggestion) list.
 
-    The engine hashes the texts into a key once (``key``) and puts the suggestion under it
-    as it grows (``put_at``): the texts of each key are remembered to name them again.
+    The engine hashes the snapshot's texts into a key once (``key``) and puts the
+    suggestion under it as it grows (``put_at``, under ``grow`` and ``put``): the texts of
+    each key are remembered to name them again.
     """
     puts: list[tuple[str, str, str]] = []
-    cache = engine.typethrough
-    key, put_at = cache.key, cache.put_at
+    typethrough, cache = engine.typethrough, engine.typethrough.cache
+    key, put_at = typethrough.key, cache.put_at
     texts: dict[EntryKey, tuple[str, str]] = {}
 
-    def recording_key(uri: str, prefix: str, suffix: str) -> EntryKey:
-        made = key(uri, prefix, suffix)
-        texts[made] = (prefix, suffix)
+    def recording_key(doc: DocumentSnapshot, pos: Position) -> EntryKey:
+        made = key(doc, pos)
+        offset = doc.offset_at(pos)
+        texts[made] = (doc.text[:offset], doc.text[offset:])
         return made
 
     def recording_put_at(entry: EntryKey, suggestion: str) -> None:
@@ -51,7 +53,7 @@ def _record_puts(engine: CompletionEngine) -> list[tuple[str, str, str]]:
             puts.append((*texts[entry], suggestion))
         put_at(entry, suggestion)
 
-    cache.key = recording_key  # type: ignore[method-assign]
+    typethrough.key = recording_key  # type: ignore[method-assign]
     cache.put_at = recording_put_at  # type: ignore[method-assign]
     return puts
 

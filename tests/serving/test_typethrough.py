@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
 import threading
 import time
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lsp_assist.serving.typethrough import TypeThroughCache
+from lsp_assist.documents import Document, DocumentSnapshot, Position
+from lsp_assist.serving.typethrough import TypeThrough, TypeThroughCache
 
 URI = "file:///w/app.py"
 BEFORE = "import os\n\ndef load(path):\n    with open("
@@ -171,3 +174,91 @@ def test_editor_auto_closed_bracket() -> None:
     # An auto-inserted closer the suggestion does not end with is a miss.
     cache.put(URI, "y = ", "\n", "bar(1) + 2")
     assert cache.get(URI, "y = bar(", ")\n") is None
+
+
+# -- TypeThrough: the suggestions still being written ----------------------------------
+
+DOC = Document(URI, BEFORE + AFTER, version=1).snapshot()
+AT = DOC.position_at_offset(len(BEFORE))
+
+
+def _typed(text: str) -> tuple[DocumentSnapshot, Position]:
+    """The buffer with ``text`` typed at the cursor, and the cursor after it."""
+    doc = Document(URI, BEFORE + text + AFTER, version=2).snapshot()
+    return doc, doc.position_at_offset(len(BEFORE) + len(text))
+
+
+def test_a_waiter_wakes_when_the_suggestion_grows() -> None:
+    typethrough = TypeThrough(8)
+    key = typethrough.key(DOC, AT)
+    typethrough.begin(key)
+    typethrough.grow(key, "path")
+    found = typethrough.typed_through(*_typed("path"))
+    assert found == (key, 4)
+    woke: list[tuple[bool, float]] = []
+
+    def wait() -> None:
+        more = typethrough.wait_for_more(key, 5.0, than=4)
+        woke.append((more, time.perf_counter()))
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(0.1)  # the waiter is blocked on the condition by now
+    assert not woke
+    grown_at = time.perf_counter()
+    typethrough.grow(key, "path, ")
+    waiter.join(5)
+    assert woke and woke[0][0], woke
+    # released by the grow itself, not by a poll's next turn or the timeout
+    assert woke[0][1] - grown_at < 0.02, woke[0][1] - grown_at
+    assert typethrough.lookup(*_typed("path")) == ", "
+    typethrough.end(key)
+
+
+def test_the_end_of_the_writing_releases_a_waiter_without_more() -> None:
+    typethrough = TypeThrough(8)
+    key = typethrough.key(DOC, AT)
+    typethrough.begin(key)
+    typethrough.grow(key, "path")
+    threading.Timer(0.05, typethrough.end, (key,)).start()
+    began = time.perf_counter()
+    assert typethrough.wait_for_more(key, 5.0) is False
+    assert time.perf_counter() - began < 1.0
+    # nothing being written: no wait at all, and a finished entry is not waited for
+    assert typethrough.typed_through(*_typed("path")) is None
+    began = time.perf_counter()
+    assert typethrough.wait_for_more(key, 5.0) is False
+    assert time.perf_counter() - began < 0.05
+    with typethrough.writing(key):  # begin ... end
+        assert typethrough.typed_through(*_typed("path")) == (key, 4)
+    assert typethrough.typed_through(*_typed("path")) is None
+
+
+def test_a_wait_times_out_when_nothing_comes() -> None:
+    typethrough = TypeThrough(8)
+    key = typethrough.key(DOC, AT)
+    typethrough.begin(key)
+    typethrough.grow(key, "path")
+    began = time.perf_counter()
+    assert typethrough.wait_for_more(key, 0.1) is False
+    assert 0.09 <= time.perf_counter() - began < 1.0
+    # counters: only lookups count (typed_through and the wait do not)
+    assert typethrough.hits == typethrough.misses == 0
+    typethrough.end(key)
+
+
+def test_no_poll_loop_is_left_in_the_type_through_path() -> None:
+    # the 5 ms REST_POLL_S loop is gone: nothing sleeps inside a loop in these modules
+    import lsp_assist.serving.early as early
+    import lsp_assist.serving.scheduler as scheduler
+    import lsp_assist.serving.typethrough as typethrough
+
+    assert not hasattr(scheduler, "REST_POLL_S")
+    for module in (scheduler, typethrough, early):
+        tree = ast.parse(inspect.getsource(module))
+        for loop in (n for n in ast.walk(tree) if isinstance(n, (ast.While, ast.For))):
+            for node in ast.walk(loop):
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                    assert name != "sleep", f"{module.__name__}:{node.lineno}: a sleep in a loop"

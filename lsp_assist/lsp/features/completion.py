@@ -13,7 +13,6 @@ from typing import Any
 
 from lsprotocol import types
 
-from lsp_assist.lsp.features.inline_completion import install_ready_notices
 from lsp_assist.lsp.server import LspAssistServer
 from lsp_assist.lsp.suggest import suggest
 
@@ -68,7 +67,6 @@ def register(server: LspAssistServer) -> None:
         ls: LspAssistServer, params: types.CompletionParams
     ) -> types.CompletionList:
         uri = params.text_document.uri
-        install_ready_notices(ls)
         found = await suggest(ls, uri, params.position, automatic=False)
         if found is None:
             return types.CompletionList(is_incomplete=True, items=[])

@@ -4,43 +4,8 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from lsp_assist.documents import Position
 from lsp_assist.lsp.server import LspAssistServer
 from lsp_assist.lsp.suggest import suggest
-from lsp_assist.serving import CompletionOutcome, CompletionQuery
-
-READY_NOTIFICATION = "lspAssist/suggestionReady"
-READY_CAPABILITY = "lspAssistSuggestionReady"
-"""A client that sets this in ``capabilities.experimental`` gets READY_NOTIFICATION."""
-
-
-def wants_ready_notices(ls: LspAssistServer) -> bool:
-    """True when the client asked for ``lspAssist/suggestionReady`` (an experimental capability)."""
-    try:
-        experimental = ls.client_capabilities.experimental
-    except (AttributeError, RuntimeError):
-        return False
-    return isinstance(experimental, dict) and bool(experimental.get(READY_CAPABILITY))
-
-
-def announce_ready(ls: LspAssistServer, query: CompletionQuery, whole: CompletionOutcome) -> None:
-    """Tell the client that an early-answered suggestion is now whole: asking again gets it."""
-    snapshot = query.snapshot
-    line, character = snapshot.to_lsp(Position(whole.line, whole.column), ls.encoding)
-    ls.protocol.notify(
-        READY_NOTIFICATION,
-        {
-            "textDocument": {"uri": query.uri, "version": whole.version},
-            "position": {"line": line, "character": character},
-        },
-    )
-
-
-def install_ready_notices(ls: LspAssistServer) -> None:
-    """Have the scheduler announce whole suggestions, once, if the client asked for it."""
-    scheduler = ls.scheduler
-    if scheduler is not None and scheduler.on_ready is None and wants_ready_notices(ls):
-        scheduler.on_ready = lambda query, whole: announce_ready(ls, query, whole)
 
 
 def register(server: LspAssistServer) -> None:
@@ -52,7 +17,6 @@ def register(server: LspAssistServer) -> None:
     ) -> types.InlineCompletionList:
         automatic = params.context.trigger_kind == types.InlineCompletionTriggerKind.Automatic
         uri, position = params.text_document.uri, params.position
-        install_ready_notices(ls)
         found = await suggest(ls, uri, position, automatic=automatic, alternatives=True, early=True)
         if found is None:
             return types.InlineCompletionList(items=[])
