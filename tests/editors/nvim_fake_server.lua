@@ -8,7 +8,7 @@
 --
 -- fake.items: the suggestions; an Automatic request gets the first, an Invoked one all
 -- (what the real server would do with several items on explicit requests).
--- fake.delay_ms: how long each answer takes. fake.ready / fake.model_error: what
+-- fake.delay_ms: how long each answer takes. fake.typethrough: see typed_rest. fake.ready / fake.model_error: what
 -- lspAssist.status says. fake.progress(kind, ...) sends $/progress for model loading.
 -- fake.log: every request and notification received, in order. fake.notify(method,
 -- params) sends a notification to the client (lspAssist/suggestionReady).
@@ -44,10 +44,30 @@ local function capabilities()
   }
 end
 
+--- fake.typethrough: an Automatic request further along the line of the last one
+--- (the user typed into its suggestion) gets the rest of that suggestion, as the real
+--- server's type-through cache answers.
+local function typed_rest(params)
+  local last = fake.last_automatic
+  local position = params.position
+  if last and last.uri == params.textDocument.uri and last.line == position.line
+    and position.character > last.character then
+    local rest = last.text:sub(position.character - last.character + 1)
+    if rest ~= '' then
+      return rest
+    end
+  end
+  fake.last_automatic = {
+    uri = params.textDocument.uri, line = position.line, character = position.character,
+    text = fake.items[1],
+  }
+  return nil
+end
+
 local function inline_items(params)
   local texts = fake.items
   if params.context and params.context.triggerKind == 2 then
-    texts = { texts[1] }
+    texts = { fake.typethrough and typed_rest(params) or texts[1] }
   end
   local items = {}
   for i, text in ipairs(texts) do

@@ -25,6 +25,11 @@ fake.items = ITEMS
 local assist = require('lsp-assist')
 assist.setup({ cmd = fake.cmd, debounce_ms = 20, status_poll_ms = 40 })
 
+if env.LSP_ASSIST_TEST_FAKE_DELAY_MS then
+  fake.delay_ms = tonumber(env.LSP_ASSIST_TEST_FAKE_DELAY_MS)
+end
+fake.typethrough = env.LSP_ASSIST_TEST_FAKE_TYPETHROUGH == '1'
+
 if env.LSP_ASSIST_TEST_INTERACTIVE == '1' then
   -- After startup, when filetype detection is on.
   vim.api.nvim_create_autocmd('VimEnter', {

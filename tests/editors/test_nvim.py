@@ -517,9 +517,9 @@ class Tmux:
         subprocess.run([*self.base, "kill-server"], check=False, capture_output=True)
 
 
-@pytest.fixture
-def tmux_nvim(tmp_path: Path) -> Iterator[Tmux]:
-    """nvim_keys.lua in interactive mode in tmux (TERM=tmux-256color, no termguicolors)."""
+def start_tmux_nvim(tmp_path: Path, *env: str) -> Tmux:
+    """nvim_keys.lua in interactive mode in tmux (TERM=tmux-256color, no termguicolors),
+    with the extra `NAME=value` environment of `env` (the fake server's options)."""
     if NVIM is None or TMUX is None:
         pytest.skip("needs nvim and tmux (apt-get install tmux)")
     (tmp_path / "main.py").write_text(MAIN)
@@ -529,13 +529,20 @@ def tmux_nvim(tmp_path: Path) -> Iterator[Tmux]:
             f"LSP_ASSIST_TEST_PLUGIN={EDITORS / 'nvim'}",
             f"LSP_ASSIST_TEST_FILE={tmp_path / 'main.py'}",
             "LSP_ASSIST_TEST_INTERACTIVE=1",
+            *env,
             str(NVIM),
             "--clean",
             "-u",
             str(HERE / "nvim_keys.lua"),
         ]
     )
-    tmux = Tmux(command, tmp_path)
+    return Tmux(command, tmp_path)
+
+
+@pytest.fixture
+def tmux_nvim(tmp_path: Path) -> Iterator[Tmux]:
+    """nvim_keys.lua in interactive mode in tmux."""
+    tmux = start_tmux_nvim(tmp_path)
     try:
         yield tmux
     finally:
@@ -583,7 +590,49 @@ def test_nvim_in_tmux_ghost_is_coloured_and_keys_work(tmux_nvim: Tmux) -> None:
     tmux.send("Tab")  # accept it: all of it is text now
     time.sleep(0.3)
     chars = foregrounds(cursor_line(tmux.screen(colours=True)))
-    assert "38;5;244" not in {fg for _, fg in chars}, chars
+    accepted = len(LAST_LINE + "1" + ITEMS[1])
+    assert "".join(ch for ch, _ in chars[:accepted]) == LAST_LINE + "1" + ITEMS[1], chars
+    # (A new automatic suggestion may show after it, grey.)
+    assert "38;5;244" not in {fg for _, fg in chars[:accepted]}, chars
+
+
+def test_nvim_in_tmux_typing_through_keeps_the_ghost(tmp_path: Path) -> None:
+    """Typing the ghost's next characters keeps the rest on screen: the screen, sampled
+    every ~20 ms while typing at ~7 characters a second, shows the ghost in every
+    sample after the first. The fake server answers in 80 ms, as the real one's
+    type-through cache did (64-105 ms), with the rest of the suggestion."""
+    tmux = start_tmux_nvim(
+        tmp_path, "LSP_ASSIST_TEST_FAKE_DELAY_MS=80", "LSP_ASSIST_TEST_FAKE_TYPETHROUGH=1"
+    )
+    try:
+        tmux.wait_for(lambda lines: any("lsp-assist: ready" in line for line in lines))
+        tmux.send("A")
+        first = ITEMS[0].split("\n")[0]  # "1, 2))"
+        tmux.wait_for(lambda lines: cursor_line(lines).endswith(LAST_LINE + first))
+
+        def ghost() -> str:
+            """The grey text on the cursor's line."""
+            chars = foregrounds(cursor_line(tmux.screen(colours=True)))
+            return "".join(ch for ch, fg in chars if fg == "38;5;244")
+
+        samples: list[tuple[str, str]] = []
+        typed = first[:-1]  # all but the last character: some ghost always remains
+        for char in typed:
+            tmux.send("-l", char)
+            until = time.monotonic() + 0.15
+            while time.monotonic() < until:
+                samples.append((char, ghost()))
+                time.sleep(0.02)
+        # Then the ghost settles as the rest of the suggestion after the typed text.
+        lines = tmux.wait_for(
+            lambda lines: cursor_line(lines).rstrip() == LAST_LINE + first, timeout=10
+        )
+        missing = [sample for sample in samples if not sample[1]]
+        assert len(samples) >= 3 * len(typed), samples
+        assert not missing, (f"{len(missing)}/{len(samples)} samples without the ghost", samples)
+        assert ghost() == first[len(typed) :], lines
+    finally:
+        tmux.close()
 
 
 # :checkhealth ---------------------------------------------------------------------------

@@ -96,6 +96,8 @@ M.defaults = {
   method = 'auto',
   --- Extra fields merged into the vim.lsp.config / vim.lsp.start table.
   lsp = {},
+  --- Next edits (lua/lsp-assist/next_edit.lua: key, dismiss, debounce_ms; false: off).
+  next_edit = {},
 }
 
 M.config = vim.deepcopy(M.defaults)
@@ -120,6 +122,10 @@ M.state = {
   --- answers to the requests they made, { before, after, same, ms }.
   ready = {},
   refreshes = {},
+  --- Characters typed that matched the ghost (it was updated in place), and the
+  --- answers to the requests made after them: { before, after, same, ms } (the last 50).
+  typed_through = 0,
+  typed_answers = {},
   errors = {},
   --- 'starting' | 'loading' | 'ready' | 'error'; thinking and off are derived.
   status = { state = 'starting', message = nil, latency_ms = nil, server = nil, progress = {} },
@@ -507,11 +513,8 @@ local function remaining_text(bufnr, client, item)
   return text
 end
 
---- Draw `text` (of `item`, number `index` of `count`) as ghost text at the cursor.
-local function draw(bufnr, client_id, item, text, index, count)
-  M.clear()
-  local cursor = api.nvim_win_get_cursor(0)
-  local row, col = cursor[1] - 1, cursor[2]
+--- The extmark options that show `text` as ghost text.
+local function ghost_opts(text)
   local lines = vim.split(text, '\n', { plain = true })
   local virt_lines = {}
   for i = 2, #lines do
@@ -520,12 +523,20 @@ local function draw(bufnr, client_id, item, text, index, count)
   local opts = {
     virt_text = { { lines[1], 'LspAssistGhost' } },
     virt_text_pos = has('0.10') and 'inline' or 'overlay',
-    hl_mode = 'combine',
+    hl_mode = 'replace',
   }
   if #virt_lines > 0 then
     opts.virt_lines = virt_lines
   end
-  local ok, extmark = pcall(api.nvim_buf_set_extmark, bufnr, ns, row, col, opts)
+  return opts
+end
+
+--- Draw `text` (of `item`, number `index` of `count`) as ghost text at the cursor.
+local function draw(bufnr, client_id, item, text, index, count)
+  M.clear()
+  local cursor = api.nvim_win_get_cursor(0)
+  local row, col = cursor[1] - 1, cursor[2]
+  local ok, extmark = pcall(api.nvim_buf_set_extmark, bufnr, ns, row, col, ghost_opts(text))
   if not ok then
     record_error('extmark', extmark)
     return false
@@ -583,6 +594,9 @@ function M.request(bufnr, invoked, opts)
   local tick = api.nvim_buf_get_changedtick(bufnr)
   local cursor = api.nvim_win_get_cursor(0)
   local here = { tick, cursor[1], cursor[2] }
+  -- Typed into the ghost: ask (the server's type-through cache answers), but keep what
+  -- shows unless the answer differs.
+  local keep = opts.refresh
   if not invoked and not opts.step and not opts.refresh then
     -- Nothing new to ask: a request for this text and place is out (an explicit one,
     -- maybe), or its suggestion is on screen.
@@ -593,7 +607,11 @@ function M.request(bufnr, invoked, opts)
     end
     if ghost and ghost.bufnr == bufnr and ghost.tick == tick
       and ghost.row == cursor[1] - 1 and ghost.col == cursor[2] then
-      return true
+      if not ghost.typed then
+        return true
+      end
+      ghost.typed = false -- asked once for this place
+      keep = true
     end
   end
   cancel_pending(bufnr)
@@ -648,19 +666,21 @@ function M.request(bufnr, invoked, opts)
       end
       return
     end
-    if opts.refresh then
+    if keep then
       local ghost = M.state.ghost
       local text = remaining_text(bufnr, client, items[1])
       local same = ghost ~= nil and ghost.bufnr == bufnr and ghost.text == text
         and ghost.row == cursor[1] - 1 and ghost.col == cursor[2]
-      table.insert(M.state.refreshes, {
+      local record = {
         before = ghost and ghost.bufnr == bufnr and ghost.text or vim.NIL,
         after = text or vim.NIL,
         same = same,
         ms = ms,
-      })
-      if #M.state.refreshes > 50 then
-        table.remove(M.state.refreshes, 1)
+      }
+      local log = opts.refresh and M.state.refreshes or M.state.typed_answers
+      table.insert(log, record)
+      if #log > 50 then
+        table.remove(log, 1)
       end
       if same or not text then
         return -- no redraw: the text on screen is the answer (no flicker)
@@ -982,6 +1002,41 @@ local function map_builtin_accept(bufnr)
   end, { buffer = bufnr, expr = true, replace_keycodes = true, desc = 'lsp-assist: accept suggestion' })
 end
 
+--- InsertCharPre with `char` about to go in at the cursor: when it is the ghost's next
+--- character, show the rest in place (same extmark, same redraw: no clear, no flicker)
+--- and return true. The extmark's right gravity carries it past the typed character;
+--- TextChangedI then records the new changedtick, and the request made after it keeps
+--- the ghost unless the server's answer differs.
+local function type_through(bufnr, char)
+  local ghost = M.state.ghost
+  if not ghost or ghost.bufnr ~= bufnr or char == nil or char == '' then
+    return false
+  end
+  local cursor = api.nvim_win_get_cursor(0)
+  if cursor[1] - 1 ~= ghost.row or cursor[2] ~= ghost.col
+    or ghost.tick ~= api.nvim_buf_get_changedtick(bufnr)
+    or ghost.text:sub(1, #char) ~= char then
+    return false
+  end
+  local rest = ghost.text:sub(#char + 1)
+  if rest == '' then
+    return false -- all of it typed: nothing left to show
+  end
+  local opts = ghost_opts(rest)
+  opts.id = ghost.extmark
+  local ok, err = pcall(api.nvim_buf_set_extmark, bufnr, ns, ghost.row, ghost.col, opts)
+  if not ok then
+    record_error('extmark', err)
+    return false
+  end
+  ghost.text = rest
+  ghost.col = ghost.col + #char
+  ghost.tick = nil -- set by TextChangedI, once the character is in
+  ghost.typed = true
+  M.state.typed_through = (M.state.typed_through or 0) + 1
+  return true
+end
+
 local function on_attach(client, bufnr)
   M.state.attached[bufnr] = client.id
   local caps = client.server_capabilities or {}
@@ -1010,9 +1065,22 @@ local function on_attach(client, bufnr)
     buffer = bufnr,
     callback = function(ev)
       if ev.event == 'InsertCharPre' then
-        M.clear(bufnr) -- the ghost no longer matches the text
-      elseif api.nvim_buf_get_changedtick(bufnr) ~= own_tick then
-        M.schedule(bufnr)
+        if not type_through(bufnr, vim.v.char) then
+          M.clear(bufnr) -- the ghost no longer matches the text
+        end
+      else
+        local ghost = M.state.ghost
+        if ghost and ghost.bufnr == bufnr and ghost.typed and ghost.tick == nil then
+          local cursor = api.nvim_win_get_cursor(0)
+          if cursor[1] - 1 == ghost.row and cursor[2] == ghost.col then
+            ghost.tick = api.nvim_buf_get_changedtick(bufnr)
+          else
+            M.clear(bufnr) -- the character did not land where the ghost is
+          end
+        end
+        if api.nvim_buf_get_changedtick(bufnr) ~= own_tick then
+          M.schedule(bufnr)
+        end
       end
     end,
   })
@@ -1230,6 +1298,8 @@ function M.setup(opts)
     callback = M.set_highlight,
   })
   user_commands()
+  local next_edit = config.next_edit == false and { enabled = false } or config.next_edit
+  require('lsp-assist.next_edit').setup(next_edit)
   M.state.setup = true
   M.state.status.state = 'starting'
   M.state.cmd_error = nil
