@@ -228,6 +228,37 @@ def test_vscode_early_answer_notice(
 
 
 @pytest.mark.skipif(NODE is None, reason="node not found (the VS Code client test needs node 20)")
+@pytest.mark.skipif(
+    not HAVE_MODULES, reason="editors/vscode/node_modules missing: run `npm ci` in editors/vscode"
+)
+def test_vscode_early_check_fails_without_an_early_answer(
+    workspace: Path, server_command: str, server_env: dict[str, str], logic_js: Path
+) -> None:
+    """`--early --opt-in` with no early answer (answerAfterMs 0: the first answer is the
+    whole) gets no notice: the driver says so and exits 1, not 0."""
+    settings = {**EARLY_SETTINGS, "answerAfterMs": 0}
+    cmd = drive_command(
+        workspace,
+        server_command,
+        settings,
+        logic_js,
+        "--early",
+        "--opt-in",
+        "--early-wait-ms",
+        "3000",
+    )
+    proc = subprocess.run(
+        cmd, cwd=VSCODE, env=server_env, capture_output=True, text=True, timeout=200, check=False
+    )
+    report: dict[str, Any] = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    context = json.dumps(report, indent=1)[:4000] + "\n--- stderr ---\n" + proc.stderr[-3000:]
+    assert proc.returncode == 1, context
+    assert report["early"]["notices"] == [] and "again" not in report["early"], context
+    messages = [e.get("message", "") for e in report["errors"] if e.get("request") == "early"]
+    assert any("no lspAssist/suggestionReady within 3000 ms" in m for m in messages), context
+
+
+@pytest.mark.skipif(NODE is None, reason="node not found (the VS Code client test needs node 20)")
 def test_vscode_status_bar_on_model_error(
     workspace: Path, server_command: str, server_env: dict[str, str], logic_js: Path
 ) -> None:

@@ -29,7 +29,8 @@
 // would, and the request the extension then makes (Automatic) gets the whole from the
 // server's cache; without --opt-in no notice may come once the whole is written
 // (lspAssist.status `last`). --early-wait-ms (60000) bounds the wait for either. The
-// report's `early` says what happened.
+// report's `early` says what happened; no start, no notice with --opt-in, or (without it)
+// no whole longer than the start within the wait is an error (exit 1).
 
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -296,12 +297,20 @@ async function earlyCheck(position) {
     inFlight -= 1;
     return { text: firstText(result), ms: Date.now() - started, triggerKind };
   };
+  // A check that cannot fail proves nothing: no start, no notice (opted in) or no whole
+  // longer than the start (not opted in) is an error, and the driver exits 1.
+  const fail = (message) => report.errors.push({ request: 'early', message });
   early.first = await inline('textDocument/inlineCompletion (early)', InlineCompletionTriggerKind.Automatic);
+  if (!early.first.text) {
+    fail('no early answer: the Automatic request got no suggestion');
+  }
   // The rest takes ~0.3 s here on an idle machine; tens of seconds on a loaded one.
   const waitMs = Number(values['early-wait-ms']);
   if (values['opt-in']) {
     const noticed = await Promise.race([askAgain, sleep(waitMs).then(() => null)]);
     if (noticed === null) {
+      fail(`no lspAssist/suggestionReady within ${waitMs} ms (no early answer, or the whole `
+        + 'suggestion was no longer than it)');
       return;
     }
     // The middleware: the request a notice caused goes as Automatic (VS Code's trigger
@@ -324,6 +333,10 @@ async function earlyCheck(position) {
         break;
       }
       await sleep(50);
+    }
+    if (early.whole === undefined && early.first.text) {
+      fail(`no early answer: the server's whole suggestion was not longer than the first `
+        + `answer within ${waitMs} ms`);
     }
     await sleep(500);
     early.noticesBeforeAgain = readyNotices.length;
