@@ -96,6 +96,8 @@ M.defaults = {
   method = 'auto',
   --- Extra fields merged into the vim.lsp.config / vim.lsp.start table.
   lsp = {},
+  --- Next edits (lua/lsp-assist/next_edit.lua: key, dismiss, debounce_ms; false: off).
+  next_edit = {},
 }
 
 M.config = vim.deepcopy(M.defaults)
@@ -1296,6 +1298,8 @@ function M.setup(opts)
     callback = M.set_highlight,
   })
   user_commands()
+  local next_edit = config.next_edit == false and { enabled = false } or config.next_edit
+  require('lsp-assist.next_edit').setup(next_edit)
   M.state.setup = true
   M.state.status.state = 'starting'
   M.state.cmd_error = nil
