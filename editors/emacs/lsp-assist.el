@@ -1289,4 +1289,7 @@ It checks the Python, llama.cpp build, model, grammars and caches."
     buffer))
 
 (provide 'lsp-assist)
+
+;; Next edits (TAB jumps to the one shown, TAB again applies it): their own file.
+(require 'lsp-assist-next-edit)
 ;;; lsp-assist.el ends here

@@ -1,0 +1,197 @@
+"""Emacs's next edits (editors/emacs/lsp-assist-next-edit.el) in a terminal, real server.
+
+``emacs -nw -Q`` in tmux with the install snippet of docs/editors.md: the keys a user
+types (rename a definition with ``M-d`` and typing, ``TAB`` to jump, ``TAB`` to apply,
+``C-g``, removing a parameter), the screen read back after each, and the server's
+``lspAssist.nextEditStats`` asked through eglot's connection with ``M-:``. Symbolic next
+edits need no model: the server runs with an absent model file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import EDITORS
+
+pytestmark = [pytest.mark.editor]
+
+EMACS = shutil.which("emacs")
+TMUX = shutil.which("tmux")
+
+# `area` is used on line 2 (above its definition), defined on line 5, called on 10, 13.
+SHAPES = """def main():
+    print(area(2, 3))
+
+
+def area(width, height, depth):
+    return width * height
+
+
+def total(shapes):
+    return sum(area(w, h, 1) for w, h in shapes)
+
+
+print(area(2, 3, 4))
+"""
+
+
+class Screen:
+    """Emacs in a tmux server of its own (its own socket, no tmux config)."""
+
+    def __init__(self, command: list[str], cwd: Path) -> None:
+        assert TMUX is not None
+        self.base = [TMUX, "-L", f"lsp-assist-nee-{uuid.uuid4().hex[:8]}", "-f", "/dev/null"]
+        size = ["-x", "110", "-y", "30"]
+        subprocess.run(
+            [*self.base, "new-session", "-d", "-s", "t", *size, shlex.join(command)],
+            cwd=cwd,
+            check=True,
+        )
+
+    def send(self, *keys: str) -> None:
+        subprocess.run([*self.base, "send-keys", "-t", "t", *keys], check=True)
+
+    def text(self) -> str:
+        proc = subprocess.run(
+            [*self.base, "capture-pane", "-p", "-J", "-t", "t"], capture_output=True, text=True
+        )
+        return "\n".join(line.rstrip() for line in proc.stdout.splitlines())
+
+    def line(self, n: int) -> str:
+        """Line ``n`` of the buffer (1-based; the menu bar is the screen's first line)."""
+        return self.text().splitlines()[n]
+
+    def cursor(self) -> tuple[int, int]:
+        proc = subprocess.run(
+            [*self.base, "display", "-p", "-t", "t", "#{cursor_x},#{cursor_y}"],
+            capture_output=True,
+            text=True,
+        )
+        x, _, y = proc.stdout.strip().partition(",")
+        return int(x or -1), int(y or -1)
+
+    def wait(self, pred: Any, what: str, timeout: float = 60) -> str:
+        """Poll the screen until ``pred(text)`` (generous: a busy machine is slow)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.text()
+            if pred(screen):
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what} never showed:\n{screen}")
+            time.sleep(0.1)
+
+    def wait_cursor(self, expected: tuple[int, int], timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while self.cursor() != expected and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert self.cursor() == expected, f"cursor {self.cursor()}:\n{self.text()}"
+
+    def close(self) -> None:
+        subprocess.run([*self.base, "kill-server"], check=False, capture_output=True)
+
+
+def init_el(workspace: Path, server: str) -> str:
+    """The install snippet of docs/editors.md, with the server and no model."""
+    settings = (
+        f'(:modelPath "{workspace / "absent.gguf"}" :metrics :json-false :persist :json-false)'
+    )
+    return f"""(unless (locate-library "eglot")
+  (require 'package)
+  (add-to-list 'package-directory-list "/usr/share/emacs/site-lisp/elpa")
+  (package-initialize))
+(add-to-list 'load-path {json.dumps(str(EDITORS / "emacs"))})
+(require 'lsp-assist)
+(setq lsp-assist-command '({json.dumps(server)} "serve"))
+(setq lsp-assist-settings '{settings})
+(global-lsp-assist-mode 1)
+"""
+
+
+STATS = (
+    "(let ((s (jsonrpc-request (eglot-current-server) :workspace/executeCommand "
+    '\'(:command "lspAssist.nextEditStats")))) (message "stats shown=%s accepted=%s" '
+    "(plist-get s :shown) (plist-get s :accepted)))"
+)
+
+
+@pytest.mark.skipif(EMACS is None or TMUX is None, reason="needs emacs and tmux")
+def test_emacs_nw_next_edit_jump_apply_dismiss_and_delete(
+    tmp_path: Path, server_command: str
+) -> None:
+    assert EMACS is not None
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "pyproject.toml").write_text('[project]\nname = "ws"\nversion = "0"\n')
+    (workspace / "shapes.py").write_text(SHAPES)
+    init = tmp_path / "init.el"
+    init.write_text(init_el(workspace, server_command))
+    env = ["env", f"XDG_CACHE_HOME={tmp_path / 'cache'}", f"HOME={tmp_path}"]
+    quiet = "(setq native-comp-async-report-warnings-errors 'silent)"
+    command = [*env, EMACS, "-nw", "-Q", "--eval", quiet, "-l", str(init), "shapes.py"]
+    if "LSP_ASSIST_THREADS" not in os.environ:
+        command.insert(1, "LSP_ASSIST_THREADS=2")
+    screen = Screen(command, workspace)
+    try:
+        # The mode line's state comes from the server's status (no model: an error).
+        screen.wait(lambda s: "✨error" in s, "the server's status")
+
+        # Rename `area` at its definition: the next edit is the use above, on line 2,
+        # drawn as the old name then the new one, with the hint.
+        screen.send("M-g", "g", "5", "Enter")
+        screen.send("M-f", "M-f", "M-b", "M-d")
+        screen.send("-l", "surface")
+        screen.wait(lambda s: "next edit (TAB)" in s, "the next edit")
+        assert screen.line(2).startswith("    print(areasurface(2, 3))  next edit (TAB)")
+        assert screen.line(5) == "def surface(width, height, depth):"
+        screen.send("Tab")  # jump: point on `area` of line 2, nothing changed
+        screen.wait_cursor((10, 2))
+        assert screen.line(2).startswith("    print(areasurface(2, 3))")
+        screen.send("Tab")  # apply; the next one follows, below
+        screen.wait(lambda s: s.splitlines()[2] == "    print(surface(2, 3))", "the applied edit")
+        screen.wait(lambda s: "sum(areasurface(w, h, 1)" in s, "the following edit")
+        screen.send("Tab")
+        screen.wait_cursor((15, 10))
+        screen.send("Tab")
+        screen.wait(lambda s: "print(areasurface(2, 3, 4))" in s, "the last reference")
+        assert screen.line(10).startswith("    return sum(surface(w, h, 1) for")
+        screen.send("C-g")  # dismiss
+        screen.wait(lambda s: "next edit" not in s, "the dismissal")
+        assert screen.line(13) == "print(area(2, 3, 4))"
+
+        # Remove the parameter `depth`: the third argument of line 10 is shown deleted.
+        screen.send("M-g", "g", "5", "Enter")
+        screen.send("C-e", "C-b", "C-b", "M-BSpace", "BSpace", "BSpace")
+        screen.wait(lambda s: "next edit: delete (TAB)" in s, "the deletion")
+        assert screen.line(5) == "def surface(width, height):"
+        assert screen.line(10).startswith(
+            "    return sum(surface(w, h, 1) for w, h in shapes)  next"
+        )
+        screen.send("Tab")
+        screen.wait_cursor((27, 10))
+        screen.send("Tab")
+        screen.wait(
+            lambda s: s.splitlines()[10] == "    return sum(surface(w, h) for w, h in shapes)",
+            "the applied deletion",
+        )
+
+        # The server counted the shows and the three accepts (the commands reached it).
+        screen.send("M-:")
+        screen.send("-l", STATS)
+        screen.send("Enter")
+        text = screen.wait(lambda s: "stats shown=" in s, "the stats")
+        assert "accepted=3" in text, text
+        shown = int(text.split("stats shown=")[1].split()[0])
+        assert shown >= 4, text
+    finally:
+        screen.close()
