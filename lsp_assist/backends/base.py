@@ -168,6 +168,10 @@ class GenerationRequest:
     """Text cut from the prompt's end (token healing) that the generation must begin
     with; it is not part of the result's text. Only for a backend whose
     ``heals_tokens`` is True (the caller puts the text back in the prompt otherwise)."""
+    code_first: bool = False
+    """The first token must write something on the cursor's line: not a line break, not
+    an end of generation (the cursor is on a blank line, where an editor wants the
+    line). Honoured by the in-process backend; a remote one ignores it."""
 
 
 @dataclass(frozen=True, slots=True)

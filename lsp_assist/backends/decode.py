@@ -31,6 +31,9 @@ from lsp_assist.errors import BackendError
 logger = logging.getLogger(__name__)
 
 
+CODE_FIRST_CANDIDATES = 16
+"""How many of the likeliest first tokens :attr:`GenerationRequest.code_first` looks at."""
+
 PADDED_RESTART_SPAN = 1
 """Drafts after a rejection (and in a request's first step) with batch-invariant steps.
 
@@ -116,9 +119,23 @@ class DecodeLoop:
         result.prefill_ms = (t_prefill - self.started) * 1000.0
         self._deadline = t_prefill + self.caps.generation_s
         self._pending = self._next(0)
+        code_first = self.request.code_first and self._forced is None
+        if code_first and not self._writes_code(self._pending):
+            # at a blank line the likeliest first token is sometimes a line break or the
+            # end: an empty suggestion where the line's code is wanted (issue 20)
+            self._pending = next(
+                (
+                    t
+                    for t in self.engine.top_tokens(0, CODE_FIRST_CANDIDATES)
+                    if self._writes_code(t)
+                ),
+                self._pending,
+            )
         if self.request.alternatives > 1:
             # the next decode overwrites these logits: keep the runners-up for the branches
             self._firsts = self.engine.top_tokens(0, 4 * self.request.alternatives)
+            if code_first:
+                self._firsts = [t for t in self._firsts if self._writes_code(t)] or self._firsts
             if self._forced is not None and self._forced.active:
                 # the runners-up among the tokens that agree with the healed text
                 self._firsts = self._forced.best(
@@ -126,6 +143,13 @@ class DecodeLoop:
                 )
         result.ttft_ms = (time.perf_counter() - self.started) * 1000.0
         return True
+
+    def _writes_code(self, token: int) -> bool:
+        """True when ``token`` neither ends the generation nor starts with a line break."""
+        eng = self.engine
+        if eng.is_eog(token) or eng.is_control(token):
+            return False
+        return not eng.piece(token, special=True).startswith((b"\n", b"\r"))
 
     def _next(self, i: int) -> int:
         """Return the token of logits row ``i``: the greedy one, or while healing the

@@ -318,6 +318,7 @@ class CompletionEngine:
             generation_timeout_s=settings.model.generation_timeout_ms / 1000,
             alternatives=alternatives,
             on_text=early,
+            code_first=not line_text.strip(),
         )
         # an early answer's entry is being written until the whole is put: a keystroke
         # that typed all of it waits for more meanwhile (TypeThrough.wait_for_more)

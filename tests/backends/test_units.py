@@ -307,3 +307,34 @@ def test_padding_row_guess_is_used_only_when_the_drafter_has_nothing() -> None:
     assert result.draft_proposed == 0  # guesses are not the drafter's proposals
     assert max(eng.rows[1:]) == 2  # a guess rides in the padding row: never a third row
     assert len(eng.rows) < 1 + 40  # accepted guesses saved decode steps
+
+
+class _BlankLineEngine(_CountingEngine):
+    """The first step's likeliest tokens: a line break (1), the end (2), then code (5)."""
+
+    def argmax(self, i: int) -> int:
+        return 1 if len(self.rows) == 1 else super().argmax(i)
+
+    def top_tokens(self, i: int, n: int) -> list[int]:
+        return [1, 2, 5][:n]
+
+    def is_eog(self, token: int) -> bool:
+        return token == 2
+
+    def piece(self, token: int, *, special: bool = True) -> bytes:
+        return b"\n    " if token == 1 else b"x"
+
+
+@pytest.mark.parametrize("code_first", [False, True])
+def test_code_first_skips_a_leading_line_break_and_the_end(code_first: bool) -> None:
+    from lsp_assist.backends.base import TimeCaps
+    from lsp_assist.backends.decode import DecodeLoop
+
+    eng = _BlankLineEngine()
+    result = GenerationResult()
+    request = GenerationRequest(prompt_tokens=[1, 2, 3], max_tokens=3, code_first=code_first)
+    loop = DecodeLoop(eng, request, result, caps=TimeCaps(60.0, 60.0), started=time.perf_counter())  # type: ignore[arg-type]
+    assert loop.evaluate_prompt([7, 8, 9], 0)
+    loop.decode([7, 8, 9], None, span=4, span_cap=6, restart_span=1)  # type: ignore[arg-type]
+    # the blank line's code (5, then 6, 7 by the counting rule), or the line break
+    assert result.tokens[0] == (5 if code_first else 1), result.tokens
