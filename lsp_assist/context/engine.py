@@ -114,6 +114,9 @@ ANCHOR_STEP_LINES = 3
 two being typed, not a jump (a prefill at the top of a file, a click further down)."""
 
 _HEAD_PARTS = ("head", "project", "related", "similar", "file_header")
+_KEPT_WHILE_TYPING = ("related", "similar")
+"""Head parts a build on the next lines keeps from the last one even when a fresh build
+would choose others (they follow the cursor): see ``_anchored``."""
 """The layers before the zone that a new line's fresh build must repeat to be anchored."""
 
 
@@ -501,11 +504,15 @@ class ContextEngine:
         The first keystroke on a new line used to move the zone's first line (the zone
         is chosen around the cursor) and the file summary (it describes what the zone
         leaves out), so ~300-400 tokens were evaluated again: 1.3-1.7 s on a 2-core CPU
-        at every new line. When the fresh build chose the same layers before the zone
-        (the related and similar layers follow the cursor: if they changed, the fresh
-        build is what the model should see), the zone keeps its first line and grows
-        down to the cursor, and the file summary is kept; only the lines typed since
-        are new. The zone grows this way until it would pass its line cap or the budget.
+        at every new line. When the fresh build chose the same instructions and project
+        summary, the zone keeps its first line and grows down to the cursor, and the
+        related, similar and file summary layers are kept; only the lines typed since
+        are new. The related and similar layers follow the cursor, so the fresh build at
+        a new line often picks others (the line just typed names other definitions):
+        taking them would evaluate the whole prompt again (~380 tokens, 2 s with
+        Qwen2.5-Coder-0.5B on this CPU) at the first keystroke of each line. They are
+        chosen again at the next fresh build: a jump, or when the zone would pass its
+        line cap or the budget.
 
         In a FIM prompt the suffix and the middle token follow the prefix, so a prefix
         that grows at its end still moves everything after it. When the user typed new
@@ -525,16 +532,25 @@ class ContextEngine:
         if state.block_key != self._block_key(cursor, lines, start, settings, total):
             return None
         for name in _HEAD_PARTS:
+            if name in _KEPT_WHILE_TYPING:
+                continue
             old, new = getattr(state.parts, name), getattr(fresh, name)
             if [piece.ids for piece in old] != [piece.ids for piece in new]:
                 return None
         fim = self.format.is_fim
-        # the fresh build's pieces and explain items before the zone (the same pieces),
-        # the kept file summary, the grown zone
+        # the fresh build's pieces before the zone (the same pieces), the kept related,
+        # similar and file summary layers with their explain items, the grown zone
         items = dict(fresh.items)
-        if "file_summary" in state.parts.items:
-            items["file_summary"] = state.parts.items["file_summary"]
-        parts = replace(fresh, file_summary=state.parts.file_summary, items=items)
+        for name in ("related", "similar", "file_summary"):
+            if name in state.parts.items:
+                items[name] = state.parts.items[name]
+        parts = replace(
+            fresh,
+            related=state.parts.related,
+            similar=state.parts.similar,
+            file_summary=state.parts.file_summary,
+            items=items,
+        )
         middle_from: int | None = None
         zone: Zone | None = None
         if fim:

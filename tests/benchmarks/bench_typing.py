@@ -14,6 +14,13 @@ than 32 new tokens), the client-side round trip P50/P90/P99 (targets P90 <= 150 
 P99 <= 300 ms) and the server's TTFT P50/P90/P99. The first requests at each line are
 reported apart.
 
+With ``--block N`` (N > 1) each pick is N consecutive code lines instead: they are
+deleted, then typed one after another as in an editor with auto-indent (Enter puts the
+next line's indentation at once, then its characters): the first keystroke of each new
+line is the case of issue 20, part 5 (a new line must only append to the prompt). Those
+first keystrokes are reported apart ("new line"), and the answer percentiles over all
+requests but the first of each block (the cursor's jump to a new place) beside them.
+
 Settings are the defaults but ``promptTimeoutMs`` (60 s here, so that the cold prompt
 of a new line completes on a loaded machine) and ``logPrompts`` (the whole text of an
 early-answered suggestion is read back from the metrics log); --setting KEY=VALUE adds
@@ -27,7 +34,7 @@ own time is the round trip of a run with ``answerAfterMs=0``.
 
 Run: .venv/bin/python tests/benchmarks/bench_typing.py [--keystrokes 520] [--model GGUF]
      [--file asyncio/base_events.py]... [--seed 5] [--setting KEY=VALUE]... [--pause-ms MS]
-     [--json FILE]
+     [--block N] [--json FILE]
 """
 
 from __future__ import annotations
@@ -66,20 +73,52 @@ PROMPT_TIMEOUT_MS = 60_000
 default 5 s a timed-out prefill is thrown away and every keystroke starts again."""
 
 
-def pick_lines(text: str, rng: random.Random, count: int) -> list[int]:
-    """Return ``count`` random lines of ordinary code inside functions (20-79 characters)."""
+def ordinary(line: str) -> bool:
+    """True for a line of ordinary code inside a function (20-79 characters)."""
+    stripped = line.strip()
+    return (
+        line.startswith("        ")
+        and 20 <= len(stripped) <= 79
+        and not stripped.startswith(("#", '"', "'", "@"))
+        and not stripped.endswith(("\\", ","))
+    )
+
+
+def pick_lines(text: str, rng: random.Random, count: int, block: int = 1) -> list[int]:
+    """Return ``count`` random first lines of ``block`` consecutive ordinary code lines."""
     lines = text.split("\n")
-    ok = []
-    for i, line in enumerate(lines):
-        stripped = line.strip()
-        if (
-            line.startswith("        ")
-            and 20 <= len(stripped) <= 79
-            and not stripped.startswith(("#", '"', "'", "@"))
-            and not stripped.endswith(("\\", ","))
-        ):
-            ok.append(i)
-    return rng.sample(ok, min(count, len(ok)))
+    ok = [
+        i
+        for i in range(len(lines) - block + 1)
+        if all(ordinary(lines[i + j]) for j in range(block))
+    ]
+    if block == 1:
+        return rng.sample(ok, min(count, len(ok)))  # the picks of the figures recorded so far
+    picked: list[int] = []
+    for i in rng.sample(ok, len(ok)):
+        if len(picked) == count:
+            break
+        if all(abs(i - p) >= block for p in picked):  # blocks never overlap
+            picked.append(i)
+    return picked
+
+
+def block_edit(
+    uri: str, version: int, first: int, last: int, end: int, text: str
+) -> types.DidChangeTextDocumentParams:
+    """Return a didChange replacing line ``first`` column 0 to line ``last`` column ``end``."""
+    return types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[
+            types.TextDocumentContentChangePartial(
+                range=types.Range(
+                    start=types.Position(line=first, character=0),
+                    end=types.Position(line=last, character=end),
+                ),
+                text=text,
+            )
+        ],
+    )
 
 
 async def run(
@@ -89,6 +128,7 @@ async def run(
     seed: int,
     extra: dict[str, Any],
     pause_s: float = 0.0,
+    block: int = 1,
 ) -> dict[str, Any]:
     """Replay the typing and return one record per request."""
     stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
@@ -113,7 +153,7 @@ async def run(
     rng = random.Random(seed)
     texts = {name: (stdlib / name).read_text(encoding="utf-8") for name in files}
     plan: list[tuple[str, int]] = []
-    picks = {name: pick_lines(texts[name], rng, 40) for name in files}
+    picks = {name: pick_lines(texts[name], rng, 40, block) for name in files}
     budget = 0
     while budget < keystrokes:
         progressed = False
@@ -121,7 +161,8 @@ async def run(
             if picks[name] and budget < keystrokes:
                 line = picks[name].pop(0)
                 plan.append((name, line))
-                budget += len(texts[name].split("\n")[line].strip()) + 1
+                lines_of = texts[name].split("\n")[line : line + block]
+                budget += sum(len(text.strip()) + 1 for text in lines_of)
                 progressed = True
         if not progressed:
             break
@@ -145,44 +186,67 @@ async def run(
                     )
                 )
             )
-        original = texts[name].split("\n")[line]
-        indent = len(original) - len(original.lstrip())
+        originals = texts[name].split("\n")[line : line + block]
+        first_indent = len(originals[0]) - len(originals[0].lstrip())
         versions[name] += 1
+        # the block's lines deleted, the first one's indentation left
         client.text_document_did_change(
-            line_edit(uri, versions[name], line, indent, len(original), "")
-        )
-        for k in range(indent, len(original) + 1):
-            if k > indent:
-                if pause_s:
-                    await asyncio.sleep(pause_s)  # the user's time between keystrokes
-                versions[name] += 1
-                client.text_document_did_change(
-                    line_edit(uri, versions[name], line, k - 1, k - 1, original[k - 1])
-                )
-            suggestion, elapsed, last = await inline_request(client, uri, line, k, automatic=True)
-            records.append(
-                {
-                    "request_id": str(last.get("request_id", "")),
-                    "pending": bool(last.get("pending")),
-                    "file": name,
-                    "line": line + 1,
-                    "column": k + 1,
-                    "first_at_line": k == indent,
-                    "client_ms": elapsed,
-                    "suggestion": suggestion,
-                    "cache_hit": bool(last.get("cache_hit")),
-                    "skipped": str(last.get("skipped", "")),
-                    "prompt_tokens": int(last.get("prompt_tokens", 0)),
-                    "reused_tokens": int(last.get("reused_tokens", 0)),
-                    "ttft_ms": float(last.get("ttft_ms", 0.0)),
-                    "latency_ms": float(last.get("latency_ms", 0.0)),
-                    "whole_ms": float(last.get("whole_ms", last.get("latency_ms", 0.0))),
-                    "answered_early": False,
-                    "layers": last.get("layers", {}),
-                    "error": str(last.get("error", "")),
-                }
+            block_edit(
+                uri,
+                versions[name],
+                line,
+                line + len(originals) - 1,
+                len(originals[-1]),
+                " " * first_indent,
             )
-            sent += 1
+        )
+        for j, original in enumerate(originals):
+            row = line + j
+            indent = len(original) - len(original.lstrip())
+            if j > 0:
+                # Enter with auto-indent: the next line and its indentation at once
+                versions[name] += 1
+                above = originals[j - 1]
+                client.text_document_did_change(
+                    line_edit(
+                        uri, versions[name], row - 1, len(above), len(above), "\n" + " " * indent
+                    )
+                )
+            for k in range(indent, len(original) + 1):
+                if k > indent:
+                    if pause_s:
+                        await asyncio.sleep(pause_s)  # the user's time between keystrokes
+                    versions[name] += 1
+                    client.text_document_did_change(
+                        line_edit(uri, versions[name], row, k - 1, k - 1, original[k - 1])
+                    )
+                suggestion, elapsed, last = await inline_request(
+                    client, uri, row, k, automatic=True
+                )
+                records.append(
+                    {
+                        "request_id": str(last.get("request_id", "")),
+                        "pending": bool(last.get("pending")),
+                        "file": name,
+                        "line": row + 1,
+                        "column": k + 1,
+                        "first_at_line": k == indent,
+                        "jump": j == 0 and k == indent,
+                        "client_ms": elapsed,
+                        "suggestion": suggestion,
+                        "cache_hit": bool(last.get("cache_hit")),
+                        "skipped": str(last.get("skipped", "")),
+                        "prompt_tokens": int(last.get("prompt_tokens", 0)),
+                        "reused_tokens": int(last.get("reused_tokens", 0)),
+                        "ttft_ms": float(last.get("ttft_ms", 0.0)),
+                        "latency_ms": float(last.get("latency_ms", 0.0)),
+                        "whole_ms": float(last.get("whole_ms", last.get("latency_ms", 0.0))),
+                        "answered_early": False,
+                        "layers": last.get("layers", {}),
+                        "error": str(last.get("error", "")),
+                    }
+                )
+                sent += 1
     await stop_server(client)
     join_metrics(records, tmp / "cache")
     return {"records": records, "lines": len({(r["file"], r["line"]) for r in records})}
@@ -225,7 +289,21 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     early = [r for r in model if r["answered_early"]]
     ttft = [r["ttft_ms"] for r in model]
     first_model = [r for r in first if r["prompt_tokens"] and not r["cache_hit"]]
+    new_line = [r for r in first if not r.get("jump", True)]
+    new_line_model = [r for r in new_line if r["prompt_tokens"] and not r["cache_hit"]]
+    no_jump = [r["client_ms"] for r in records if not r.get("jump", r["first_at_line"])]
     return {
+        "new_lines": len(new_line),
+        "new_line_client_p50": pct([r["client_ms"] for r in new_line], 50),
+        "new_line_client_p90": pct([r["client_ms"] for r in new_line], 90),
+        "new_line_client_p99": pct([r["client_ms"] for r in new_line], 99),
+        "new_line_new_tokens_max": max(
+            (r["prompt_tokens"] - r["reused_tokens"] for r in new_line_model), default=0
+        ),
+        "no_jump_requests": len(no_jump),
+        "no_jump_client_p50": pct(no_jump, 50),
+        "no_jump_client_p90": pct(no_jump, 90),
+        "no_jump_client_p99": pct(no_jump, 99),
         "requests": len(records),
         "within_line": len(within),
         "first_at_line": len(first),
@@ -285,6 +363,12 @@ def main() -> int:
         help="wait this long after each answer before the next keystroke (default 0: type on "
         "at once, the worst case for early answers, whose rest the next keystroke cancels)",
     )
+    parser.add_argument(
+        "--block",
+        type=int,
+        default=1,
+        help="consecutive lines per pick, typed one after another (default 1: single lines)",
+    )
     parser.add_argument("--json", default="")
     args = parser.parse_args()
     extra = parse_setting_args(args.setting)
@@ -297,6 +381,7 @@ def main() -> int:
             args.seed,
             extra,
             pause_s=args.pause_ms / 1000,
+            block=max(1, args.block),
         )
     )
     s = summarize(out["records"])
@@ -336,6 +421,24 @@ def main() -> int:
         ("first request at a line: client P50 (ms)", f"{s['first_client_p50']:.0f}", ""),
         ("first request at a line: new tokens P50", f"{s['first_new_tokens_p50']:.0f}", ""),
         ("prompt tokens, mean", f"{s['prompt_tokens_mean']:.0f}", ""),
+    ]
+    if s["new_lines"]:
+        rows += [
+            ("new line (Enter, auto-indent): requests", f"{s['new_lines']}", ""),
+            (
+                "  client P50 / P90 / P99 (ms)",
+                f"{s['new_line_client_p50']:.0f} / {s['new_line_client_p90']:.0f} / "
+                f"{s['new_line_client_p99']:.0f}",
+                "",
+            ),
+            ("  new tokens, max", f"{s['new_line_new_tokens_max']}", ""),
+            (
+                "all but the jumps: client P90 / P99 (ms)",
+                f"{s['no_jump_client_p90']:.0f} / {s['no_jump_client_p99']:.0f}",
+                "150 / 300",
+            ),
+        ]
+    rows += [
         ("chars shown per answer within a line, mean", f"{s['shown_chars_mean']:.1f}", ""),
         ("requests with an error (all)", f"{s['errors']}", "0"),
     ]

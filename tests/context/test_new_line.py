@@ -17,7 +17,7 @@ from lsp_assist.context.model import AssembledPrompt, Cursor
 from lsp_assist.context.tokens import ApproxTokenizer
 from tests.support.workspace import scanned_index
 
-from .fakes import GEMMA_LIKE
+from .fakes import GEMMA_LIKE, QWEN_LIKE
 
 BODY = "\n".join(
     f"def step_{i}(values):\n    total_{i} = sum(values) * {i}\n    return total_{i}\n\n"
@@ -87,3 +87,46 @@ def test_a_jump_down_the_file_builds_afresh(tmp_path: Path) -> None:
     fresh_path = tmp_path / "again" / "pkg" / "long.py"
     expected = fresh.build(dataclasses.replace(below, path=fresh_path)).prompt
     assert engine.build(below).prompt == expected.replace(str(fresh_path), str(path))
+
+
+def test_a_new_line_keeps_the_related_layer_a_typed_call_would_change(tmp_path: Path) -> None:
+    """The first line typed calls a definition of another file: a fresh build at the next
+    line would put it in the related layer and evaluate the whole prompt again; the
+    build at the next line keeps the last one's layers and appends (issue 20, part 5)."""
+    model = QWEN_LIKE  # the default's format (the comment format's zone here is at its line cap)
+    helper = "def scale_total(values, factor):\n    return [v * factor for v in values]\n"
+    index = scanned_index(
+        tmp_path,
+        {"pkg/long.py": BODY + "\ndef work(values):\n    pass\n", "pkg/scale.py": helper},
+    )
+    settings = dataclasses.replace(ContextSettings(), context_budget=600)
+    engine = ContextEngine(index, ApproxTokenizer(model.special_tokens), model, settings)
+    path = tmp_path / "pkg" / "long.py"
+    base = (BODY + "\ndef work(values):\n").split("\n")
+    at = len(base) - 1
+    typed = "    first = scale_total(values, 2)"
+
+    def build(lines: list[str], line: int, column: int) -> AssembledPrompt:
+        text = "\n".join(lines)
+        index.open_buffer(path, text)
+        return engine.build(
+            Cursor(path=path, language="python", text=text, line=line, column=column)
+        )
+
+    lines = [*base[:at], "    ", "    pass", ""]
+    for end in range(4, len(typed) + 1):
+        lines[at] = typed[:end]
+        last = build(lines, at, end)
+    related = {layer.name: layer for layer in last.layers}["related"]
+    lines = [*base[:at], typed, "    ", "    pass", ""]
+    after = build(lines, at + 1, 4)
+    assert {layer.name: layer for layer in after.layers}["related"].text == related.text
+    assert len(after.tokens) - _common(last.tokens, after.tokens) <= 8
+    # a fresh build at the same place (another engine, no history) chooses the call
+    fresh_engine = ContextEngine(index, ApproxTokenizer(model.special_tokens), model, settings)
+    text = "\n".join(lines)
+    fresh = fresh_engine.build(
+        Cursor(path=path, language="python", text=text, line=at + 1, column=4)
+    )
+    assert "scale_total" in {layer.name: layer for layer in fresh.layers}["related"].text
+    assert "scale_total" not in related.text  # so keeping the layer is what was tested
