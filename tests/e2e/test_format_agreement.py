@@ -149,14 +149,15 @@ def _check_order(family: str, seq: list[int], backend: Backend, cli: dict[str, A
         return ids[0]
 
     # the cursor's own line always ends the prompt, but for its last pre-token, which
-    # the model writes itself (token healing)
-    kept, healed = heal_split(TYPED)
+    # the model writes itself (token healing); a FIM prompt's middle starts at the code
+    # (the indentation ends the prefix)
+    fim = FAMILIES[family].fim
+    kept, healed = heal_split(TYPED.lstrip(" \t") if fim is not None else TYPED)
     assert healed == " comp" and cli["prompt"]["healed"] == healed
     typed = backend.tokenize(kept)
     after = backend.tokenize("ute_total(items)")
     assert seq[-len(typed) :] == typed
     assert "def compute_total(items, discount=0.0):" in cli["prompt"]["prompt"]
-    fim = FAMILIES[family].fim
     if fim is None:
         assert "ute_total(items)" not in backend.detokenize(seq)  # prefix only
         return
