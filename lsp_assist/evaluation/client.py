@@ -23,13 +23,20 @@ def line_edit(
     uri: str, version: int, line: int, start: int, end: int, text: str
 ) -> types.DidChangeTextDocumentParams:
     """Return a didChange replacing columns ``start``-``end`` of one line with ``text``."""
+    return range_edit(uri, version, (line, start), (line, end), text)
+
+
+def range_edit(
+    uri: str, version: int, start: tuple[int, int], end: tuple[int, int], text: str
+) -> types.DidChangeTextDocumentParams:
+    """Return a didChange replacing ``start``-``end`` ((line, character) each) with ``text``."""
     return types.DidChangeTextDocumentParams(
         text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
         content_changes=[
             types.TextDocumentContentChangePartial(
                 range=types.Range(
-                    start=types.Position(line=line, character=start),
-                    end=types.Position(line=line, character=end),
+                    start=types.Position(line=start[0], character=start[1]),
+                    end=types.Position(line=end[0], character=end[1]),
                 ),
                 text=text,
             )

@@ -60,6 +60,7 @@ from lsprotocol import types  # noqa: E402
 from lsp_assist.evaluation.client import (  # noqa: E402
     inline_request,
     line_edit,
+    range_edit,
     start_server,
     stop_server,
     wait_loaded,
@@ -101,24 +102,6 @@ def pick_lines(text: str, rng: random.Random, count: int, block: int = 1) -> lis
         if all(abs(i - p) >= block for p in picked):  # blocks never overlap
             picked.append(i)
     return picked
-
-
-def block_edit(
-    uri: str, version: int, first: int, last: int, end: int, text: str
-) -> types.DidChangeTextDocumentParams:
-    """Return a didChange replacing line ``first`` column 0 to line ``last`` column ``end``."""
-    return types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-        content_changes=[
-            types.TextDocumentContentChangePartial(
-                range=types.Range(
-                    start=types.Position(line=first, character=0),
-                    end=types.Position(line=last, character=end),
-                ),
-                text=text,
-            )
-        ],
-    )
 
 
 async def run(
@@ -191,12 +174,11 @@ async def run(
         versions[name] += 1
         # the block's lines deleted, the first one's indentation left
         client.text_document_did_change(
-            block_edit(
+            range_edit(
                 uri,
                 versions[name],
-                line,
-                line + len(originals) - 1,
-                len(originals[-1]),
+                (line, 0),
+                (line + len(originals) - 1, len(originals[-1])),
                 " " * first_indent,
             )
         )
