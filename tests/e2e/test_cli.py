@@ -155,3 +155,28 @@ def test_serve_warns_for_a_non_loopback_address(tmp_path: Path) -> None:
     port = _free_port()
     err = _serve_tcp(f"0.0.0.0:{port}", port, tmp_path / "none.gguf")
     assert "non-loopback" in err
+
+
+@pytest.mark.slow
+def test_demo_reports_the_whole_of_an_early_answered_suggestion(tmp_path: Path) -> None:
+    """`lsp-assist demo --json` (the main job) with the small model: each model answer's
+    figures are the recorded ones, not the pending placeholder of an early answer."""
+    workspace = copy_demo(tmp_path)
+    out = run_cli(
+        "demo",
+        "--json",
+        "--workspace",
+        str(workspace),
+        "--model",
+        str(small_model_path()),
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    first = report["first"]
+    assert first["suggestion"], report
+    assert not first.get("pending") and first["prompt_tokens"] > 0, first
+    if first.get("early"):  # answered early: the demo waited for the rest and showed it
+        assert first["suggestion"].startswith(first["early"]), first
+        assert first["whole_ms"] > 0, first
+    assert report["after_typing"]["cache_hit"], report["after_typing"]
