@@ -144,12 +144,15 @@ class DecodeLoop:
         result.ttft_ms = (time.perf_counter() - self.started) * 1000.0
         return True
 
+    def _ends(self, token: int) -> bool:
+        """True when ``token`` ends the generation (end of generation, or a control token)."""
+        return self.engine.is_eog(token) or self.engine.is_control(token)
+
     def _writes_code(self, token: int) -> bool:
         """True when ``token`` neither ends the generation nor starts with a line break."""
-        eng = self.engine
-        if eng.is_eog(token) or eng.is_control(token):
+        if self._ends(token):
             return False
-        return not eng.piece(token, special=True).startswith((b"\n", b"\r"))
+        return not self.engine.piece(token, special=True).startswith((b"\n", b"\r"))
 
     def _next(self, i: int) -> int:
         """Return the token of logits row ``i``: the greedy one, or while healing the
@@ -164,7 +167,7 @@ class DecodeLoop:
     def _emit(self, token: int) -> bool:
         """Accept one generated token; return True when generation is done."""
         eng, result = self.engine, self.result
-        if eng.is_eog(token) or eng.is_control(token):
+        if self._ends(token):
             result.stop_reason = "eos"
             return True
         result.tokens.append(token)
@@ -315,9 +318,7 @@ class DecodeLoop:
         """
         eng, request = self.engine, self.request
         firsts = [
-            token
-            for token in self._firsts
-            if token != self._pending and not (eng.is_eog(token) or eng.is_control(token))
+            token for token in self._firsts if token != self._pending and not self._ends(token)
         ]
         quiet = dataclasses.replace(request, on_text=None)  # only the first suggestion streams
         found: list[Alternative] = []

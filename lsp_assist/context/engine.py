@@ -333,13 +333,6 @@ class ContextEngine:
         self._zone_scale[cursor.path] = estimate_ratio(
             zone, lines, self.counter.count, estimate_tokens
         )
-        self._zone_memo[cursor.path] = (
-            len(lines),
-            zone_budget,
-            settings.editing_zone_lines,
-            zone.start_line,
-            max(zone.end_line, line),
-        )
         zone_cost = zone_pieces(maker, parts, zone, rel)
         # The typed part of the cursor line changes at every keystroke. The layers
         # after the zone get what the zone left, so charge the typed part in steps
@@ -422,16 +415,17 @@ class ContextEngine:
             plan.granted["editing_zone"] += extra
             plan.carry -= wider_cost - zone_cost
             zone_cost = wider_cost
-            self._zone_memo[cursor.path] = (
-                len(lines),
-                zone_budget,
-                settings.editing_zone_lines,
-                zone.start_line,
-                max(zone.end_line, line),
-            )
             break
         if not accepted:
             zone_pieces(maker, parts, zone, rel)
+        # the next build's selection starts from the zone this one chose (its hint)
+        self._zone_memo[cursor.path] = (
+            len(lines),
+            zone_budget,
+            settings.editing_zone_lines,
+            zone.start_line,
+            max(zone.end_line, line),
+        )
 
         # file summary
         fs_budget = plan.grant("file_summary")

@@ -271,9 +271,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     early = [r for r in model if r["answered_early"]]
     ttft = [r["ttft_ms"] for r in model]
     first_model = [r for r in first if r["prompt_tokens"] and not r["cache_hit"]]
-    new_line = [r for r in first if not r.get("jump", True)]
+    new_line = [r for r in first if not r["jump"]]
     new_line_model = [r for r in new_line if r["prompt_tokens"] and not r["cache_hit"]]
-    no_jump = [r["client_ms"] for r in records if not r.get("jump", r["first_at_line"])]
+    no_jump = [r["client_ms"] for r in records if not r["jump"]]
     return {
         "new_lines": len(new_line),
         "new_line_client_p50": pct([r["client_ms"] for r in new_line], 50),
