@@ -659,14 +659,19 @@ shows (lspAssist/suggestionReady); its latency is not the mode line's."
                               (t (lsp-assist--set-state
                                   server :latency (* 1000 (- (float-time) started)))))
                         (setq lsp-assist-last-response response)
-                        (when (equal key (lsp-assist--key))
+                        (cond
+                         ((equal key (lsp-assist--key))
                           (funcall callback
                                    (cl-delete-duplicates
                                     (delq nil (mapcar (lambda (item)
                                                         (lsp-assist--suggestion-from item inline))
                                                       (lsp-assist--items response)))
                                     :key (lambda (s) (plist-get s :text))
-                                    :test #'equal :from-end t)))))))))
+                                    :test #'equal :from-end t)))
+                         ;; A refresh overtaken by typing through the suggestion: its
+                         ;; answer is for the place before; ask again where point is.
+                         ((and refresh (lsp-assist--typing-through-p))
+                          (lsp-assist--refresh)))))))))
       (let ((id (car (jsonrpc-async-request
                       server method params
                       :success-fn (lambda (response) (finish response))
@@ -1016,6 +1021,12 @@ Known before `initialize' (unlike the server's capabilities)."
            "no suggestion shown")
           ;; The request was made here, or before point on the way typed since.
           ((> (eglot--lsp-position-to-point position) (point)) "another place"))))
+
+(defun lsp-assist--typing-through-p ()
+  "Non-nil when point is where typing through the suggestion left it."
+  (let ((key (lsp-assist--key)))
+    (or (equal lsp-assist--typed-through key)
+        (and lsp-assist--preview (equal (plist-get lsp-assist--preview :key) key)))))
 
 (defun lsp-assist--refresh ()
   "Ask again at point (Automatic: the server's cache answers); show a longer text."

@@ -412,9 +412,13 @@ a request in flight, a dismissed suggestion."
         (when first
           (execute-kbd-macro (substring first 0 1)))
         (put 'typed_preview (lsp-assist-preview-text))
+        ;; The notice may have come before the key: its refresh then answered for the
+        ;; place before it and was dropped, and the whole comes from the next request.
         (put 'typed_after (if (> (driver-notice-count) notices)
-                              (list (plist-get (car lsp-assist-ready-notices) :action)
-                                    (lsp-assist-preview-text))
+                              (progn
+                                (driver-wait (lambda () (lsp-assist-preview-text)) 20)
+                                (list (plist-get (car lsp-assist-ready-notices) :action)
+                                      (lsp-assist-preview-text)))
                             (driver-await-refresh notices refreshes)))
         (put 'typed_line (driver-line))
         (put 'typed_refresh (driver-json (car lsp-assist-refreshes))))
