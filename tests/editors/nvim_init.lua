@@ -169,6 +169,9 @@ local function run()
     report.typed_line = vim.api.nvim_buf_get_lines(buf, line - 1, line, false)[1]
     report.ghost_extmarks = #vim.api.nvim_buf_get_extmarks(buf, -1, 0, -1, { details = false })
     -- A word first (<M-Right>), then the rest (<Tab>), as typed keys through the mappings.
+    -- What shows when the key is pressed (an answer may have replaced it meanwhile).
+    report.ghost_at_key = assist.state.ghost and assist.state.ghost.text or vim.NIL
+    report.line_at_key = vim.api.nvim_buf_get_lines(buf, line - 1, line, false)[1]
     keys('<M-Right>')
     report.after_word = {
       line = vim.api.nvim_buf_get_lines(buf, line - 1, line, false)[1],

@@ -155,9 +155,11 @@ def test_nvim_plugin_gets_inline_completion(
     assert ghost, f"no suggestion after {report['trigger_attempts']} explicit asks\n{context}"
     word = next_word(ghost)
     typed_line = LAST_LINE + "1, "
-    assert report["after_word"]["line"] == typed_line + word, context
+    keyed = {k: report.get(k) for k in ("ghost_text", "ghost_at_key", "line_at_key", "after_word")}
+    assert report["ghost_at_key"] == ghost and report["line_at_key"] == typed_line, keyed
+    assert report["after_word"]["line"] == typed_line + word, keyed
     rest = ghost[len(word) :]
-    assert report["after_word"]["ghost"] == (rest if rest else None), context
+    assert report["after_word"]["ghost"] == (rest if rest else None), keyed
     (accepted,) = report["accepted"]
     assert accepted["inserted"] == ghost
     assert report["accept_line"] == typed_line + ghost.split("\n")[0]
