@@ -21,6 +21,7 @@ from lsp_assist.context.layout import (
     suffix_after,
 )
 from lsp_assist.context.model import AssembledPrompt, Cursor, LayerItem
+from lsp_assist.context.zone import indent_to_prefix
 from lsp_assist.index.model import IndexLookup
 
 DEFAULT_N_CTX = 4096
@@ -96,6 +97,9 @@ class Baseline:
         plan.spend("instructions", overhead)
         left = total - overhead
         typed = lines[line][:col]
+        indent = ""
+        if fmt.is_fim:
+            indent, typed = indent_to_prefix("", typed)
         typed_piece = maker.piece("editing_zone", typed) if typed else None
         if typed_piece is not None:
             typed_piece.volatile = True
@@ -108,7 +112,8 @@ class Baseline:
         after_piece = maker.piece("editing_zone", after_text) if after_text else None
         if after_piece is not None:
             left -= len(after_piece.ids)
-        before = self._tail_fit(before_lines, max(0, left))
+        before = self._tail_fit(before_lines, max(0, left - self.counter.count(indent) - 1))
+        before += indent
         before_piece = maker.piece("editing_zone", before) if before else None
         if before_piece is not None:
             left -= len(before_piece.ids)

@@ -94,12 +94,19 @@ def zone_from_span(
         before = "".join(f"{text}\n" for text in lines[start:middle_from])
         typed = "".join(f"{text}\n" for text in lines[middle_from:line]) + typed
     if fim:
-        # The middle starts at its first line's first non-blank character: a code model
-        # saw indentation at the end of the prefix, almost never alone after the middle
-        # token (there it answers the function's last line: issue 20).
-        lead = len(typed) - len(typed.lstrip(" \t"))
-        before, typed = before + typed[:lead], typed[lead:]
+        before, typed = indent_to_prefix(before, typed)
     return Zone(start_line=start, end_line=end, before=before, typed=typed, after=after)
+
+
+def indent_to_prefix(before: str, typed: str) -> tuple[str, str]:
+    """Return (before, typed) of a FIM prompt with the typed part's indentation moved to
+    the prefix: the middle starts at its first line's first non-blank character.
+
+    A code model saw indentation at the end of the prefix, almost never alone after the
+    middle token (there it answers the function's last line: issue 20).
+    """
+    lead = len(typed) - len(typed.lstrip(" \t"))
+    return before + typed[:lead], typed[lead:]
 
 
 def node_lines(node: Node) -> tuple[int, int]:

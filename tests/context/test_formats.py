@@ -143,3 +143,32 @@ def test_tokenize_matches_llama_tokenize(tokenizers: dict[str, Vocabulary]) -> N
                 expected = llm.tokenize(text.encode("utf-8"), add_bos=False, special=special)
                 assert tok.tokenize(text, special=special) == expected, (name, text[:20])
     assert tokenizers["qwen"].tokenize("") == []
+
+
+@pytest.mark.parametrize("family", ["qwen", "starcoder"])
+def test_a_file_with_no_other_file_to_show_is_a_plain_fim_prompt(
+    family: str, tokenizers: dict[str, Vocabulary], tmp_path: Path
+) -> None:
+    """No related or similar file: no repository header, no path line, just FIM."""
+    from tests.support.workspace import scanned_index
+
+    tok = tokenizers[family]
+    info = tok.info()
+    fmt = detect_format(info)
+    text = "def add(a, b):\n    return a + b\n\n\nprint(add(1, 2))\n"
+    index = scanned_index(tmp_path / "ws", {"lone.py": text})
+    try:
+        engine = ContextEngine(index, tok, info)
+        cursor = Cursor(
+            path=index.roots[0] / "lone.py", language="python", text=text, line=1, column=4
+        )
+        prompt = engine.build(cursor)
+        baseline = engine.build(cursor, strategy="baseline")
+    finally:
+        index.stop()
+    for built in (prompt, baseline):
+        assert built.tokens[0] == fmt.fim_prefix_id, built.prompt
+        for name in (fmt.repo_name_token, fmt.file_sep_token):
+            assert name and info.special_tokens[name] not in built.tokens, built.prompt
+        assert "lone.py" not in built.prompt
+        assert built.prompt.startswith(f"{fmt.text_of(fmt.fim_prefix_id)}def add(a, b):\n    ")
