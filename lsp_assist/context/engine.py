@@ -300,7 +300,7 @@ class ContextEngine:
         # project summary: a grant fixed for the file (not what the other layers leave),
         # so it is the same at every position in the file and stays in the KV cache
         ps_budget = 0
-        if settings.layer_project_summary:
+        if settings.layer_project_summary and fmt.carries_project_summary:
             share = plan.shares.get("file_summary", 0)
             ps_budget = min(share // 2 if settings.layer_file_summary else share, plan.remaining)
             if ps_budget > 0:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -172,3 +173,19 @@ def test_a_file_with_no_other_file_to_show_is_a_plain_fim_prompt(
             assert name and info.special_tokens[name] not in built.tokens, built.prompt
         assert "lone.py" not in built.prompt
         assert built.prompt.startswith(f"{fmt.text_of(fmt.fim_prefix_id)}def add(a, b):\n    ")
+
+
+@pytest.mark.parametrize("family", ["qwen", "starcoder", "repo", "codellama"])
+def test_the_project_summary_only_where_the_format_has_a_place_for_it(
+    family: str, tokenizers: dict[str, Vocabulary], shop: WorkspaceIndex
+) -> None:
+    """FIM with repository tokens: file blocks only (its trained layout); others: the summary."""
+    tok = tokenizers[family]
+    info = tok.info()
+    fmt = detect_format(info)
+    cursor = replace(_cursor(shop), open_files=(shop_path(shop, "shop/billing_old.py"),))
+    prompt = ContextEngine(shop, tok, info).build(cursor, budget=4096)  # tiny vocabularies
+    (layer,) = [x for x in prompt.layers if x.name == "project_summary"]
+    assert fmt.carries_project_summary == (family in ("repo", "codellama"))
+    assert (layer.tokens > 0) == fmt.carries_project_summary, layer
+    assert "def compute_total(items, discount=0.0):" in prompt.prompt  # related still there
