@@ -25,6 +25,7 @@ Strategy = Literal["layered", "baseline"]
 BackendKind = Literal["local", "remote"]
 MultilineMode = Literal["auto", "always", "never"]
 NextEditMode = Literal["off", "symbolic", "model", "both"]
+RemoteApi = Literal["auto", "completions", "infill"]
 
 
 @dataclass(kw_only=True)
@@ -63,6 +64,10 @@ class ModelSettings:
     remote_connect_timeout_ms: int = 2000
     remote_read_timeout_ms: int = 30000
     remote_retries: int = 2
+    remote_api: RemoteApi = "auto"
+    """``completions``: a raw prompt on ``/v1/completions``; ``infill``: llama-server's
+    ``/infill`` (prefix, suffix and related code as extra files); ``auto``: ``infill``
+    where the server offers it, else ``completions``."""
 
 
 @dataclass(kw_only=True)

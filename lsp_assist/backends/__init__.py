@@ -15,6 +15,7 @@ from lsp_assist.backends.base import (
     CancelToken,
     GenerationRequest,
     GenerationResult,
+    InfillParts,
     ModelInfo,
     StopRule,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "Embedder",
     "GenerationRequest",
     "GenerationResult",
+    "InfillParts",
     "LlamaEngine",
     "ModelInfo",
     "ModelPreset",

@@ -134,6 +134,24 @@ class ModelInfo:
         return None not in (self.fim_prefix_id, self.fim_suffix_id, self.fim_middle_id)
 
 
+@dataclass(frozen=True, slots=True)
+class InfillParts:
+    """A prompt's parts as a server that builds its own FIM prompt wants them (``/infill``).
+
+    Filled by serving from the assembled prompt, for a backend whose
+    ``wants_infill_parts`` is True; the token prompt stays the one to send elsewhere.
+    """
+
+    prefix: str
+    """The editing zone's whole lines before the cursor line."""
+    suffix: str
+    """The text after the cursor: the rest of its line and the lines below."""
+    typed: str
+    """The cursor line up to the cursor (the typed part, healed tail included)."""
+    extra: tuple[tuple[str, str], ...] = ()
+    """(file name, text) chunks of other files: the related definitions, the similar code."""
+
+
 StopRule = Callable[[str], int | None]
 """Given the text generated so far, return the index to cut it at (done), or None."""
 
@@ -172,6 +190,9 @@ class GenerationRequest:
     """The first token must write something on the cursor's line: not a line break, not
     an end of generation (the cursor is on a blank line, where an editor wants the
     line). Honoured by the in-process backend; a remote one ignores it."""
+    infill: InfillParts | None = None
+    """The prompt's parts, for a backend that sends them separately (``/infill``); None:
+    not filled (the backend sends ``prompt_tokens``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,6 +312,11 @@ class Backend(ABC):
     @abstractmethod
     def info(self) -> ModelInfo:
         """Metadata of the loaded model."""
+
+    @property
+    def wants_infill_parts(self) -> bool:
+        """True when the caller should fill :attr:`GenerationRequest.infill`."""
+        return False
 
     @abstractmethod
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:

@@ -5,6 +5,11 @@ at the first text, and whether the answer is complete); :class:`CompletionEvents
 splits the body into lines itself, so that the cancel flag and the cap are checked at
 every chunk (even one without a line end) and a line cannot grow without bound, and
 turns each ``data:`` line into text, a stop reason and llama-server's cache count.
+
+Two chunk formats are read: OpenAI's (``choices[0].text``, ``finish_reason``, then
+``[DONE]``) from ``/v1/completions``, and llama-server's own (``content``, ``stop``,
+``stop_type``, ``tokens_evaluated``; no ``[DONE]``: its last chunk has ``stop: true``)
+from ``/infill``.
 """
 
 from __future__ import annotations
@@ -104,24 +109,16 @@ class CompletionEvents:
             chunk = json.loads(data)
         except ValueError as exc:  # JSONDecodeError or bytes that are not UTF-8
             raise RemoteBackendError("the server sent malformed JSON") from exc
+        if isinstance(chunk, dict) and "choices" not in chunk and "content" in chunk:
+            return self.native(chunk)
         choices = chunk.get("choices") if isinstance(chunk, dict) else None
         choice = choices[0] if isinstance(choices, list) and choices else {}
         if not isinstance(choice, dict):
             raise RemoteBackendError("the server sent a chunk without a completion choice")
         text = str(choice.get("text") or "")
-        if text:
-            if attempt.first_text_at is None:
-                attempt.first_text_at = time.monotonic()
-                attempt.move_deadline(attempt.first_text_at + attempt.generation_cap)
-                result.ttft_ms = (time.perf_counter() - self.started) * 1000.0
-                result.prefill_ms = result.ttft_ms
-            if self.stream.feed_text(text):
-                result.stop_reason = self.stream.reason
-                attempt.done = True
-                return True
-        timings = chunk.get("timings")
-        if isinstance(timings, dict) and "cache_n" in timings:
-            result.reused_tokens = int(timings["cache_n"])
+        if self.text(text):
+            return True
+        self.timings(chunk)
         finish = choice.get("finish_reason")
         if finish:
             # keep reading up to [DONE]: llama-server's timings may follow
@@ -130,6 +127,47 @@ class CompletionEvents:
                 result.stop_reason = "eos"
             attempt.done = True
         return False
+
+    def text(self, text: str) -> bool:
+        """Take a chunk's text (the first moves the deadline); True when a stop ended it."""
+        result, attempt = self.result, self.attempt
+        if not text:
+            return False
+        if attempt.first_text_at is None:
+            attempt.first_text_at = time.monotonic()
+            attempt.move_deadline(attempt.first_text_at + attempt.generation_cap)
+            result.ttft_ms = (time.perf_counter() - self.started) * 1000.0
+            result.prefill_ms = result.ttft_ms
+        if self.stream.feed_text(text):
+            result.stop_reason = self.stream.reason
+            attempt.done = True
+            return True
+        return False
+
+    def timings(self, chunk: dict[str, object]) -> None:
+        """Take llama-server's prompt cache count (``timings.cache_n``), when it sent one."""
+        timings = chunk.get("timings")
+        if isinstance(timings, dict) and "cache_n" in timings:
+            self.result.reused_tokens = int(timings["cache_n"])
+
+    def native(self, chunk: dict[str, object]) -> bool:
+        """Handle one chunk of llama-server's own format; return True when it is the last."""
+        if self.text(str(chunk.get("content") or "")):
+            return True
+        self.timings(chunk)
+        evaluated = chunk.get("tokens_evaluated")
+        if isinstance(evaluated, int) and evaluated > 0:
+            # the server built the prompt (/infill): its count, not the request's
+            self.result.prompt_tokens = evaluated
+        if not chunk.get("stop"):
+            return False
+        kind = str(chunk.get("stop_type") or "")
+        reason = {"limit": "length", "word": "stop"}.get(kind, "eos")
+        if reason == "stop" and not self.request.stop:
+            reason = "eos"
+        self.result.stop_reason = reason
+        self.attempt.done = True
+        return True
 
 
 def error_text(resp: httpx.Response) -> str:

@@ -32,6 +32,11 @@ Tokens. The client needs the server model's token ids: a local vocabulary of
 The prompt goes to the server as token ids when they are real ids (llama-server and
 vLLM accept a list of ints) and as text otherwise; a server that rejects ids (HTTP
 400/422, e.g. llama-cpp-python's) is switched to text for the rest of the session.
+
+APIs. ``remoteApi`` chooses ``/v1/completions`` (the assembled prompt) or llama-server's
+``/infill`` (the prompt's parts, :attr:`GenerationRequest.infill`), or ``auto`` (infill
+where offered): the bodies and the choice are :mod:`~lsp_assist.backends.remote_api`'s;
+both are streamed, capped, cancelled and retried by the same code here.
 """
 
 from __future__ import annotations
@@ -62,6 +67,14 @@ from lsp_assist.backends.event_stream import (
     check_event_stream,
     error_text,
 )
+from lsp_assist.backends.remote_api import (
+    ABSENT,
+    COMPLETIONS_PATH,
+    INFILL_PATH,
+    ApiChoice,
+    completions_body,
+    infill_body,
+)
 from lsp_assist.backends.remote_tokens import RemoteTokenizer, server_ids
 from lsp_assist.backends.streaming import TextStream
 from lsp_assist.backends.transport import CancellableNetwork, Exchange, cancellable_transport
@@ -80,9 +93,11 @@ __all__ = ["CircuitBreaker", "RemoteBackend"]
 class _Retryable(Exception):
     """A failure before any text arrived: the request may be retried."""
 
-    def __init__(self, message: str, status: int = 0) -> None:
+    def __init__(self, message: str, status: int = 0, *, infill: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        self.infill = infill
+        """The request went to ``/infill``."""
 
 
 class RemoteBackend(Backend):
@@ -133,6 +148,7 @@ class RemoteBackend(Backend):
         )
         self._ids_rejected = False
         """The server refused a token-id prompt: text is sent from then on."""
+        self.api = ApiChoice(settings.remote_api)
         self._counters = {
             "requests": 0,
             "failures": 0,
@@ -168,6 +184,11 @@ class RemoteBackend(Backend):
         return self.tokenizer.mode != "estimate" and not self._ids_rejected
 
     @property
+    def wants_infill_parts(self) -> bool:
+        """True while requests may go to ``/infill`` (they then need their parts)."""
+        return self.api.wants_parts
+
+    @property
     def info(self) -> ModelInfo:
         """What is known about the server's model (full metadata with a local vocabulary)."""
         return self._info
@@ -192,6 +213,7 @@ class RemoteBackend(Backend):
     def _fail(self) -> None:
         self._counters["failures"] += 1
         self.breaker.failure()
+        self.api.forget()
 
     def _post_json(
         self,
@@ -316,7 +338,16 @@ class RemoteBackend(Backend):
             try:
                 return self._stream_once(request, result, t0, prompt_deadline, caps.generation_s)
             except _Retryable as exc:
-                if exc.status in (400, 422, 500) and self._send_ids and not switched:
+                if exc.infill and exc.status in ABSENT:
+                    if self.api.absent():
+                        logger.info("the server has no /infill (HTTP %d): completions", exc.status)
+                        continue
+                    raise RemoteBackendError(
+                        f"{self.base_url} offers no /infill for its model (HTTP {exc.status}):"
+                        " set remoteApi to completions or auto"
+                    ) from exc
+                ids_refused = exc.status in (400, 422, 500) and not exc.infill
+                if ids_refused and self._send_ids and not switched:
                     # llama-cpp-python's server answers a list-of-ints prompt with 500
                     logger.info("server rejected a token-id prompt; sending text from now on")
                     self._ids_rejected = True
@@ -352,31 +383,29 @@ class RemoteBackend(Backend):
         if attempt.expired():
             result.stop_reason = "timeout"
             return False
-        payload: dict[str, Any] = {
-            "prompt": self._prompt_payload(request.prompt_tokens, cancel, prompt_deadline),
-            "max_tokens": max(1, request.max_tokens),
-            "temperature": 0.0,
-            "top_k": 1,
-            "stream": True,
-        }
-        if request.stop:
-            payload["stop"] = [s for s in request.stop if s][:4]
-        if self.settings.remote_model:
-            payload["model"] = self.settings.remote_model
+        infill = self.api.use_infill(request)
+        payload: dict[str, Any]
+        if infill and request.infill is not None:
+            path, payload = INFILL_PATH, infill_body(request, request.infill)
+        else:
+            prompt = self._prompt_payload(request.prompt_tokens, cancel, prompt_deadline)
+            path = COMPLETIONS_PATH
+            payload = completions_body(request, prompt, self.settings.remote_model)
         stream = TextStream(request)
         timeout = self._timeout(max(prompt_deadline - time.monotonic(), 0.0))
         try:
             with (
                 self._guard(cancel, prompt_deadline) as exchange,
-                self._client.stream(
-                    "POST", "/v1/completions", json=payload, timeout=timeout
-                ) as resp,
+                self._client.stream("POST", path, json=payload, timeout=timeout) as resp,
             ):
                 attempt.exchange = exchange
                 if resp.status_code >= 400:
                     raise _Retryable(
-                        f"HTTP {resp.status_code}: {error_text(resp)}", resp.status_code
+                        f"{path}: HTTP {resp.status_code}: {error_text(resp)}",
+                        resp.status_code,
+                        infill=infill,
                     )
+                self.api.answered(infill)
                 check_event_stream(resp)
                 CompletionEvents(request, result, stream, attempt, t0).read(resp)
                 if exchange is not None:
@@ -421,6 +450,7 @@ class RemoteBackend(Backend):
             "circuit_opened": self.breaker.times_opened,
             "token_mode": self.token_mode,
             "prompt_as_ids": self._send_ids,
+            "api": self.api.current,
             "api_key_set": self._has_key,
         }
 

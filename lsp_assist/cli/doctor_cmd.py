@@ -1,4 +1,8 @@
-"""``lsp-assist doctor``: what this machine, build, model, prompt budget and workspace look like."""
+"""``lsp-assist doctor``: what this machine, build, model, prompt budget and workspace look like.
+
+With ``backend: remote`` it also asks the server at ``remoteUrl`` (reachable, model,
+FIM tokens, ``/infill``, one token's round trip: ``backends/remote_probe.py``).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from lsp_assist.backends import (
     resolve_model_path,
     resolve_model_settings,
 )
+from lsp_assist.backends.remote_probe import remote_report
 from lsp_assist.cli.common import add_model_flags, settings_from_args
 from lsp_assist.config import cache_root, workspace_cache_dir
 from lsp_assist.index import available_languages
@@ -141,6 +146,8 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         report["model"]["draft_model"] = resolved.draft_model_path
     except Exception as exc:  # doctor reports every failure instead of stopping
         report["model"] = {"error": str(exc)}
+    if settings.model.backend == "remote":
+        report["remote"] = remote_report(settings.model)
     report["budget"] = budget_report(settings)
     try:
         report["grammars"] = available_languages()
@@ -157,6 +164,8 @@ def run(args: argparse.Namespace) -> int:
     report = collect(args)
     llama = report["llama_cpp"]
     ok = bool(llama.get("installed")) and "error" not in report["model"]
+    if "remote" in report:
+        ok = ok and bool(report["remote"].get("reachable"))
     if args.json:
         print(json.dumps(report, indent=2))
         return 0 if ok else 1
@@ -202,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  drafting    {model.get('draft')} (draft model: {draft})")
         if model["special_tokens"]:
             print(f"  special     {', '.join(sorted(model['special_tokens']))}")
+    if "remote" in report:
+        print_remote(report["remote"])
     budget = report["budget"]
     print(f"budget        {budget.get('reason') or 'ERROR: ' + str(budget.get('error'))}")
     grammars = report["grammars"]
@@ -211,3 +222,35 @@ def run(args: argparse.Namespace) -> int:
     for warning in report["settings_warnings"]:
         print(f"warning       {warning}")
     return 0 if ok else 1
+
+
+def print_remote(remote: dict[str, Any]) -> None:
+    """Print the remote server's lines of the report."""
+    if not remote.get("reachable"):
+        print(f"remote        {remote['url']} UNREACHABLE: {remote.get('error')}")
+        return
+    model = remote.get("model") or "unknown"
+    print(
+        f"remote        {remote['url']} reachable (GET /v1/models: HTTP {remote['status']}, "
+        f"{remote['ms']} ms), model {model}"
+    )
+    fim = remote.get("fim_tokens")
+    fim_text = "unknown" if fim is None else "yes" if fim else "NO"
+    source = f" (from {remote['fim_from']})" if "fim_from" in remote else ""
+    print(f"  FIM tokens  {fim_text}{source}")
+    infill = remote.get("infill", {})
+    if infill.get("offered"):
+        offered = "offered"
+    elif infill.get("status") == 501:
+        offered = "not usable (HTTP 501: the server's model has no FIM tokens)"
+    else:
+        offered = f"not offered ({infill.get('error') or 'HTTP ' + str(infill.get('status'))})"
+    print(f"  /infill     {offered}")
+    if "round_trip_error" in remote:
+        print(f"  round trip  ERROR: {remote['round_trip_error']}")
+    else:
+        print(
+            f"  round trip  {remote['round_trip_ms']} ms for one token "
+            f"(first text {remote['first_text_ms']} ms, {remote['stop_reason']}); "
+            f"remoteApi {remote['remote_api']} -> {remote['api']}, tokens: {remote['token_mode']}"
+        )

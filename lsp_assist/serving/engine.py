@@ -42,6 +42,7 @@ from lsp_assist.errors import GenerationCancelled, LspAssistError, ModelLoadErro
 from lsp_assist.serving.adaptive_budget import budget_for
 from lsp_assist.serving.alternatives import distinct, wanted
 from lsp_assist.serving.early import EarlyAnswer
+from lsp_assist.serving.infill_parts import infill_parts
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
 from lsp_assist.serving.postprocess import decide_multiline, postprocess
 from lsp_assist.serving.records import metrics_record
@@ -319,6 +320,11 @@ class CompletionEngine:
             alternatives=alternatives,
             on_text=early,
             code_first=not line_text.strip(),
+            infill=(
+                infill_parts(prompt, doc, pos.line, pos.column)
+                if backend.wants_infill_parts
+                else None
+            ),
         )
         # an early answer's entry is being written until the whole is put: a keystroke
         # that typed all of it waits for more meanwhile (TypeThrough.wait_for_more)

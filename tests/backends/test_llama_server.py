@@ -16,7 +16,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -84,10 +84,12 @@ def _free_port() -> int:
 class LlamaServer:
     """A ``llama-server`` subprocess on 127.0.0.1; its output goes to ``log``."""
 
-    def __init__(self, model: Path, port: int, log: Path) -> None:
+    def __init__(self, model: Path, port: int, log: Path, extra_args: Sequence[str] = ()) -> None:
         self.model = model
         self.port = port
         self.log = log
+        self.extra_args = list(extra_args)
+        """More flags, after the defaults (a repeated flag's last value wins)."""
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -114,6 +116,7 @@ class LlamaServer:
             "--threads-batch",
             "1",
             "--no-warmup",
+            *self.extra_args,
         ]
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
