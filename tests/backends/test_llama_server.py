@@ -14,9 +14,8 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from tests.e2e.conftest import (
     start_session,
     wait_ready,
 )
+from tests.support.bounded import bounded
 
 
 def _binary() -> Path | None:
@@ -182,8 +182,8 @@ def llama_server(
     server.kill()
 
 
-def _settings(url: str, **kw: Any) -> ModelSettings:
-    """Generous caps: the machine is shared and may be busy."""
+def remote_settings(url: str, **kw: Any) -> ModelSettings:
+    """The remote backend at ``url`` with generous caps: the machine is shared and may be busy."""
     values: dict[str, Any] = {
         "backend": "remote",
         "remote_url": url,
@@ -193,28 +193,6 @@ def _settings(url: str, **kw: Any) -> ModelSettings:
         **kw,
     }
     return ModelSettings(**values)
-
-
-def _bounded(func: Callable[[], Any], limit_s: float) -> tuple[Any, float]:
-    """Run ``func`` on a thread; return (its result or exception, seconds it took).
-
-    Fails the test, instead of hanging it, when ``func`` still runs after ``limit_s``.
-    """
-    out: list[Any] = []
-
-    def run() -> None:
-        try:
-            out.append(func())
-        except Exception as exc:
-            out.append(exc)
-
-    started = time.monotonic()
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(limit_s)
-    took = time.monotonic() - started
-    assert not thread.is_alive(), f"still running after {took:.1f} s"
-    return out[0], took
 
 
 def _answers(backend: RemoteBackend, text: str = "def add(a, b):\n    return") -> str:
@@ -235,7 +213,7 @@ def test_an_answer_through_v1_completions(
     # server: token ids from llama-server's /tokenize; local: from the GGUF's vocabulary.
     # Either way the prompt goes as a list of ids, which llama-server accepts.
     backend = RemoteBackend(
-        _settings(llama_server.url),
+        remote_settings(llama_server.url),
         model_path=smol_path,
         tokenizer=tokenizer,  # type: ignore[arg-type]
     )
@@ -267,7 +245,7 @@ def test_an_answer_through_v1_completions(
 
 def test_a_cancelled_stream_ends_at_once_and_frees_the_slot(llama_server: LlamaServer) -> None:
     assert llama_server.wait_busy(0), "a slot was still busy before the test"
-    backend = RemoteBackend(_settings(llama_server.url), tokenizer="server")
+    backend = RemoteBackend(remote_settings(llama_server.url), tokenizer="server")
     try:
         token = CancelToken()
         pieces: list[str] = []
@@ -281,7 +259,7 @@ def test_a_cancelled_stream_ends_at_once_and_frees_the_slot(llama_server: LlamaS
             prompt_tokens=backend.tokenize(LONG), max_tokens=MANY, cancel=token, on_text=on_text
         )
         mark = llama_server.log_size()
-        result, _ = _bounded(lambda: backend.generate(request), 60)
+        result, _ = bounded(lambda: backend.generate(request), 60)
         returned_at = time.perf_counter()
         assert isinstance(result, GenerationResult), result
         assert result.stop_reason == "cancelled"
@@ -325,7 +303,7 @@ def test_a_request_that_meets_only_busy_slots_ends_at_its_prompt_cap(
     assert llama_server.wait_busy(0), "a slot was still busy before the test"
     cap_s = 3.0
     backend = RemoteBackend(
-        _settings(
+        remote_settings(
             llama_server.url,
             prompt_timeout_ms=int(cap_s * 1000),
             generation_timeout_ms=int(cap_s * 1000),
@@ -341,7 +319,7 @@ def test_a_request_that_meets_only_busy_slots_ends_at_its_prompt_cap(
             ]
             assert llama_server.wait_busy(2), llama_server.slots()
             request = GenerationRequest(prompt_tokens=backend.tokenize("x = "), max_tokens=8)
-            result, took = _bounded(lambda: backend.generate(request), 2 * cap_s + 30)
+            result, took = bounded(lambda: backend.generate(request), 2 * cap_s + 30)
             assert isinstance(result, GenerationResult), result
             # the request waited in the server's queue, no text came, and it ended at the
             # prompt cap (not when a slot frees, not never)
@@ -366,7 +344,7 @@ def test_a_server_killed_mid_stream_is_an_error_and_a_restart_answers_again(
     server = LlamaServer(smol_path, _free_port(), tmp_path / "server.log")
     server.start()
     backend = RemoteBackend(
-        _settings(server.url, remote_retries=1),
+        remote_settings(server.url, remote_retries=1),
         model_path=smol_path,
         circuit_threshold=5,
         backoff_s=0.05,
@@ -376,11 +354,11 @@ def test_a_server_killed_mid_stream_is_an_error_and_a_restart_answers_again(
         request = GenerationRequest(
             prompt_tokens=prompt, max_tokens=400, on_text=lambda _t: server.kill()
         )
-        error, _ = _bounded(lambda: backend.generate(request), 60)
+        error, _ = bounded(lambda: backend.generate(request), 60)
         assert isinstance(error, RemoteBackendError), error
         assert isinstance(error, LspAssistError) and "broke mid-stream" in str(error)
         # while it is down: refused connections, mapped the same way, after the retry
-        down, _ = _bounded(lambda: backend.generate(GenerationRequest(prompt_tokens=prompt)), 30)
+        down, _ = bounded(lambda: backend.generate(GenerationRequest(prompt_tokens=prompt)), 30)
         assert isinstance(down, RemoteBackendError) and "after 2 attempt" in str(down), down
         server.start()  # the same port
         assert _answers(backend)

@@ -40,6 +40,7 @@ from tests.e2e.conftest import (
     start_session,
     wait_ready,
 )
+from tests.support.bounded import bounded
 
 from .conftest import code_text
 
@@ -303,29 +304,6 @@ def _capped(url: str, **kw: Any) -> ModelSettings:
     return ModelSettings(**values)
 
 
-def _bounded(func: Callable[[], Any], limit_s: float) -> tuple[Any, float]:
-    """Run ``func`` on a thread; return (its result or exception, seconds it took).
-
-    Fails the test (instead of hanging it) when ``func`` is still running after
-    ``limit_s``.
-    """
-    out: list[Any] = []
-
-    def run() -> None:
-        try:
-            out.append(func())
-        except Exception as exc:
-            out.append(exc)
-
-    started = time.perf_counter()
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(limit_s)
-    took = time.perf_counter() - started
-    assert not thread.is_alive(), f"still running after {took:.1f} s"
-    return out[0], took
-
-
 def _cancel_when_held(server: FaultServer, token: CancelToken, after_s: float) -> None:
     """From another thread: once the server holds a request, wait ``after_s`` and cancel."""
 
@@ -435,7 +413,7 @@ def test_cancel_on_a_reused_connection_and_a_late_cancel_spares_the_pool() -> No
 def _generate_capped(backend: RemoteBackend, **kw: Any) -> tuple[GenerationResult, float]:
     """Generate against a fault; fail if it outlives its caps by more than 5 s."""
     request = GenerationRequest(prompt_tokens=backend.tokenize("def f(x):\n"), **kw)
-    result, took = _bounded(lambda: backend.generate(request), PROMPT_CAP + GENERATION_CAP + 5)
+    result, took = bounded(lambda: backend.generate(request), PROMPT_CAP + GENERATION_CAP + 5)
     if isinstance(result, Exception):
         raise result
     assert isinstance(result, GenerationResult)
@@ -535,7 +513,7 @@ def _cancel_delays(
         server.holding.clear()
         token = CancelToken()
         _cancel_when_held(server, token, 0.05 + 0.07 * run)
-        outcome, _ = _bounded(lambda token=token: work(token), 10)
+        outcome, _ = bounded(lambda token=token: work(token), 10)
         delays.append(time.perf_counter() - token.cancelled_at)
         outcomes.append(outcome)
     return delays, outcomes
@@ -577,12 +555,12 @@ def test_a_server_tokenizer_call_fails_within_the_prompt_cap_then_the_circuit_op
     )
     try:
         for _ in range(2):
-            error, took = _bounded(lambda: backend.tokenize("import os\n"), PROMPT_CAP + 5)
+            error, took = bounded(lambda: backend.tokenize("import os\n"), PROMPT_CAP + 5)
             assert isinstance(error, RemoteBackendError), error
             assert not isinstance(error, CircuitOpenError)
             assert took <= PROMPT_CAP + SLACK
         asked = len(server.paths)
-        error, took = _bounded(lambda: backend.tokenize("import os\n"), 1)
+        error, took = bounded(lambda: backend.tokenize("import os\n"), 1)
         assert isinstance(error, CircuitOpenError) and took < 0.05
         assert len(server.paths) == asked  # refused without touching the network
         with pytest.raises(CircuitOpenError):

@@ -32,8 +32,9 @@ from lsp_assist.context import AssembledPrompt, Layer, LayerItem
 from lsp_assist.documents.document import Document
 from lsp_assist.errors import RemoteBackendError
 from lsp_assist.serving.infill_parts import infill_parts
-from tests.backends.test_llama_server import BINARY, LlamaServer, _bounded, _free_port
+from tests.backends.test_llama_server import BINARY, LlamaServer, _free_port, remote_settings
 from tests.backends.test_remote import KEY, KEY_ENV, Server
+from tests.support.bounded import bounded
 
 PARTS = InfillParts(prefix="def add(a, b):\n", suffix="\n", typed="    return")
 
@@ -239,16 +240,9 @@ def qwen_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServe
 
 
 def _settings(url: str, **kw: Any) -> ModelSettings:
-    values: dict[str, Any] = {
-        "backend": "remote",
-        "remote_url": url,
-        "remote_connect_timeout_ms": 2000,
-        "prompt_timeout_ms": 120_000,
-        "generation_timeout_ms": 120_000,
-        "remote_read_timeout_ms": 120_000,
-        **kw,
-    }
-    return ModelSettings(**values)
+    """Caps for the 1.5B-sized waits of a FIM model on a busy machine."""
+    limits = {"prompt_timeout_ms": 120_000, "generation_timeout_ms": 120_000}
+    return remote_settings(url, **{**limits, "remote_read_timeout_ms": 120_000, **kw})
 
 
 def _infill(backend: RemoteBackend, parts: InfillParts, max_tokens: int = 6) -> GenerationResult:
@@ -319,7 +313,7 @@ def test_a_cancelled_infill_stream_frees_the_slot(qwen_server: LlamaServer) -> N
             prompt_tokens=[1], max_tokens=900, cancel=token, on_text=on_text, infill=parts
         )
         mark = qwen_server.log_size()
-        result, _ = _bounded(lambda: backend.generate(request), 120)
+        result, _ = bounded(lambda: backend.generate(request), 120)
         returned_at = time.perf_counter()
         assert isinstance(result, GenerationResult), result
         assert result.stop_reason == "cancelled"
