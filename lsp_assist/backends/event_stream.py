@@ -116,9 +116,9 @@ class CompletionEvents:
         if not isinstance(choice, dict):
             raise RemoteBackendError("the server sent a chunk without a completion choice")
         text = str(choice.get("text") or "")
+        self.timings(chunk)  # before the text: a stop there ends the stream
         if self.text(text):
             return True
-        self.timings(chunk)
         finish = choice.get("finish_reason")
         if finish:
             # keep reading up to [DONE]: llama-server's timings may follow
@@ -152,13 +152,15 @@ class CompletionEvents:
 
     def native(self, chunk: dict[str, object]) -> bool:
         """Handle one chunk of llama-server's own format; return True when it is the last."""
-        if self.text(str(chunk.get("content") or "")):
-            return True
+        # the counts before the text: a stop in the text ends the stream (the client
+        # closes it), and with timings_per_token the first chunk already has them
         self.timings(chunk)
         evaluated = chunk.get("tokens_evaluated")
         if isinstance(evaluated, int) and evaluated > 0:
             # the server built the prompt (/infill): its count, not the request's
             self.result.prompt_tokens = evaluated
+        if self.text(str(chunk.get("content") or "")):
+            return True
         if not chunk.get("stop"):
             return False
         kind = str(chunk.get("stop_type") or "")

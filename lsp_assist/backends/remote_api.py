@@ -112,6 +112,9 @@ def infill_body(request: GenerationRequest, parts: InfillParts) -> dict[str, Any
         "prompt": parts.typed,
         "n_predict": max(1, request.max_tokens),
         "cache_prompt": True,
+        # every chunk then carries timings.cache_n and tokens_evaluated: the first one
+        # says what the server reused even when the client closes the stream at a stop
+        "timings_per_token": True,
     }
     if N_CACHE_REUSE > 0:
         body["n_cache_reuse"] = N_CACHE_REUSE

@@ -135,6 +135,29 @@ def test_infill_sends_the_parts_and_reads_llama_servers_own_chunks() -> None:
     assert backend.stats()["api"] == "infill" and backend.wants_infill_parts
 
 
+def test_infill_counts_come_from_the_first_chunk_when_a_stop_ends_the_stream() -> None:
+    # llama-server with timings_per_token: every chunk has the counts; the client stops
+    # at the newline of the first one and closes the stream before the server's last chunk
+    class StopsEarly(Played):
+        def __call__(self, request: httpx.Request) -> httpx.Response:
+            self.calls.append((request.url.path, json.loads(request.content or b"{}")))
+            counts = {"tokens_evaluated": 57, "timings": {"cache_n": 40, "prompt_n": 17}}
+            chunks = [
+                {"content": " a + b\n", "stop": False, **counts},
+                {"content": "print", "stop": False, **counts},
+            ]
+            sse = {"content-type": "text/event-stream"}
+            return httpx.Response(200, headers=sse, content=_sse(chunks, done=False))
+
+    handler = StopsEarly()
+    backend = _played(handler, "infill")
+    request = _request(backend)
+    request.stop = ("\n",)
+    result = backend.generate(request)
+    assert handler.calls[0][1]["timings_per_token"] is True
+    assert result.text == " a + b" and result.stop_reason == "stop"
+    assert result.prompt_tokens == 57 and result.reused_tokens == 40
+
 @pytest.mark.parametrize("status", [404, 501])
 def test_auto_falls_back_to_completions_once_and_remembers(status: int) -> None:
     handler = Played(infill_status=status)
