@@ -12,6 +12,7 @@ import pytest
 
 from lsp_assist.backends.base import CancelToken, GenerationRequest
 from lsp_assist.backends.llama import LocalBackend
+from lsp_assist.backends.llama_engine import ABORTABLE_CHUNK
 from lsp_assist.config import ModelSettings
 from lsp_assist.errors import DraftModelError, ModelLoadError
 from tests.support.tiny_gguf import default_words, write_tiny_gguf
@@ -264,6 +265,35 @@ def test_cancel_during_prefill_keeps_kv_consistent(smol: LocalBackend) -> None:
     assert held == prompt[: len(held)]  # what the KV cache holds is tracked exactly
     follow = smol.generate(GenerationRequest(prompt_tokens=prompt[:40], max_tokens=2))
     assert follow.stop_reason in ("length", "eos", "stop")
+
+
+def test_an_abort_keeps_the_whole_calls_evaluated_before_it(smol: LocalBackend) -> None:
+    """A cold prompt cut by the prompt cap: the next request goes on from where it stopped.
+
+    The cap is half the time the same prompt took cold just before: evaluated as one
+    call of up to 512 tokens, the cut landed inside it and kept nothing.
+    """
+    prompt = smol.tokenize(code_text(6000, "lsp_assist/backends/llama.py"))[:700]
+    assert len(prompt) > 4 * ABORTABLE_CHUNK
+    other = smol.tokenize("z = 3")
+
+    def cold_seconds() -> float:
+        smol.generate(GenerationRequest(prompt_tokens=other, max_tokens=1))
+        began = time.perf_counter()
+        smol.prefill(prompt)
+        return time.perf_counter() - began
+
+    took = min(cold_seconds(), cold_seconds())
+    smol.generate(GenerationRequest(prompt_tokens=other, max_tokens=1))
+    cut = smol.generate(
+        GenerationRequest(prompt_tokens=prompt, max_tokens=4, prompt_timeout_s=took / 2)
+    )
+    assert cut.stop_reason == "timeout", cut
+    held = smol.cached_tokens
+    assert held == prompt[: len(held)]
+    assert len(held) >= ABORTABLE_CHUNK, (len(held), took)
+    follow = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=2))
+    assert follow.reused_tokens == len(held)
 
 
 def test_time_caps(smol: LocalBackend) -> None:
