@@ -41,7 +41,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--col", type=int, help="1-based column (default: end of that line)")
     parser.add_argument("--model", help="model preset or GGUF path (default: coder-0.5b)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a server setting by its camelCase key (repeatable), e.g. --setting "
+        "promptTimeoutMs=60000 on a busy machine",
+    )
     parser.set_defaults(func=run)
+
+
+def _options(items: list[str]) -> dict[str, Any]:
+    """Return the demo's initialization options: its budget, then each --setting."""
+    options: dict[str, Any] = {"contextBudget": 1024}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"lsp-assist demo: --setting {item!r} is not KEY=VALUE")
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return options
 
 
 def default_workspace() -> Path:
@@ -68,7 +90,7 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
     client, init = await start_server(
         "lsp-assist-demo",
         workspace,
-        {"contextBudget": 1024},
+        _options(args.setting),
         args=("--model", args.model) if args.model else (),
         on_message=messages.append,
     )
