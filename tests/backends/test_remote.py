@@ -57,9 +57,10 @@ def _free_port() -> int:
 class Server:
     """A llama-cpp-python server subprocess serving SmolLM2."""
 
-    def __init__(self, model: Path, port: int) -> None:
+    def __init__(self, model: Path, port: int, n_ctx: int = 1024) -> None:
         self.model = model
         self.port = port
+        self.n_ctx = n_ctx
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -78,7 +79,7 @@ class Server:
             "--port",
             str(self.port),
             "--n_ctx",
-            "1024",
+            str(self.n_ctx),
             "--n_threads",
             "2",
             "--api_key",

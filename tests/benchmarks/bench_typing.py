@@ -112,9 +112,13 @@ async def run(
     extra: dict[str, Any],
     pause_s: float = 0.0,
     block: int = 1,
+    root: Path | None = None,
 ) -> dict[str, Any]:
-    """Replay the typing and return one record per request."""
-    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    """Replay the typing and return one record per request.
+
+    ``root`` is the workspace the files are relative to (default: the standard library).
+    """
+    stdlib = root or Path(sysconfig.get_paths()["stdlib"]).resolve()
     tmp = Path(tempfile.mkdtemp(prefix="lsp-assist-typing-"))
     options: dict[str, Any] = {
         "cacheDir": str(tmp / "cache"),
@@ -254,6 +258,7 @@ def join_metrics(records: list[dict[str, Any]], cache: Path) -> None:
         if found is not None:
             r["whole_ms"] = found.whole_ms or found.latency_ms
             r["answered_early"] = found.answered_early
+            r["cancelled"] = found.cancelled
             r["whole_chars"] = len(found.completion) if found.completion else None
         rest = max(0.0, r["whole_ms"] - r["latency_ms"]) if r["answered_early"] else 0.0
         r["whole_client_ms"] = r["client_ms"] + rest
