@@ -268,30 +268,39 @@ def test_cancel_during_prefill_keeps_kv_consistent(smol: LocalBackend) -> None:
 
 
 def test_an_abort_keeps_the_whole_calls_evaluated_before_it(smol: LocalBackend) -> None:
-    """A cold prompt cut by the prompt cap: the next request goes on from where it stopped.
-
-    The cap is half the time the same prompt took cold just before: evaluated as one
-    call of up to 512 tokens, the cut landed inside it and kept nothing.
-    """
+    """A cold prompt cut by a cancel (or the prompt cap): the next request goes on from
+    the last whole llama_decode call, and no call holds more than ABORTABLE_CHUNK tokens
+    (one call of 512 lost everything a cut landed in)."""
     prompt = smol.tokenize(code_text(6000, "lsp_assist/backends/llama.py"))[:700]
-    assert len(prompt) > 4 * ABORTABLE_CHUNK
-    other = smol.tokenize("z = 3")
+    assert len(prompt) > 512  # more than one call of the default batch
+    smol.generate(GenerationRequest(prompt_tokens=smol.tokenize("z = 3"), max_tokens=1))
+    engine = smol._engine
+    real = engine._ll
+    token = CancelToken()
+    sizes: list[int] = []
 
-    def cold_seconds() -> float:
-        smol.generate(GenerationRequest(prompt_tokens=other, max_tokens=1))
-        began = time.perf_counter()
-        smol.prefill(prompt)
-        return time.perf_counter() - began
+    class CancelAtThirdCall:
+        """llama.cpp's API, with the request cancelled as its third decode call starts."""
 
-    took = min(cold_seconds(), cold_seconds())
-    smol.generate(GenerationRequest(prompt_tokens=other, max_tokens=1))
-    cut = smol.generate(
-        GenerationRequest(prompt_tokens=prompt, max_tokens=4, prompt_timeout_s=took / 2)
-    )
-    assert cut.stop_reason == "timeout", cut
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def llama_decode(self, ctx: Any, batch: Any) -> int:
+            sizes.append(int(batch.n_tokens))
+            if len(sizes) == 3:
+                token.cancel("test")
+            return int(real.llama_decode(ctx, batch))
+
+    engine._ll = CancelAtThirdCall()
+    try:
+        result = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=4, cancel=token))
+    finally:
+        engine._ll = real
+    assert result.stop_reason == "cancelled", result
+    assert max(sizes) <= ABORTABLE_CHUNK, sizes
     held = smol.cached_tokens
     assert held == prompt[: len(held)]
-    assert len(held) >= ABORTABLE_CHUNK, (len(held), took)
+    assert len(held) >= sum(sizes[:2]) - 2, (len(held), sizes)  # the two whole calls kept
     follow = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=2))
     assert follow.reused_tokens == len(held)
 
