@@ -33,10 +33,9 @@ from lsp_assist.errors import LspAssistError, RemoteBackendError
 from tests.e2e.conftest import (
     SERVER,
     inline_params,
-    open_file,
+    open_half_typed,
     server_env,
     start_session,
-    wait_ready,
 )
 from tests.support.bounded import bounded
 
@@ -396,16 +395,8 @@ async def remote_client(lsp_client: LanguageClient, request: pytest.FixtureReque
 
 async def test_a_completion_over_stdio_from_llama_server(remote_client: LanguageClient) -> None:
     client = remote_client
-    status = await wait_ready(client, 60)
-    assert status["model"]["loaded"], status
-    path = client.workspace_path / "shop" / "checkout.py"  # type: ignore[attr-defined]
-    text = path.read_text().rstrip() + "\n    return create_"
-    path.write_text(text)
-    lines = text.split("\n")
-    uri = open_file(client, path)
-    result = await client.text_document_inline_completion_async(
-        inline_params(uri, len(lines) - 1, len(lines[-1]))
-    )
+    uri, line, column = await open_half_typed(client)
+    result = await client.text_document_inline_completion_async(inline_params(uri, line, column))
     assert isinstance(result, types.InlineCompletionList) and result.items
     assert str(result.items[0].insert_text).strip()
     state = await client.workspace_execute_command_async(

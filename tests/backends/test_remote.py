@@ -35,10 +35,9 @@ from lsp_assist.errors import CircuitOpenError, GenerationCancelled, RemoteBacke
 from tests.e2e.conftest import (
     SERVER,
     inline_params,
-    open_file,
+    open_half_typed,
     server_env,
     start_session,
-    wait_ready,
 )
 from tests.support.bounded import bounded
 
@@ -852,17 +851,11 @@ async def _open_half_typed(client: LanguageClient) -> tuple[FaultServer, str, in
     Returns the fault server (its ``holding`` cleared after the didOpen prefill met
     the drip, which it does with the server tokenizer), the URI and the cursor.
     """
-    status = await wait_ready(client, 60)
-    assert status["model"]["loaded"], status
-    path = client.workspace_path / "shop" / "checkout.py"  # type: ignore[attr-defined]
-    text = path.read_text().rstrip() + "\n    return create_"
-    path.write_text(text)
-    lines = text.split("\n")
-    uri = open_file(client, path)
+    uri, line, column = await open_half_typed(client)
     await asyncio.sleep(0.5)
     fault: FaultServer = client.fault  # type: ignore[attr-defined]
     fault.holding.clear()
-    return fault, uri, len(lines) - 1, len(lines[-1])
+    return fault, uri, line, column
 
 
 async def _hanging_completion(

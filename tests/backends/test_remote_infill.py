@@ -158,6 +158,7 @@ def test_infill_counts_come_from_the_first_chunk_when_a_stop_ends_the_stream() -
     assert result.text == " a + b" and result.stop_reason == "stop"
     assert result.prompt_tokens == 57 and result.reused_tokens == 40
 
+
 @pytest.mark.parametrize("status", [404, 501])
 def test_auto_falls_back_to_completions_once_and_remembers(status: int) -> None:
     handler = Played(infill_status=status)

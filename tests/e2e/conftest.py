@@ -83,6 +83,18 @@ def open_file(client: LanguageClient, path: Path, text: str | None = None, versi
     return uri
 
 
+async def open_half_typed(client: LanguageClient) -> tuple[str, int, int]:
+    """Once the backend is loaded, open shop/checkout.py with a half-typed last line
+    (``    return create_``); return its URI and the cursor at the line's end."""
+    status = await wait_ready(client, 60)
+    assert status["model"]["loaded"], status
+    path = client.workspace_path / "shop" / "checkout.py"  # type: ignore[attr-defined]
+    text = path.read_text().rstrip() + "\n    return create_"
+    path.write_text(text)
+    lines = text.split("\n")
+    return open_file(client, path), len(lines) - 1, len(lines[-1])
+
+
 def inline_params(
     uri: str, line: int, character: int, automatic: bool = False
 ) -> types.InlineCompletionParams:
