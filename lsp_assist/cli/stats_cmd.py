@@ -19,6 +19,7 @@ from lsp_assist.telemetry import (
     metrics_dir,
     plot_stats,
     read_records,
+    read_shown,
 )
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
@@ -48,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "Print P50/P90/P99 time to first token and total latency per task type, mean "
             "prompt tokens, KV reuse, draft acceptance, user acceptance, type-through hits "
-            "and cancellations, from the local metrics log."
+            "and cancellations, from the local metrics log; then acceptance, partial "
+            "acceptance and characters accepted per shown suggestion, by trigger and model."
         ),
     )
     parser.add_argument(
@@ -90,10 +92,11 @@ def run(args: argparse.Namespace) -> int:
             sources = all_metrics_dirs(settings) or [metrics_dir(settings, None)]
     where = ", ".join(str(s) for s in sources)
     records = read_records(sources, since)
-    stats = compute_stats(records)
+    shown = read_shown(sources, since)
+    stats = compute_stats(records, shown)
     if args.json:
         output = json.dumps(stats, indent=2)
-    elif not records:
+    elif not records and not shown:
         output = f"no requests recorded in {where}"
     else:
         output = format_stats(stats)

@@ -2,7 +2,10 @@
 
 The snapshot is taken here, as the request arrives, and the client's position is
 converted against it once (``CompletionQuery.at``); the handlers get back a
-:class:`Suggestion` with the position both ways, so none converts it again.
+:class:`Suggestion` with the position both ways, so none converts it again. Each item
+gets its own id (``telemetry.item_id``: the request id, then ``<request id>.1`` ...) in
+its accept command, and is offered to the session's shown-suggestion tracker, which the
+editor's ``didShowCompletion`` and accepts then name.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from lsprotocol import types
 from lsp_assist.documents import DocumentSnapshot, Position
 from lsp_assist.lsp.server import LspAssistServer
 from lsp_assist.serving import CompletionQuery
+from lsp_assist.telemetry import OfferedItem, item_id, trigger_kind
 
 ACCEPT_COMMAND = "lspAssist.accept"
 
@@ -28,10 +32,15 @@ class Suggestion:
     """The cursor in code points (the snapshot's)."""
     lsp_pos: types.Position
     """The cursor in the client's encoding."""
-    accept: types.Command
-    """The accept command each item carries (counts the acceptance)."""
+    commands: tuple[types.Command, ...]
+    """Each item's accept command (counts the acceptance; its argument is the item's id)."""
     snapshot: DocumentSnapshot
     """The buffer as it was when the request arrived."""
+
+    @property
+    def accept(self) -> types.Command:
+        """The first item's accept command."""
+        return self.commands[0]
 
 
 async def suggest(
@@ -66,15 +75,34 @@ async def suggest(
     outcome = await scheduler.complete(query)
     if not outcome.text:
         return None
-    pos = Position(outcome.line, outcome.column)
+    pos = snapshot.clamp(outcome.line, outcome.column)
     line, character = snapshot.to_lsp(pos, ls.encoding)
-    accept = types.Command(
-        title="Accept suggestion", command=ACCEPT_COMMAND, arguments=[outcome.request_id]
+    ids = [item_id(outcome.request_id, i) for i in range(len(outcome.items))]
+    session = ls.session
+    if session is not None:
+        before, model = snapshot.line(pos.line)[: pos.column], session.model_name()
+        for name, text in zip(ids, outcome.items, strict=True):
+            offered = OfferedItem(
+                item=name,
+                request_id=outcome.request_id,
+                uri=uri,
+                line=pos.line,
+                column=pos.column,
+                before=before,
+                text=text,
+                trigger=trigger_kind(query.trigger),
+                model=model,
+                language=snapshot.language_id,
+            )
+            session.shown.offer(offered)
+    commands = tuple(
+        types.Command(title="Accept suggestion", command=ACCEPT_COMMAND, arguments=[name])
+        for name in ids
     )
     return Suggestion(
         texts=outcome.items,
-        pos=snapshot.clamp(pos.line, pos.column),
+        pos=pos,
         lsp_pos=types.Position(line=line, character=character),
-        accept=accept,
+        commands=commands,
         snapshot=snapshot,
     )

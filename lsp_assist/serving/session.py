@@ -6,7 +6,8 @@ the backend slot (loaded lazily, swapped when the model settings change), the co
 engine (built once the model's tokenizer is known, dropped with the model) and the
 open buffers (:class:`~lsp_assist.serving.buffers.Buffers`). :meth:`Session.close`
 stops every thread the session started: the watcher and scan, the vector worker, the
-vector layer's query thread, the metrics writer; and frees the model.
+vector layer's query thread, the metrics writer (the shown suggestions still open
+written first); and frees the model.
 
 The pipeline over all of this is :class:`~lsp_assist.serving.engine.CompletionEngine`.
 State another thread may replace (the context engine, the settings, the metrics log,
@@ -30,7 +31,7 @@ from lsp_assist.index import EmptyIndex, VectorIndex, WorkspaceIndex
 from lsp_assist.serving.adaptive_budget import AdaptiveBudget, calibrate, is_explicit
 from lsp_assist.serving.buffers import Buffers
 from lsp_assist.serving.vectors_wiring import start_workspace_vectors
-from lsp_assist.telemetry import MetricsLog, metrics_dir
+from lsp_assist.telemetry import MetricsLog, ShownRecord, ShownSuggestions, metrics_dir
 
 __all__ = ["BackendFactory", "Session"]
 
@@ -77,6 +78,8 @@ class Session:
             on_edited=self._note_edited,
         )
         """The open documents (the engine's own copy of each editor buffer)."""
+        self.shown = ShownSuggestions(self._record_shown)
+        """What became of each suggestion the editor showed (written to the metrics log)."""
 
     # -- set-up -------------------------------------------------------------------
 
@@ -246,6 +249,19 @@ class Session:
         if context is not None:
             attach_vectors(context, vectors, self.index if self.index is not None else EmptyIndex())
 
+    def _record_shown(self, record: ShownRecord) -> None:
+        metrics = self.metrics
+        if metrics is not None:
+            metrics.record_shown(record)
+
+    def model_name(self) -> str:
+        """The model's file name (or the model setting, before a load): stats split by it."""
+        backend = self.backend
+        info = backend.info if backend is not None else None
+        model = self.settings.model
+        name = (info.path if info is not None else "") or model.model_path or model.model
+        return Path(name).name or name
+
     def accept(self, request_id: str) -> bool:
         """Record that the user took the suggestion of ``request_id``."""
         metrics = self.metrics
@@ -257,6 +273,7 @@ class Session:
     def close(self) -> None:
         """Stop the watcher, the vector threads and the metrics writer; release the model."""
         self._drop_context()
+        self.shown.close()  # the open suggestions' lines, before the log closes
         if self.metrics is not None:
             self.metrics.close()
         if self.index is not None:

@@ -1,4 +1,5 @@
-"""Telemetry: the per-request metrics log and the statistics read from it.
+"""Telemetry: the per-request metrics log, the shown suggestions' outcomes, and the
+statistics read from them.
 
 A record composes the backend's :class:`~lsp_assist.backends.base.BackendUsage` with the
 request's own :class:`RequestTimes` (defined here, below serving, which fills them).
@@ -14,21 +15,46 @@ from lsp_assist.telemetry.metrics import (
     all_metrics_dirs,
     metrics_dir,
     read_records,
+    read_shown,
 )
-from lsp_assist.telemetry.stats import compute_stats, format_stats, percentile, plot_stats
+from lsp_assist.telemetry.shown import (
+    OUTCOMES,
+    OfferedItem,
+    ShownRecord,
+    ShownSuggestions,
+    item_id,
+    request_of,
+    trigger_kind,
+)
+from lsp_assist.telemetry.stats import (
+    compute_stats,
+    format_stats,
+    percentile,
+    plot_stats,
+    shown_stats,
+)
 
 __all__ = [
     "METRICS_FILE",
     "METRIC_FIELDS",
+    "OUTCOMES",
     "REQUEST_TIMES_FIELDS",
     "MetricsLog",
     "MetricsRecord",
+    "OfferedItem",
     "RequestTimes",
+    "ShownRecord",
+    "ShownSuggestions",
     "all_metrics_dirs",
     "compute_stats",
     "format_stats",
+    "item_id",
     "metrics_dir",
     "percentile",
     "plot_stats",
     "read_records",
+    "read_shown",
+    "request_of",
+    "shown_stats",
+    "trigger_kind",
 ]

@@ -6,7 +6,9 @@ like ``logging.handlers.RotatingFileHandler``: ``metrics.jsonl`` is written, and
 would pass ``max_bytes`` it becomes ``metrics.jsonl.1`` (older ones shift to ``.2`` ...,
 the oldest beyond ``backups`` is deleted). An accepted suggestion adds an event line
 ``{"event": "accept", "request_id": ..., "ts": ...}`` that :func:`read_records` joins
-back onto its request. See docs/telemetry.md.
+back onto its request; a shown suggestion's outcome is a line with ``"event": "shown"``
+(:class:`~lsp_assist.telemetry.shown.ShownRecord`, read by :func:`read_shown`). See
+docs/telemetry.md.
 
 :class:`MetricsLog` owns the writing: ``record`` and ``mark_accepted`` only turn the
 record into its line and queue it, so the thread that calls them (the event loop for a
@@ -34,6 +36,7 @@ from typing import Any
 
 from lsp_assist.backends.base import BACKEND_USAGE_FIELDS, BackendUsage
 from lsp_assist.config import Settings, cache_root, workspace_cache_dir
+from lsp_assist.telemetry.shown import SHOWN_EVENT, ShownRecord
 
 log = logging.getLogger(__name__)
 
@@ -204,6 +207,10 @@ class MetricsLog:
         """Queue an acceptance event for ``request_id`` (joined by :func:`read_records`)."""
         self._put({"event": ACCEPT_EVENT, "request_id": request_id, "ts": round(time.time(), 6)})
 
+    def record_shown(self, shown: ShownRecord) -> None:
+        """Queue a shown suggestion's outcome (read back by :func:`read_shown`)."""
+        self._put(shown.to_json())
+
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every line queued so far is written; False when ``timeout`` passed."""
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -368,6 +375,18 @@ def read_records(
         records = [r for r in records if r.ts >= since]
     records.sort(key=lambda r: r.ts)
     return records
+
+
+def read_shown(dir_or_file: Path | Sequence[Path], since: float | None = None) -> list[ShownRecord]:
+    """Return the shown suggestions' outcomes of metrics directories or files, by time."""
+    sources = [dir_or_file] if isinstance(dir_or_file, str | Path) else list(dir_or_file)
+    paths = [p for source in sources for p in log_files(Path(source))]
+    objects = _iter_objects(paths)
+    shown = [ShownRecord.from_json(obj) for obj in objects if obj.get("event") == SHOWN_EVENT]
+    if since is not None:
+        shown = [s for s in shown if s.ts >= since]
+    shown.sort(key=lambda s: s.ts)
+    return shown
 
 
 def metrics_dir(settings: Settings, workspace: Path | None = None) -> Path:

@@ -18,6 +18,10 @@ Definitions (docs/telemetry.md):
 - ``draft_acceptance_rate``: sum of accepted draft tokens / sum of proposed ones;
   ``drafting_rate``: share of model requests that ran with drafting on.
 - ``cache_hit_rate`` and ``cancel_rate``: over all requests.
+- ``shown``: per shown suggestion (the editor's ``didShowCompletion``, one
+  :class:`~lsp_assist.telemetry.shown.ShownRecord` each): ``acceptance`` (accepted
+  whole), ``partial_acceptance`` (part of it accepted), ``accepted_chars_mean``, and each
+  outcome's share, overall, ``by_trigger`` (automatic, explicit) and ``by_model``.
 
 A rate whose denominator is zero is ``None``.
 """
@@ -32,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_assist.telemetry.metrics import MetricsRecord
+from lsp_assist.telemetry.shown import OUTCOMES, ShownRecord
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +125,36 @@ def _summary(records: Sequence[MetricsRecord]) -> dict[str, Any]:
     }
 
 
-def compute_stats(records: Sequence[MetricsRecord]) -> dict[str, Any]:
-    """Return the aggregate statistics of ``records``, overall and ``by_task_type``."""
+def _shown_summary(shown: Sequence[ShownRecord]) -> dict[str, Any]:
+    n = len(shown)
+    summary: dict[str, Any] = {
+        "shown": n,
+        "acceptance": _ratio(sum(s.outcome == "accepted" for s in shown), n),
+        "partial_acceptance": _ratio(sum(s.partial for s in shown), n),
+        "accepted_chars_mean": round(sum(s.accepted_chars for s in shown) / n, 2) if n else None,
+        "shown_chars_mean": round(sum(s.shown_chars for s in shown) / n, 2) if n else None,
+    }
+    for outcome in OUTCOMES:
+        summary[outcome] = _ratio(sum(s.outcome == outcome for s in shown), n)
+    return summary
+
+
+def shown_stats(shown: Sequence[ShownRecord]) -> dict[str, Any]:
+    """Return acceptance per shown suggestion, overall, ``by_trigger`` and ``by_model``."""
+    stats = _shown_summary(shown)
+    for key, name in (("by_trigger", "trigger"), ("by_model", "model")):
+        groups: dict[str, list[ShownRecord]] = {}
+        for record in shown:
+            groups.setdefault(getattr(record, name) or "unknown", []).append(record)
+        stats[key] = {group: _shown_summary(recs) for group, recs in sorted(groups.items())}
+    return stats
+
+
+def compute_stats(
+    records: Sequence[MetricsRecord], shown: Sequence[ShownRecord] = ()
+) -> dict[str, Any]:
+    """Return the aggregate statistics of ``records``, overall and ``by_task_type``, and
+    of the ``shown`` suggestions (``shown``)."""
     stats = _summary(records)
     if records:
         stats["first_ts"] = min(r.ts for r in records)
@@ -130,6 +163,7 @@ def compute_stats(records: Sequence[MetricsRecord]) -> dict[str, Any]:
     for rec in records:
         by_task.setdefault(rec.task_type or "unknown", []).append(rec)
     stats["by_task_type"] = {task: _summary(recs) for task, recs in sorted(by_task.items())}
+    stats["shown"] = shown_stats(shown)
     return stats
 
 
@@ -180,15 +214,48 @@ _ROWS: tuple[tuple[str, str, str | None, str], ...] = (
 )
 
 
+_SHOWN_ROWS: tuple[tuple[str, str, str | None, str], ...] = (
+    ("shown suggestions", "shown", None, "int"),
+    ("accepted", "acceptance", None, "pct"),
+    ("partly accepted", "partial_acceptance", None, "pct"),
+    ("chars accepted (mean)", "accepted_chars_mean", None, "float"),
+    ("chars shown (mean)", "shown_chars_mean", None, "float"),
+    ("typed over", "typed_over", None, "pct"),
+    ("dismissed", "dismissed", None, "pct"),
+    ("superseded", "superseded", None, "pct"),
+    ("ignored", "ignored", None, "pct"),
+)
+
+
 def format_stats(stats: dict[str, Any]) -> str:
-    """Return ``stats`` as a text table: one row per measure, one column per task type."""
+    """Return ``stats`` as text tables: one row per measure, one column per task type; then
+    acceptance per shown suggestion, one column per trigger and per model."""
     columns: list[tuple[str, dict[str, Any]]] = [("all", stats)]
     by_task = stats.get("by_task_type") or {}
     if len(by_task) > 1 or (by_task and next(iter(by_task)) != "completion"):
         columns += sorted(by_task.items())
+    shown = stats.get("shown") or {}
+    lines = _table(columns, _ROWS) if stats.get("requests") or not shown.get("shown") else []
+    if stats.get("first_ts") is not None:
+        first = datetime.fromtimestamp(stats["first_ts"]).isoformat(sep=" ", timespec="seconds")
+        last = datetime.fromtimestamp(stats["last_ts"]).isoformat(sep=" ", timespec="seconds")
+        lines.append(f"period: {first} .. {last}")
+    if shown.get("shown"):
+        columns = [("all", shown)]
+        columns += [(name, col) for name, col in (shown.get("by_trigger") or {}).items()]
+        columns += [(name, col) for name, col in (shown.get("by_model") or {}).items()]
+        if lines:
+            lines.append("")
+        lines += _table(columns, _SHOWN_ROWS)
+    return "\n".join(lines)
+
+
+def _table(
+    columns: list[tuple[str, dict[str, Any]]], spec: tuple[tuple[str, str, str | None, str], ...]
+) -> list[str]:
     header = ["", *(name for name, _ in columns)]
     rows = [header]
-    for label, key, sub, kind in _ROWS:
+    for label, key, sub, kind in spec:
         row = [label]
         for _, col in columns:
             value = col.get(key)
@@ -205,11 +272,7 @@ def format_stats(stats: dict[str, Any]) -> str:
         lines.append("  ".join(cells).rstrip())
         if i == 0:
             lines.append("  ".join("-" * w for w in widths))
-    if stats.get("first_ts") is not None:
-        first = datetime.fromtimestamp(stats["first_ts"]).isoformat(sep=" ", timespec="seconds")
-        last = datetime.fromtimestamp(stats["last_ts"]).isoformat(sep=" ", timespec="seconds")
-        lines.append(f"period: {first} .. {last}")
-    return "\n".join(lines)
+    return lines
 
 
 def plot_stats(records: Sequence[MetricsRecord], path: Path) -> Path:

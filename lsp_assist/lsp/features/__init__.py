@@ -9,11 +9,20 @@ from lsp_assist.lsp.features import (
     inline_completion,
     lifecycle,
     next_edit,
+    shown,
 )
 from lsp_assist.lsp.server import LspAssistServer
 
 
 def register_all(server: LspAssistServer) -> None:
     """Register every feature module's handlers on ``server``."""
-    for module in (lifecycle, documents, inline_completion, completion, commands, next_edit):
+    for module in (
+        lifecycle,
+        documents,
+        inline_completion,
+        completion,
+        commands,
+        next_edit,
+        shown,
+    ):
         module.register(server)

@@ -7,6 +7,7 @@ from typing import Any
 from lsp_assist.errors import LspAssistError
 from lsp_assist.lsp.server import LspAssistServer
 from lsp_assist.serving import explain_with_budget, status_json
+from lsp_assist.telemetry import request_of
 
 
 def register(server: LspAssistServer) -> None:
@@ -14,8 +15,13 @@ def register(server: LspAssistServer) -> None:
 
     @server.command("lspAssist.accept")
     def accept(ls: LspAssistServer, *args: Any) -> dict[str, Any]:
-        request_id = str(args[0]) if args else ""
-        counted = bool(request_id) and ls.session is not None and ls.session.accept(request_id)
+        # the argument is the item's id: the request id, with ".N" for an alternative
+        item = str(args[0]) if args else ""
+        request_id = request_of(item)
+        session = ls.session
+        counted = bool(request_id) and session is not None and session.accept(request_id)
+        if session is not None and item:
+            session.shown.accepted(item)
         return {"accepted": counted, "request_id": request_id}
 
     @server.command("lspAssist.explainContext")

@@ -61,6 +61,8 @@ def register(server: LspAssistServer) -> None:
     def did_close(ls: LspAssistServer, params: types.DidCloseTextDocumentParams) -> None:
         if ls.buffers is not None:
             ls.buffers.close(params.text_document.uri)
+        if ls.session is not None:
+            ls.session.shown.closed(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: LspAssistServer, params: types.DidSaveTextDocumentParams) -> None:

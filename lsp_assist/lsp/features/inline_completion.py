@@ -25,8 +25,8 @@ def register(server: LspAssistServer) -> None:
         # keeps) first, then the alternatives the client cycles to.
         items = [
             types.InlineCompletionItem(
-                insert_text=text, range=types.Range(start=here, end=here), command=found.accept
+                insert_text=text, range=types.Range(start=here, end=here), command=command
             )
-            for text in found.texts
+            for text, command in zip(found.texts, found.commands, strict=True)
         ]
         return types.InlineCompletionList(items=items)

@@ -1,0 +1,57 @@
+"""Copilot's inline-completion telemetry notifications, and lsp-assist's dismiss.
+
+``textDocument/didShowCompletion`` ``{item}`` and
+``textDocument/didPartiallyAcceptCompletion`` ``{item, acceptedLength}`` (UTF-16 units
+from the start of the item's text to the end of what was accepted), as
+copilot-language-server defines them: ``item`` is the item as the server sent it, of
+which only ``command.arguments[0]``, the item's id, is read (copilot.el sends
+``{command}`` alone). ``lspAssist/didDismissCompletion`` ``{item}`` is lsp-assist's own:
+the user dismissed it. Each calls the session's shown-suggestion tracker
+(``telemetry.ShownSuggestions``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsp_assist.lsp.server import LspAssistServer
+
+DID_SHOW = "textDocument/didShowCompletion"
+DID_PARTIALLY_ACCEPT = "textDocument/didPartiallyAcceptCompletion"
+DID_DISMISS = "lspAssist/didDismissCompletion"
+
+
+def _field(value: Any, name: str) -> Any:
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def item_of(params: Any) -> str:
+    """The item id a notification names (``item.command.arguments[0]``), '' if none."""
+    arguments = _field(_field(_field(params, "item"), "command"), "arguments")
+    if isinstance(arguments, list | tuple) and arguments and isinstance(arguments[0], str):
+        return arguments[0]
+    return ""
+
+
+def register(server: LspAssistServer) -> None:
+    """Register the show, partial-accept and dismiss notifications."""
+
+    @server.feature(DID_SHOW)
+    def did_show(ls: LspAssistServer, params: Any) -> None:
+        if ls.session is not None and (item := item_of(params)):
+            ls.session.shown.shown(item)
+
+    @server.feature(DID_PARTIALLY_ACCEPT)
+    def did_partially_accept(ls: LspAssistServer, params: Any) -> None:
+        length = _field(params, "acceptedLength")
+        if ls.session is None or not isinstance(length, int) or isinstance(length, bool):
+            return
+        if item := item_of(params):
+            ls.session.shown.partially_accepted(item, length)
+
+    @server.feature(DID_DISMISS)
+    def did_dismiss(ls: LspAssistServer, params: Any) -> None:
+        if ls.session is not None and (item := item_of(params)):
+            ls.session.shown.dismissed(item)
