@@ -6,7 +6,8 @@ The unit tests play the server with httpx's MockTransport (the choice, the fallb
 404/501, the bodies, llama-server's own chunk format). The real-server tests (marked
 ``slow``, as tests/backends/test_llama_server.py, whose ``LlamaServer`` they reuse) run
 llama-server with Qwen2.5-Coder-0.5B (SmolLM2 has no FIM tokens: its llama-server
-answers ``/infill`` with 501) and llama-cpp-python's server (no ``/infill`` at all).
+answers ``/infill`` with 501) and llama-cpp-python's server (no ``/infill`` at all), and
+``lsp-assist serve`` over stdio with ``remoteApi: infill`` at that llama-server.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from typing import Any
 
 import httpx
 import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 from lsp_assist.backends.base import CancelToken, GenerationRequest, GenerationResult, InfillParts
 from lsp_assist.backends.models import preset_installed, preset_path
@@ -34,6 +38,14 @@ from lsp_assist.errors import RemoteBackendError
 from lsp_assist.serving.infill_parts import infill_parts
 from tests.backends.test_llama_server import BINARY, LlamaServer, _free_port, remote_settings
 from tests.backends.test_remote import KEY, KEY_ENV, Server
+from tests.e2e.conftest import (
+    SERVER,
+    inline_params,
+    open_file,
+    server_env,
+    start_session,
+    wait_ready,
+)
 from tests.support.bounded import bounded
 
 PARTS = InfillParts(prefix="def add(a, b):\n", suffix="\n", typed="    return")
@@ -404,3 +416,55 @@ def test_doctor_says_an_unreachable_server(capsys: pytest.CaptureFixture[str]) -
     assert report["reachable"] is False and "ConnectError" in report["error"]
     print_remote(report)
     assert "UNREACHABLE" in capsys.readouterr().out
+
+
+# --- lsp-assist serve over stdio with remoteApi infill ------------------------------------
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=server_env()))
+async def infill_client(lsp_client: LanguageClient, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """lsp-assist serve with backend=remote, remoteApi=infill, at the module's llama-server."""
+    server: LlamaServer = request.getfixturevalue("qwen_server")
+    options: dict[str, Any] = {
+        "backend": "remote",
+        "remoteUrl": server.url,
+        "remoteApi": "infill",
+        "modelPath": str(QWEN),  # the server's GGUF: the local vocabulary
+        "debounceMs": 0,
+        "contextBudget": 512,
+        "maxTokens": 8,
+        "answerAfterMs": 0,
+        "promptTimeoutMs": 120_000,
+        "generationTimeoutMs": 120_000,
+        "remoteReadTimeoutMs": 120_000,
+    }
+    await start_session(lsp_client, request, options)
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.slow
+@needs_qwen
+async def test_serve_with_remote_api_infill_answers_from_the_suffix(
+    infill_client: LanguageClient,
+) -> None:
+    client = infill_client
+    status = await wait_ready(client, 120)
+    assert status["model"]["loaded"], status
+    answers = {}
+    # the cursor is after `def `: only the suffix (the body and the call) names the function
+    for name, op in (("multiply", "*"), ("subtract", "-")):
+        path = client.workspace_path / "shop" / f"{name}_demo.py"  # type: ignore[attr-defined]
+        path.write_text(f"def (a, b):\n    return a {op} b\n\n\nprint({name}(2, 3))\n")
+        uri = open_file(client, path)
+        result = await client.text_document_inline_completion_async(inline_params(uri, 0, 4))
+        assert isinstance(result, types.InlineCompletionList) and result.items, result
+        answers[name] = str(result.items[0].insert_text)
+    assert answers["multiply"].startswith("multiply"), answers
+    assert answers["subtract"].startswith("subtract"), answers
+    state = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="lspAssist.status")
+    )
+    stats = state["model"]["stats"]
+    assert stats["backend"] == "remote" and stats["api"] == "infill", stats
+    assert stats["failures"] == 0, stats
