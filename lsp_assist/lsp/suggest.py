@@ -80,7 +80,7 @@ async def suggest(
     ids = [item_id(outcome.request_id, i) for i in range(len(outcome.items))]
     session = ls.session
     if session is not None:
-        before, model = snapshot.line(pos.line)[: pos.column], session.model_name()
+        line_text, model = snapshot.line(pos.line), session.model_name()
         for name, text in zip(ids, outcome.items, strict=True):
             offered = OfferedItem(
                 item=name,
@@ -88,8 +88,9 @@ async def suggest(
                 uri=uri,
                 line=pos.line,
                 column=pos.column,
-                before=before,
+                before=line_text[: pos.column],
                 text=text,
+                after=line_text[pos.column :],
                 trigger=trigger_kind(query.trigger),
                 model=model,
                 language=snapshot.language_id,

@@ -10,7 +10,8 @@ command) or that the user dismissed it (``lspAssist/didDismissCompletion``). The
 item shown in the same document says how the one before ended: continued (the user
 typed through part of it, or an early answer grew in place, and the new item goes on
 with its text: the two are one suggestion), typed over (the user typed something else
-on its line), or superseded (another suggestion, another place). A suggestion whose
+on its line, seen as the document changes, or all of it), or superseded (another
+suggestion, another place). A suggestion whose
 end nobody saw (the document closed, the session ended) is ``ignored``.
 
 One :class:`ShownRecord` per shown suggestion is written when its outcome is known.
@@ -71,6 +72,8 @@ class OfferedItem:
     before: str
     """The line's text before the cursor when the request was made (memory only)."""
     text: str
+    after: str = ""
+    """The line's text after the cursor then (memory only)."""
     trigger: str
     """``automatic`` or ``explicit`` (:func:`trigger_kind`)."""
     model: str
@@ -240,6 +243,24 @@ class ShownSuggestions:
             return False
         self._end(suggestion, "dismissed", self._clock())
         return True
+
+    def edited(self, uri: str, line_text: Callable[[int], str]) -> None:
+        """The document changed: when its shown suggestion's line now holds, between
+        the text that was before and after the cursor, something that does not start the
+        suggestion, the user typed over it. ``line_text(n)`` is line ``n`` as it is now."""
+        suggestion = self._open.get(uri)
+        if suggestion is None:
+            return
+        current = suggestion.current
+        line = line_text(current.line)
+        inner = len(line) - len(current.after)
+        if inner < len(current.before) or not line.startswith(current.before):
+            return  # changed elsewhere on the line (or the line moved): no conclusion
+        if not line.endswith(current.after):
+            return
+        typed = line[len(current.before) : inner]
+        if typed and not current.text.startswith(typed):
+            self._end(suggestion, "typed_over", self._clock())
 
     def closed(self, uri: str) -> None:
         """The document closed: its open suggestion ends unseen."""

@@ -50,6 +50,7 @@ def offer(
     uri: str = URI,
     trigger: str = "automatic",
     model: str = "m.gguf",
+    after: str = "",
 ) -> str:
     shown.offer(
         OfferedItem(
@@ -60,6 +61,7 @@ def offer(
             column=len(before),
             before=before,
             text=text,
+            after=after,
             trigger=trigger,
             model=model,
             language="python",
@@ -153,6 +155,27 @@ def test_typing_something_else_is_typed_over() -> None:
     shown.shown("r2")
     [rec] = written
     assert rec.outcome == "typed_over" and rec.accepted_chars == 0
+
+
+def test_typing_over_it_is_seen_as_the_document_changes() -> None:
+    shown, written, _ = tracker()
+    offer(shown, "r1", "compute(a, b)", after=")")
+    shown.shown("r1")
+    lines = {3: "    x = comp)"}  # typed through "comp", the ")" after the cursor kept
+    shown.edited(URI, lines.__getitem__)
+    lines[3] = "    x = compute(a, b))"  # all of it: maybe an accept on its way
+    shown.edited(URI, lines.__getitem__)
+    lines[3] = "    y = comp)"  # changed before the cursor: no conclusion
+    shown.edited(URI, lines.__getitem__)
+    lines[3] = "    x = comp]"  # after the cursor: no conclusion either
+    shown.edited(URI, lines.__getitem__)
+    shown.edited("file:///w/other.py", lines.__getitem__)
+    assert written == []
+    lines[3] = "    x = compz)"
+    shown.edited(URI, lines.__getitem__)
+    [rec] = written
+    assert rec.outcome == "typed_over"
+    assert not shown.accepted("r1"), "it ended"
 
 
 def test_typing_all_of_it_is_typed_over() -> None:

@@ -56,6 +56,9 @@ def register(server: LspAssistServer) -> None:
                     buffers.change(uri, params.text_document.version, [(None, None, change.text)])
             except DocumentError as exc:
                 ls.warn(f"ignored an edit that does not fit {uri}: {exc}")
+        doc = buffers.get(uri)
+        if doc is not None and ls.session is not None:
+            ls.session.shown.edited(uri, doc.line)  # typed over the suggestion shown?
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: LspAssistServer, params: types.DidCloseTextDocumentParams) -> None:
