@@ -131,6 +131,13 @@ The first request of a session may wait for the model to load."
 (defvar lsp-assist-last-acceptance nil
   "The server's answer to the last lspAssist.accept sent from the preview.")
 
+(defvar lsp-assist-telemetry nil
+  "The telemetry notifications sent, newest first (at most 50).
+Each is a plist (:method :item :accepted-length): the method
+(textDocument/didShowCompletion, textDocument/didPartiallyAcceptCompletion or
+lspAssist/didDismissCompletion), the item's id (its command's argument) and,
+for a partial accept, the length sent.")
+
 ;;;; The server program
 
 (defvar lsp-assist-mode)
@@ -687,6 +694,30 @@ shows (lspAssist/suggestionReady); its latency is not the mode line's."
 
 (defvar-local lsp-assist--overlay nil)
 
+(defvar-local lsp-assist--shown-item nil
+  "The item last reported shown: redrawing its rest is not a new show.")
+
+(defun lsp-assist--utf16-length (text)
+  "TEXT's length in UTF-16 code units (what Copilot's acceptedLength counts)."
+  (/ (length (encode-coding-string text 'utf-16le)) 2))
+
+(defun lsp-assist--item-text (item)
+  "The text ITEM inserts (its insertText, or its textEdit's newText)."
+  (let ((raw (or (plist-get item :insertText)
+                 (plist-get (plist-get item :textEdit) :newText))))
+    (if (stringp raw) raw (or (plist-get raw :value) ""))))
+
+(defun lsp-assist--tell (method item params)
+  "Notify the buffer's server of METHOD with PARAMS about ITEM (telemetry)."
+  (let ((server (lsp-assist--buffer-server))
+        (arguments (plist-get (plist-get item :command) :arguments)))
+    (when (and server (> (length arguments) 0) (jsonrpc-running-p server))
+      (push (list :method (substring (symbol-name method) 1) :item (elt arguments 0)
+                  :accepted-length (plist-get params :acceptedLength))
+            lsp-assist-telemetry)
+      (setq lsp-assist-telemetry (seq-take lsp-assist-telemetry 50))
+      (ignore-errors (jsonrpc-notify server method params)))))
+
 (defvar-local lsp-assist--preview nil
   "The suggestion shown: plist (:text :delete :item :key :reported).")
 
@@ -761,7 +792,11 @@ map: it takes precedence over minor-mode maps while the preview shows.")
     (overlay-put ov 'lsp-assist t)
     (setq lsp-assist--overlay ov
           lsp-assist--preview (plist-put (copy-sequence suggestion) :key (lsp-assist--key))
-          lsp-assist--preview-active t)))
+          lsp-assist--preview-active t)
+    (let ((item (plist-get suggestion :item)))
+      (unless (eq item lsp-assist--shown-item)
+        (setq lsp-assist--shown-item item)
+        (lsp-assist--tell :textDocument/didShowCompletion item (list :item item))))))
 
 (defun lsp-assist-preview-text ()
   "The suggestion shown after point, or nil."
@@ -779,7 +814,9 @@ INVOKED marks an explicit request; QUIET says nothing when there is none."
 
 (defun lsp-assist--insert-part (part)
   "Insert PART of the suggestion shown; keep showing the rest.
-Report the acceptance the first time part of a suggestion is taken."
+Report a part taken (textDocument/didPartiallyAcceptCompletion, the length from
+the start of the item's text), and the acceptance (the item's command) once all
+of it is in."
   (let* ((preview lsp-assist--preview)
          (text (plist-get preview :text))
          (rest (substring text (length part)))
@@ -789,15 +826,19 @@ Report the acceptance the first time part of a suggestion is taken."
     (insert part)
     (if (string-empty-p rest)
         (delete-region (point) (min (point-max) (+ (point) (plist-get preview :delete))))
-      (lsp-assist--show (list :text rest :delete (plist-get preview :delete) :item item
-                              :reported t))
+      (lsp-assist--show (list :text rest :delete (plist-get preview :delete) :item item))
       ;; The other choices were for the old point: cycling from here asks again.
       (setq lsp-assist--choices (list 0 lsp-assist--preview)
             lsp-assist--choices-invoked nil)
       ;; No new request for the point this command moved to: the rest shows.
       (setq lsp-assist--last-key (lsp-assist--key)))
-    (when (and server item (not (plist-get preview :reported)))
-      (lsp-assist--report-acceptance-async server item))))
+    (cond ((not (and server item)))
+          ((string-empty-p rest) (lsp-assist--report-acceptance-async server item))
+          (t (let ((full (lsp-assist--item-text item)))
+               (lsp-assist--tell :textDocument/didPartiallyAcceptCompletion item
+                                 (list :item item
+                                       :acceptedLength (- (lsp-assist--utf16-length full)
+                                                          (lsp-assist--utf16-length rest)))))))))
 
 (defun lsp-assist--report-acceptance-async (server item)
   "Run ITEM's command on SERVER without waiting for the answer."
@@ -843,8 +884,12 @@ Report the acceptance the first time part of a suggestion is taken."
   (lsp-assist--insert-part (lsp-assist--next-line (plist-get lsp-assist--preview :text))))
 
 (defun lsp-assist-dismiss ()
-  "Remove the suggestion shown; none comes back until point or the text changes."
+  "Remove the suggestion shown; none comes back until point or the text changes.
+The server hears of it (lspAssist/didDismissCompletion)."
   (interactive)
+  (when-let ((item (plist-get lsp-assist--preview :item)))
+    (lsp-assist--tell :lspAssist/didDismissCompletion item
+                      (list :item (list :command (plist-get item :command)))))
   (lsp-assist--cancel-pending)
   (setq lsp-assist--typed-through nil)
   (lsp-assist--clear-preview))

@@ -126,6 +126,10 @@ M.state = {
   --- answers to the requests made after them: { before, after, same, ms } (the last 50).
   typed_through = 0,
   typed_answers = {},
+  --- The telemetry notifications sent (the last 50): { method, item (its id),
+  --- accepted_length } for textDocument/didShowCompletion,
+  --- textDocument/didPartiallyAcceptCompletion and lspAssist/didDismissCompletion.
+  telemetry = {},
   errors = {},
   --- 'starting' | 'loading' | 'ready' | 'error'; thinking and off are derived.
   status = { state = 'starting', message = nil, latency_ms = nil, server = nil, progress = {} },
@@ -152,6 +156,13 @@ local function client_supports(client, method)
     return client:supports_method(method)
   end
   return client.supports_method(method)
+end
+
+local function client_notify(client, method, params)
+  if has('0.11') then
+    return client:notify(method, params)
+  end
+  return client.notify(method, params)
 end
 
 local function cancel_request(client, id)
@@ -531,6 +542,42 @@ local function ghost_opts(text)
   return opts
 end
 
+--- Length of `text` in UTF-16 code units (what Copilot's acceptedLength counts).
+local function utf16_len(text)
+  local ok, n = pcall(vim.str_utfindex, text, 'utf-16')
+  if ok and type(n) == 'number' then
+    return n
+  end
+  local _, units = vim.str_utfindex(text) -- 0.10 and older: (utf-32, utf-16)
+  return units
+end
+
+--- The item as the server sent it (Copilot's clients send it back in their telemetry).
+local function wire_item(item)
+  return { insertText = item.text, range = item.range, command = item.command }
+end
+
+--- Tell the server about `item` (its telemetry: shown, partly accepted, dismissed).
+local function tell(client_id, method, item, params)
+  local client = vim.lsp.get_client_by_id(client_id)
+  if not client or not item or not item.command then
+    return
+  end
+  params = params or {}
+  local log = M.state.telemetry
+  local args = item.command.arguments or {}
+  table.insert(log, { method = method, item = args[1] or vim.NIL, accepted_length = params.acceptedLength or vim.NIL })
+  if #log > 50 then
+    table.remove(log, 1)
+  end
+  local ok, err = pcall(client_notify, client, method, params)
+  if not ok then
+    record_error(method, err)
+  end
+end
+
+local shown_item -- the item last reported as shown (a redraw of its rest is not a show)
+
 --- Draw `text` (of `item`, number `index` of `count`) as ghost text at the cursor.
 local function draw(bufnr, client_id, item, text, index, count)
   M.clear()
@@ -553,6 +600,10 @@ local function draw(bufnr, client_id, item, text, index, count)
     extmark = extmark,
     tick = api.nvim_buf_get_changedtick(bufnr),
   }
+  if shown_item ~= item then
+    shown_item = item
+    tell(client_id, 'textDocument/didShowCompletion', item, { item = wire_item(item) })
+  end
   status_changed()
   return true
 end
@@ -894,6 +945,11 @@ function M.accept(kind)
   item.accepted_text = (item.accepted_text or '') .. part
   if rest ~= '' then
     table.insert(M.state.partial, { kind = kind, inserted = part })
+    -- From the start of the item's text to the end of what is in (Copilot's measure).
+    tell(ghost.client_id, 'textDocument/didPartiallyAcceptCompletion', item, {
+      item = wire_item(item),
+      acceptedLength = utf16_len(item.text) - utf16_len(rest),
+    })
     -- Cycling from here asks the server again: the other items started elsewhere.
     M.state.items = {}
     draw(bufnr, ghost.client_id, item, rest, 1, 1)
@@ -913,6 +969,10 @@ end
 function M.dismiss()
   local bufnr = api.nvim_get_current_buf()
   local had = M.visible()
+  if had then
+    local ghost = M.state.ghost
+    tell(ghost.client_id, 'lspAssist/didDismissCompletion', ghost.item, { item = { command = ghost.item.command } })
+  end
   M.clear(bufnr)
   cancel_pending(bufnr)
   M.state.items = {}
