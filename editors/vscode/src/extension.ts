@@ -20,6 +20,14 @@
 // request as Automatic (the cache answers those; Invoked asks the model for
 // alternatives). VS Code replaces the ghost text with the longer one.
 //
+// Acceptance per shown suggestion: VS Code's stable API says neither that an item shows
+// nor that the user took part of one. The middleware sends
+// textDocument/didShowCompletion for the first item of an answer VS Code gets (the one it
+// shows when it fits); the extension's own commands behind Ctrl+Right and Escape (while a
+// suggestion shows) run VS Code's accept-next-word and hide, then send
+// textDocument/didPartiallyAcceptCompletion (the UTF-16 offset from the item's start to
+// the cursor) and lspAssist/didDismissCompletion.
+//
 // The logic that needs no VS Code lives in logic.ts, with unit tests.
 
 import { execFile } from 'node:child_process';
@@ -39,6 +47,9 @@ import {
 
 import {
   ClientState,
+  DID_DISMISS,
+  DID_PARTIALLY_ACCEPT,
+  DID_SHOW,
   DisposableSlot,
   EditorView,
   InFlight,
@@ -48,11 +59,16 @@ import {
   RefreshMarks,
   SERVER_KEYS,
   StatusModel,
+  WireItem,
   addReadyCapability,
   changedSettings,
+  dismissParams,
   doctorCommand,
+  itemId,
+  partialParams,
   readyIgnored,
   render,
+  shownParams,
 } from './logic';
 
 export { LANGUAGES };
@@ -71,6 +87,8 @@ let pollTimer: NodeJS.Timeout | undefined;
 /** Inline requests out per document, and the documents whose next one a notice caused. */
 const inFlight = new InFlight();
 const refreshMarks = new RefreshMarks();
+/** The item last reported shown: its document and where its text starts. */
+let lastShown: { item: WireItem; uri: string; start: vscode.Position } | undefined;
 
 /** Opts in to lspAssist/suggestionReady (capabilities.experimental). */
 class SuggestionReadyFeature implements StaticFeature {
@@ -176,6 +194,9 @@ function clientOptions(): LanguageClientOptions {
         try {
           const result = await next(document, position, context, token);
           status.requestFinished(Date.now() - started);
+          if (!token.isCancellationRequested) {
+            reportShown(document, position, result);
+          }
           if (refresh) {
             status.latencyMs = shownLatency;
           }
@@ -191,6 +212,61 @@ function clientOptions(): LanguageClientOptions {
       },
     },
   };
+}
+
+/** didShowCompletion for the first item of an answer (the one VS Code shows if it fits). */
+function reportShown(
+  document: vscode.TextDocument,
+  position: vscode.Position,
+  result: vscode.InlineCompletionItem[] | vscode.InlineCompletionList | null | undefined,
+): void {
+  const items = Array.isArray(result) ? result : (result?.items ?? []);
+  const first = items[0];
+  const current = client;
+  if (!first || !current || typeof first.insertText !== 'string' || !first.command) {
+    return;
+  }
+  const range = first.range ?? new vscode.Range(position, position);
+  const item: WireItem = {
+    insertText: first.insertText,
+    range: current.code2ProtocolConverter.asRange(range),
+    command: {
+      title: first.command.title,
+      command: first.command.command,
+      arguments: first.command.arguments,
+    },
+  };
+  const params = shownParams(item);
+  if (!params || itemId(lastShown?.item) === itemId(item)) {
+    return;
+  }
+  lastShown = { item, uri: document.uri.toString(), start: range.start };
+  void current.sendNotification(DID_SHOW, params);
+}
+
+/** Run VS Code's `command` on the shown suggestion, then tell the server what it did. */
+async function onShown(command: string, telemetry: 'partial' | 'dismiss'): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  const shown = lastShown;
+  await vscode.commands.executeCommand(command);
+  const current = client;
+  if (!editor || !shown || !current || editor.document.uri.toString() !== shown.uri) {
+    return;
+  }
+  if (telemetry === 'dismiss') {
+    const params = dismissParams(shown.item);
+    if (params) {
+      void current.sendNotification(DID_DISMISS, params);
+    }
+    return;
+  }
+  // VS Code's offsets count UTF-16 units, as acceptedLength does.
+  const document = editor.document;
+  const accepted = document.offsetAt(editor.selection.active) - document.offsetAt(shown.start);
+  const params = partialParams(shown.item, accepted);
+  if (params) {
+    void current.sendNotification(DID_PARTIALLY_ACCEPT, params);
+  }
 }
 
 function toClientState(state: State): ClientState {
@@ -387,6 +463,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('lspAssist.showExplainContext', explainContext),
     vscode.commands.registerCommand('lspAssist.showStatus', showStatus),
     vscode.commands.registerCommand('lspAssist.runDoctor', runDoctor),
+    vscode.commands.registerCommand('lspAssist.acceptNextWord', () =>
+      onShown('editor.action.inlineSuggest.acceptNextWord', 'partial'),
+    ),
+    vscode.commands.registerCommand('lspAssist.dismissSuggestion', () =>
+      onShown('editor.action.inlineSuggest.hide', 'dismiss'),
+    ),
     vscode.commands.registerCommand('lspAssist.restartServer', async () => {
       await stopClient();
       await startClient();

@@ -377,3 +377,52 @@ export class RefreshMarks {
     return at !== undefined && now - at <= this.ttlMs;
   }
 }
+
+// Telemetry per shown suggestion, as copilot-language-server's clients send it:
+// textDocument/didShowCompletion {item}, textDocument/didPartiallyAcceptCompletion
+// {item, acceptedLength} (UTF-16 units from the start of the item's text to the end of
+// what was accepted: a JS string's length), and lsp-assist's own
+// lspAssist/didDismissCompletion {item: {command}}. The server reads the item's id,
+// its command's first argument.
+
+export const DID_SHOW = 'textDocument/didShowCompletion';
+export const DID_PARTIALLY_ACCEPT = 'textDocument/didPartiallyAcceptCompletion';
+export const DID_DISMISS = 'lspAssist/didDismissCompletion';
+
+/** An inline completion item as the server sent it (what the notifications carry back). */
+export interface WireItem {
+  insertText: string;
+  range?: unknown;
+  command?: { title?: string; command: string; arguments?: unknown[] };
+}
+
+/** The item's id (its command's first argument), or undefined. */
+export function itemId(item: WireItem | undefined): string | undefined {
+  const first = item?.command?.arguments?.[0];
+  return typeof first === 'string' && first !== '' ? first : undefined;
+}
+
+/** didShowCompletion's params, or undefined for an item without an id. */
+export function shownParams(item: WireItem | undefined): { item: WireItem } | undefined {
+  return item && itemId(item) ? { item } : undefined;
+}
+
+/** didPartiallyAcceptCompletion's params when `acceptedLength` UTF-16 units of the item's
+ * text are in and some are left (all of it is the item's command), else undefined. */
+export function partialParams(
+  item: WireItem | undefined,
+  acceptedLength: number,
+): { item: WireItem; acceptedLength: number } | undefined {
+  if (!item || !itemId(item) || !Number.isInteger(acceptedLength)) {
+    return undefined;
+  }
+  if (acceptedLength <= 0 || acceptedLength >= item.insertText.length) {
+    return undefined;
+  }
+  return { item, acceptedLength };
+}
+
+/** lspAssist/didDismissCompletion's params (copilot.el's shape: the command alone). */
+export function dismissParams(item: WireItem | undefined): { item: { command: unknown } } | undefined {
+  return item && itemId(item) ? { item: { command: item.command } } : undefined;
+}

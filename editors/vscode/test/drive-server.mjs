@@ -14,6 +14,7 @@
 //        [--server lsp-assist] [--server-arg serve]... [--settings JSON]
 //        [--root DIR] [--timeout-ms 60000] [--change-settings JSON] [--retries N]
 //        [--status-poll-ms N] [--logic out/logic.js] [--early [--opt-in] [--early-wait-ms N]]
+//        [--telemetry]
 // --retries N asks for the inline completion again (up to N more times, 500 ms apart)
 // while the answer is empty, e.g. while the model is still loading.
 // --status-poll-ms N polls lspAssist.status every N ms from `initialized` until the
@@ -31,6 +32,11 @@
 // (lspAssist.status `last`). --early-wait-ms (60000) bounds the wait for either. The
 // report's `early` says what happened; no start, no notice with --opt-in, or (without it)
 // no whole longer than the start within the wait is an error (exit 1).
+// --telemetry (needs --logic) sends, before the accept, what the extension sends per
+// shown suggestion, with the params --logic builds: the second item (if any) shown and
+// dismissed, then the first shown and its first word partly accepted
+// (textDocument/didShowCompletion, lspAssist/didDismissCompletion,
+// textDocument/didPartiallyAcceptCompletion); the report's `telemetry` lists them.
 
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -97,6 +103,7 @@ const { values } = parseArgs({
     early: { type: 'boolean', default: false },
     'opt-in': { type: 'boolean', default: false },
     'early-wait-ms': { type: 'string', default: '60000' },
+    telemetry: { type: 'boolean', default: false },
   },
 });
 
@@ -347,6 +354,31 @@ async function earlyCheck(position) {
   early.typethrough = after?.typethrough ?? null;
 }
 
+/** --telemetry: the notifications the extension sends, built by the compiled logic. */
+async function sendTelemetry(items) {
+  report.telemetry = [];
+  if (!logic) {
+    report.errors.push({ request: 'telemetry', message: '--telemetry needs --logic' });
+    return;
+  }
+  const send = async (method, params) => {
+    if (params) {
+      report.telemetry.push({ method, params });
+      await connection.sendNotification(method, params);
+    }
+  };
+  const [first, second] = items;
+  if (second) {
+    await send(logic.DID_SHOW, logic.shownParams(second));
+    await send(logic.DID_DISMISS, logic.dismissParams(second));
+  }
+  if (first) {
+    await send(logic.DID_SHOW, logic.shownParams(first));
+    const word = /^\W*\w+/.exec(first.insertText)?.[0] ?? '';
+    await send(logic.DID_PARTIALLY_ACCEPT, logic.partialParams(first, word.length));
+  }
+}
+
 async function main() {
   const capabilities = {
     general: { positionEncodings: ['utf-16'] },
@@ -460,6 +492,9 @@ async function main() {
       command: 'lspAssist.explainContext',
       arguments: [uri, line, character],
     });
+  }
+  if (values.telemetry) {
+    await sendTelemetry(items);
   }
   // Report the acceptance as VS Code does: it runs the command of the accepted item.
   const accepted = items.find((item) => item.command?.command);

@@ -234,3 +234,34 @@ test('InFlight counts requests per document; RefreshMarks are taken once, while 
   marks.mark('a', 1000);
   assert.equal(marks.take('a', 3001), false);
 });
+
+test('telemetry params: shown, partly accepted (UTF-16 units), dismissed', () => {
+  const {
+    DID_DISMISS,
+    DID_PARTIALLY_ACCEPT,
+    DID_SHOW,
+    dismissParams,
+    itemId,
+    partialParams,
+    shownParams,
+  } = require('../../out/logic.js');
+  assert.equal(DID_SHOW, 'textDocument/didShowCompletion');
+  assert.equal(DID_PARTIALLY_ACCEPT, 'textDocument/didPartiallyAcceptCompletion');
+  assert.equal(DID_DISMISS, 'lspAssist/didDismissCompletion');
+  const item = {
+    insertText: "'😀' + name",
+    range: { start: { line: 1, character: 4 }, end: { line: 1, character: 4 } },
+    command: { title: 'Accept suggestion', command: 'lspAssist.accept', arguments: ['3f2a.1'] },
+  };
+  assert.equal(itemId(item), '3f2a.1');
+  assert.deepEqual(shownParams(item), { item });
+  assert.equal(shownParams({ insertText: 'x' }), undefined, 'no command: nothing to name');
+  assert.equal(shownParams({ insertText: 'x', command: { command: 'c', arguments: [7] } }), undefined);
+  assert.equal(item.insertText.length, 11, 'the emoji counts two UTF-16 units');
+  assert.deepEqual(partialParams(item, 4), { item, acceptedLength: 4 });
+  assert.equal(partialParams(item, 0), undefined);
+  assert.equal(partialParams(item, 11), undefined, 'all of it: the accept command says so');
+  assert.equal(partialParams(item, 2.5), undefined);
+  assert.deepEqual(dismissParams(item), { item: { command: item.command } });
+  assert.equal(dismissParams(undefined), undefined);
+});
