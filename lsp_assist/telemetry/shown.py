@@ -15,11 +15,13 @@ suggestion, another place). A suggestion whose
 end nobody saw (the document closed, the session ended) is ``ignored``.
 
 One :class:`ShownRecord` per shown suggestion is written when its outcome is known.
-Called from the event loop only (the LSP handlers): no lock.
+The LSP handlers call it on the event loop and the session's close on a thread of its
+own: one lock around each call.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -177,103 +179,114 @@ class ShownSuggestions:
         self._open: dict[str, _Suggestion] = {}
         """The open suggestion of each document, by URI."""
         self._by_item: dict[str, _Suggestion] = {}
+        self._lock = threading.RLock()
 
     def offer(self, item: OfferedItem) -> None:
         """Remember an item the server answered with, so a show or an accept can name it."""
-        self._offered[item.item] = item
-        self._offered.move_to_end(item.item)
-        while len(self._offered) > self._max_offered:
-            self._offered.popitem(last=False)
+        with self._lock:
+            self._offered[item.item] = item
+            self._offered.move_to_end(item.item)
+            while len(self._offered) > self._max_offered:
+                self._offered.popitem(last=False)
 
     def shown(self, item: str) -> bool:
         """The editor showed ``item``; False when it is unknown (or shows already)."""
-        if item in self._by_item:
-            return False
-        offered = self._offered.pop(item, None)
-        if offered is None:
-            return False
-        now = self._clock()
-        previous = self._open.get(offered.uri)
-        if previous is not None:
-            hop = _continues(previous.current, offered)
-            if hop is not None:
-                start = previous.offsets[previous.current.item] + hop
-                previous.offsets[offered.item] = start
-                previous.items[offered.item] = offered
-                previous.current = offered
-                previous.shown_chars = max(previous.shown_chars, start + utf16_len(offered.text))
-                self._by_item[offered.item] = previous
-                return True
-            self._end(previous, _ending(previous.current, offered), now)
-        suggestion = _Suggestion(
-            root=offered,
-            current=offered,
-            items={offered.item: offered},
-            offsets={offered.item: 0},
-            shown_at=now,
-            shown_chars=utf16_len(offered.text),
-        )
-        self._open[offered.uri] = suggestion
-        self._by_item[offered.item] = suggestion
-        return True
+        with self._lock:
+            if item in self._by_item:
+                return False
+            offered = self._offered.pop(item, None)
+            if offered is None:
+                return False
+            now = self._clock()
+            previous = self._open.get(offered.uri)
+            if previous is not None:
+                hop = _continues(previous.current, offered)
+                if hop is not None:
+                    start = previous.offsets[previous.current.item] + hop
+                    previous.offsets[offered.item] = start
+                    previous.items[offered.item] = offered
+                    previous.current = offered
+                    previous.shown_chars = max(
+                        previous.shown_chars, start + utf16_len(offered.text)
+                    )
+                    self._by_item[offered.item] = previous
+                    return True
+                self._end(previous, _ending(previous.current, offered), now)
+            suggestion = _Suggestion(
+                root=offered,
+                current=offered,
+                items={offered.item: offered},
+                offsets={offered.item: 0},
+                shown_at=now,
+                shown_chars=utf16_len(offered.text),
+            )
+            self._open[offered.uri] = suggestion
+            self._by_item[offered.item] = suggestion
+            return True
 
     def partially_accepted(self, item: str, accepted_length: int) -> bool:
         """The editor inserted ``item``'s first ``accepted_length`` UTF-16 units (so far)."""
-        suggestion = self._showing(item)
-        if suggestion is None or accepted_length <= 0:
-            return False
-        end = suggestion.offsets[item] + accepted_length
-        suggestion.accepted_chars = max(suggestion.accepted_chars, end)
-        return True
+        with self._lock:
+            suggestion = self._showing(item)
+            if suggestion is None or accepted_length <= 0:
+                return False
+            end = suggestion.offsets[item] + accepted_length
+            suggestion.accepted_chars = max(suggestion.accepted_chars, end)
+            return True
 
     def accepted(self, item: str) -> bool:
         """The editor inserted all of ``item`` (its command ran)."""
-        suggestion = self._showing(item)
-        if suggestion is None:
-            return False
-        end = suggestion.offsets[item] + utf16_len(suggestion.items[item].text)
-        suggestion.accepted_chars = max(suggestion.accepted_chars, end)
-        self._end(suggestion, "accepted", self._clock())
-        return True
+        with self._lock:
+            suggestion = self._showing(item)
+            if suggestion is None:
+                return False
+            end = suggestion.offsets[item] + utf16_len(suggestion.items[item].text)
+            suggestion.accepted_chars = max(suggestion.accepted_chars, end)
+            self._end(suggestion, "accepted", self._clock())
+            return True
 
     def dismissed(self, item: str) -> bool:
         """The user dismissed ``item`` (lsp-assist's clients say so; Copilot's do not)."""
-        suggestion = self._by_item.get(item)
-        if suggestion is None:
-            return False
-        self._end(suggestion, "dismissed", self._clock())
-        return True
+        with self._lock:
+            suggestion = self._by_item.get(item)
+            if suggestion is None:
+                return False
+            self._end(suggestion, "dismissed", self._clock())
+            return True
 
     def edited(self, uri: str, line_text: Callable[[int], str]) -> None:
         """The document changed: when its shown suggestion's line now holds, between
         the text that was before and after the cursor, something that does not start the
         suggestion, the user typed over it. ``line_text(n)`` is line ``n`` as it is now."""
-        suggestion = self._open.get(uri)
-        if suggestion is None:
-            return
-        current = suggestion.current
-        line = line_text(current.line)
-        inner = len(line) - len(current.after)
-        if inner < len(current.before) or not line.startswith(current.before):
-            return  # changed elsewhere on the line (or the line moved): no conclusion
-        if not line.endswith(current.after):
-            return
-        typed = line[len(current.before) : inner]
-        if typed and not current.text.startswith(typed):
-            self._end(suggestion, "typed_over", self._clock())
+        with self._lock:
+            suggestion = self._open.get(uri)
+            if suggestion is None:
+                return
+            current = suggestion.current
+            line = line_text(current.line)
+            inner = len(line) - len(current.after)
+            if inner < len(current.before) or not line.startswith(current.before):
+                return  # changed elsewhere on the line (or the line moved): no conclusion
+            if not line.endswith(current.after):
+                return
+            typed = line[len(current.before) : inner]
+            if typed and not current.text.startswith(typed):
+                self._end(suggestion, "typed_over", self._clock())
 
     def closed(self, uri: str) -> None:
         """The document closed: its open suggestion ends unseen."""
-        suggestion = self._open.get(uri)
-        if suggestion is not None:
-            self._end(suggestion, "ignored", self._clock())
+        with self._lock:
+            suggestion = self._open.get(uri)
+            if suggestion is not None:
+                self._end(suggestion, "ignored", self._clock())
 
     def close(self) -> None:
         """The session ends: every open suggestion is written as ``ignored``."""
-        now = self._clock()
-        for suggestion in list(self._open.values()):
-            self._end(suggestion, "ignored", now)
-        self._offered.clear()
+        with self._lock:
+            now = self._clock()
+            for suggestion in list(self._open.values()):
+                self._end(suggestion, "ignored", now)
+            self._offered.clear()
 
     def _showing(self, item: str) -> _Suggestion | None:
         """The open suggestion ``item`` belongs to; an accept of an item never shown shows it."""
