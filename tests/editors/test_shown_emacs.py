@@ -56,10 +56,13 @@ def test_emacs_reports_shown_partly_accepted_dismissed_accepted_typed_over(
         lines = [x.rstrip() for x in tmux.screen().splitlines() if x.startswith(start)]
         return lines[-1] if lines else ""
 
+    accepted_row = [0]
+
     def new_line() -> str:
-        """The line typed after RET (the last `print(add(` line), without its indentation."""
-        lines = [x.strip() for x in tmux.screen().splitlines() if x.strip().startswith("print(")]
-        return lines[-1] if len(lines) > 1 else ""
+        """The line typed after RET (below the accepted one), without its indentation."""
+        lines = tmux.screen().splitlines()
+        row = accepted_row[0] + 1
+        return lines[row].strip() if row < len(lines) else ""
 
     def wait(predicate: Any, timeout: float = 120) -> None:
         until = time.monotonic() + timeout
@@ -85,10 +88,11 @@ def test_emacs_reports_shown_partly_accepted_dismissed_accepted_typed_over(
         asked = row_text(LAST)[len(LAST + word) :]
         tmux.keys("Tab")
         wait(lambda: tmux.cursor()[0] == len(LAST + word + asked))
+        accepted_row[0] = tmux.cursor()[1]
 
         tmux.keys("Enter")
         tmux.keys("print(add(", literal=True)
-        wait(lambda: len(new_line()) > len("print(add("), 180)
+        wait(lambda: new_line().startswith("print(add(") and len(new_line()) > 10, 180)
         third = new_line()[len("print(add(") :]
         other = "q" if third.startswith("z") else "z"
         tmux.keys(other, literal=True)  # typed over it
