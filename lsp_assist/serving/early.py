@@ -50,6 +50,8 @@ class EarlyAnswer:
         self.answered_at: float | None = None
         self.shown = ""
         """The last post-processed text put in the cache (the answer, then longer)."""
+        self.answer = ""
+        """The text answered early: what the editor shows at this place."""
 
     def __call__(self, piece: str) -> None:
         """Take one streamed piece of the model's text (on the model thread)."""
@@ -62,13 +64,18 @@ class EarlyAnswer:
         text = self.clean(self.raw)
         if not text or text == self.shown:
             return
+        if self.answered_at is not None and not text.startswith(self.answer):
+            # Post-processing the longer text changed the start the editor shows (cut it
+            # back): the cache keeps answering from that start until the whole is known,
+            # never with a start the user did not see at this place (issue 24).
+            return
         self.typethrough.grow(self.key, text)
         self.shown = text
         if self.answered_at is None:
             self._answer(text, now)
 
     def _answer(self, text: str, now: float) -> None:
-        self.answered_at = now
+        self.answered_at, self.answer = now, text
         first = self.first_text_at if self.first_text_at is not None else now
         answer = dataclasses.replace(
             self.outcome,

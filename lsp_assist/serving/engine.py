@@ -369,7 +369,10 @@ class CompletionEngine:
             if result.alternatives and not outcome.cancelled:
                 branches = [clean(branch.text) for branch in result.alternatives if branch.complete]
                 outcome.text, outcome.alternatives = distinct(text, branches)
-            self.typethrough.put(entry, outcome.text)
+            if outcome.text or not outcome.cancelled:
+                # the whole is what the entry answers with from now on (nothing: no entry);
+                # a cancelled request leaves what an earlier one put there
+                self.typethrough.put(entry, outcome.text)
             return outcome
 
     def prefill(

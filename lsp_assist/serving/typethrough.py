@@ -98,6 +98,12 @@ class TypeThroughCache:
                 old, _ = self._entries.popitem(last=False)
                 self._forget(old)
 
+    def drop(self, key: EntryKey) -> None:
+        """Forget the suggestion under ``key``, if any."""
+        with self._lock:
+            if self._entries.pop(key, None) is not None:
+                self._forget(key)
+
     def get(self, uri: str, prefix_text: str, suffix_text: str) -> str | None:
         """Return the rest of a cached suggestion the user is typing through, or None."""
         with self._lock:
@@ -261,8 +267,14 @@ class TypeThrough:
             self._changed.notify_all()
 
     def put(self, key: EntryKey, text: str) -> None:
-        """Remember a finished suggestion under ``key`` (the whole text; empty: nothing)."""
-        self.grow(key, text)
+        """Remember a finished suggestion under ``key``: the whole text replaces what grew
+        there; an empty one (post-processing found nothing that fits) drops the entry."""
+        with self._changed:
+            if text:
+                self.cache.put_at(key, text)
+            else:
+                self.cache.drop(key)
+            self._changed.notify_all()
 
     @contextmanager
     def writing(self, key: EntryKey) -> Iterator[None]:

@@ -12,29 +12,32 @@ import time
 from pathlib import Path
 
 from lsp_assist.backends.base import GenerationRequest, GenerationResult
-from lsp_assist.documents import Position
+from lsp_assist.documents import Document, Position
+from lsp_assist.serving.early import EarlyAnswer
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
 from lsp_assist.serving.scheduler import ReadyCallback, Scheduler
+from lsp_assist.serving.typethrough import TypeThrough
 from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, CharBackend, make_engine, snapshot
 
 WHOLE = "compute_total(items, tax)"
 
 
 class StreamingBackend(CharBackend):
-    """Writes ``WHOLE`` one character per ``step_s``, streamed, honouring the cancel flag."""
+    """Writes ``whole`` one character per ``step_s``, streamed, honouring the cancel flag."""
 
-    def __init__(self, step_s: float = 0.02) -> None:
+    def __init__(self, step_s: float = 0.02, whole: str = WHOLE) -> None:
         self.step_s = step_s
+        self.whole = whole
         self.calls = 0
         self.cancelled = 0
 
     def generate(self, request: GenerationRequest) -> GenerationResult:
-        """Stream ``WHOLE``; stop at a cancel."""
+        """Stream ``whole``; stop at a cancel."""
         self.calls += 1
         t0 = time.perf_counter()
         result = GenerationResult(prompt_tokens=len(request.prompt_tokens))
-        for char in WHOLE:
+        for char in self.whole:
             if request.cancel.cancelled:
                 self.cancelled += 1
                 result.stop_reason = "cancelled"
@@ -172,3 +175,66 @@ async def test_zero_waits_for_the_whole_suggestion(tmp_path: Path) -> None:
     assert outcome.whole_ms == outcome.latency_ms
     scheduler.shutdown()
     engine.session.close()
+
+
+ABOVE = "def total(values):\n    result = 0\n    \n    return result\n"
+"""A blank line (line 2, indented) above a line the model writes again: the start of that
+copy is a suggestion, the whole of it is not (post-processing drops a copy of the line
+below, docs/serving.md)."""
+
+
+async def test_a_start_the_whole_drops_is_not_served_from_the_cache(tmp_path: Path) -> None:
+    backend = StreamingBackend(0.02, whole="return result")
+    engine, _ = make_engine(tmp_path, backend, answerAfterMs=40, maxTokens=64)
+    scheduler = Scheduler(engine)
+    uri = (tmp_path / "above.py").as_uri()
+    engine.session.buffers.open(uri, ABOVE, version=1)
+
+    def at_blank_line() -> CompletionQuery:
+        return CompletionQuery(
+            snapshot=snapshot(engine, uri), line=2, column=4, trigger="automatic", answer_early=True
+        )
+
+    first = await scheduler.complete(at_blank_line())
+    assert first.answered_early and "return result".startswith(first.text), first.text
+    deadline = time.perf_counter() + 10
+    while (whole := _whole_of(engine, first.request_id)) is None:
+        assert time.perf_counter() < deadline, "the whole was never written"
+        await asyncio.sleep(0.02)
+    assert whole.text == "" and not whole.cancelled  # the whole: a copy of the line below
+    # Asked again at the same place, the cache no longer answers with the start the
+    # whole dropped (the model is asked again: its whole suggestion there is nothing).
+    again = await scheduler.complete(at_blank_line())
+    assert not again.cache_hit, again
+    assert backend.calls == 2
+    scheduler.shutdown()
+    engine.session.close()
+
+
+def _whole_of(engine: CompletionEngine, request_id: str) -> CompletionOutcome | None:
+    return next((o for o in engine.last_outcomes if o.request_id == request_id), None)
+
+
+def test_the_cache_grows_only_from_what_was_shown() -> None:
+    """A longer text that does not extend the answer shown is not put in the cache."""
+    typethrough = TypeThrough(8)
+    doc = Document("file:///g.py", "x = \n", version=1).snapshot()
+    key = typethrough.key(doc, Position(0, 4))
+    answers: list[CompletionOutcome] = []
+    cleaned = iter(["ab", "abc", "xbc", "abcd", ""])
+    early = EarlyAnswer(
+        CompletionQuery(snapshot=doc, line=0, column=4, received_at=0.0),
+        CompletionOutcome(request_id="r"),
+        on_answer=answers.append,
+        after_s=0.0,
+        clean=lambda _raw: next(cleaned),
+        typethrough=typethrough,
+        key=key,
+    )
+    held = []
+    for piece in "12345":
+        early(piece)
+        held.append(typethrough.cache.peek(key))
+    # answered with "ab"; "xbc" changed its start and "" dropped all of it: both left out
+    assert [a.text for a in answers] == ["ab"]
+    assert held == ["ab", "abc", "abc", "abcd", "abcd"]
