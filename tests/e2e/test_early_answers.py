@@ -148,3 +148,42 @@ async def test_no_notice_for_a_client_that_did_not_ask(plain: LanguageClient) ->
     assert len(again) > len(start)
     await asyncio.sleep(0.3)
     assert seen == []
+
+
+ABOVE_SAME = (
+    "def total(values):\n"
+    "    result = 0\n"
+    "    for v in values:\n"
+    "        result = result + v\n"
+    "    \n"
+    "    return result\n"
+)
+"""A blank line above ``return result``: SmolLM2 writes that line again there, so its
+start is answered early and its whole is dropped (a copy of the line below)."""
+
+
+async def test_a_start_the_whole_dropped_is_not_answered_from_the_cache(
+    opted_in: LanguageClient,
+) -> None:
+    client = opted_in
+    assert (await wait_ready(client))["model"]["loaded"]
+    path = client.workspace_path / "shop/total.py"  # type: ignore[attr-defined]
+    path.write_text(ABOVE_SAME)
+    uri = open_file(client, path)
+    first = await client.text_document_inline_completion_async(
+        inline_params(uri, 4, 4, automatic=True)
+    )
+    assert first is not None and first.items, "no early answer at the blank line"
+    assert first.items[0].command is not None and first.items[0].command.arguments
+    request_id = first.items[0].command.arguments[0]
+    deadline = time.monotonic() + WAIT_S
+    last = (await _status(client))["last"]
+    while last.get("request_id") != request_id and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        last = (await _status(client))["last"]
+    assert last.get("request_id") == request_id, "the whole was never written"
+    assert last["text"] == "", last  # dropped: a copy of the line below
+    assert client.ready_seen == []  # type: ignore[attr-defined]
+    # Asked again at the same place: the model is asked, not the cache for that start.
+    await client.text_document_inline_completion_async(inline_params(uri, 4, 4, automatic=True))
+    assert (await _status(client))["last"]["cache_hit"] is False
