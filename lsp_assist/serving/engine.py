@@ -355,6 +355,9 @@ class CompletionEngine:
                 # the backend counts from its own start; the user's clock started at arrival
                 outcome.ttft_ms = (called - query.received_at) * 1000 + result.ttft_ms
             text = clean(result.text)
+            ended = result.stop_reason not in ("cancelled", "timeout")
+            if not text and request.code_first and alternatives == 1 and ended:
+                text = self._next_best(backend, request, result.text, clean)
             # A generation time cap keeps what was generated; a cancel (superseded, client
             # cancel) or a prompt time cap has nothing worth showing, unless the editor
             # already has the suggestion's start (an early answer): that is what it keeps.
@@ -374,6 +377,28 @@ class CompletionEngine:
                 # a cancelled request leaves what an earlier one put there
                 self.typethrough.put(entry, outcome.text)
             return outcome
+
+    @staticmethod
+    def _next_best(
+        backend: Backend, request: GenerationRequest, raw: str, clean: Callable[[str], str]
+    ) -> str:
+        """At a blank line whose greedy line post-processing dropped, the next likeliest one.
+
+        The dropped line is most often a copy of the line below (docs/serving.md,
+        post-processing 5): after Enter above existing code the model writes that code
+        again, and the user got nothing (issue 24: 9 of 52 new lines in a replay). The
+        branch that starts with the next likeliest first token (the alternatives' decode,
+        from the prompt's KV state) is asked for once; "" when there is none.
+        """
+        if not raw.strip():
+            return ""
+        try:
+            again = backend.generate(dataclasses.replace(request, alternatives=2, on_text=None))
+        except LspAssistError as exc:
+            logger.debug("no next-best line: %s", exc)
+            return ""
+        found = (clean(b.text) for b in again.alternatives if b.complete)
+        return next((text for text in found if text), "")
 
     def prefill(
         self,

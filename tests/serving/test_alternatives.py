@@ -155,3 +155,36 @@ def test_alternatives_setting_is_bounded() -> None:
     assert settings.completion.alternatives == 5 and "alternatives" in warnings[0]
     settings, warnings = parse_settings({"alternatives": 0})
     assert settings.completion.alternatives == 3 and "alternatives" in warnings[0]
+
+
+ABOVE = "def total(values):\n    result = 0\n    \n    return result\n"
+"""A blank line (line 2) above ``return result``."""
+
+
+def test_a_blank_line_whose_greedy_line_is_the_line_below_gets_the_next_best(
+    tmp_path: Path,
+) -> None:
+    # The model writes the line below again (dropped by post-processing): the automatic
+    # request is answered with the branch of the next likeliest first token instead of
+    # nothing (issue 24 item 3).
+    backend = BranchBackend("return result", [branch("print(result)")])
+    engine, _ = engine_with(tmp_path, backend)
+    uri = (tmp_path / "above.py").as_uri()
+    engine.session.buffers.open(uri, ABOVE, version=1)
+    blank = CompletionQuery(snapshot=snapshot(engine, uri), line=2, column=4, trigger="automatic")
+    outcome = engine.complete(blank)
+    assert [r.alternatives for r in backend.requests] == [1, 2]
+    assert outcome.text == "print(result)" and outcome.alternatives == ()
+    # the type-through cache answers with it there, not with the dropped copy
+    assert engine.cached(blank) is not None and engine.cached(blank).text == "print(result)"  # type: ignore[union-attr]
+
+
+def test_a_line_that_is_not_blank_gets_no_second_generation(tmp_path: Path) -> None:
+    backend = BranchBackend("urn result", [branch("print(result)")])
+    engine, _ = engine_with(tmp_path, backend)
+    uri = (tmp_path / "above.py").as_uri()
+    engine.session.buffers.open(uri, ABOVE.replace("    \n", "    ret\n"), version=1)
+    typed = CompletionQuery(snapshot=snapshot(engine, uri), line=2, column=7, trigger="automatic")
+    outcome = engine.complete(typed)
+    # "urn result" after "ret" is a copy of the line below too: dropped, no retry here
+    assert outcome.text == "" and [r.alternatives for r in backend.requests] == [1]

@@ -204,9 +204,10 @@ async def test_a_start_the_whole_drops_is_not_served_from_the_cache(tmp_path: Pa
     assert whole.text == "" and not whole.cancelled  # the whole: a copy of the line below
     # Asked again at the same place, the cache no longer answers with the start the
     # whole dropped (the model is asked again: its whole suggestion there is nothing).
+    calls = backend.calls
     again = await scheduler.complete(at_blank_line())
     assert not again.cache_hit, again
-    assert backend.calls == 2
+    assert backend.calls > calls
     scheduler.shutdown()
     engine.session.close()
 
