@@ -93,6 +93,9 @@ class DecodeLoop:
             else None
         )
         """Token healing: the text the first tokens must write (not part of the text)."""
+        self._code_due = request.code_first
+        """At a blank line, until the text has something other than white space: the
+        next token must write code (:meth:`_next`)."""
 
     def _abort(self) -> bool:
         # checked between graph nodes: a cancel lands within a step (a verification
@@ -120,17 +123,6 @@ class DecodeLoop:
         self._deadline = t_prefill + self.caps.generation_s
         self._pending = self._next(0)
         code_first = self.request.code_first and self._forced is None
-        if code_first and not self._writes_code(self._pending):
-            # at a blank line the likeliest first token is sometimes a line break or the
-            # end: an empty suggestion where the line's code is wanted (issue 20)
-            self._pending = next(
-                (
-                    t
-                    for t in self.engine.top_tokens(0, CODE_FIRST_CANDIDATES)
-                    if self._writes_code(t)
-                ),
-                self._pending,
-            )
         if self.request.alternatives > 1:
             # the next decode overwrites these logits: keep the runners-up for the branches
             self._firsts = self.engine.top_tokens(0, 4 * self.request.alternatives)
@@ -149,20 +141,31 @@ class DecodeLoop:
         return self.engine.is_eog(token) or self.engine.is_control(token)
 
     def _writes_code(self, token: int) -> bool:
-        """True when ``token`` neither ends the generation nor starts with a line break."""
+        """True when ``token`` neither ends the generation nor breaks the line (after
+        spaces or tabs: ``" \\n"`` ends a single-line suggestion as surely as ``"\\n"``)."""
         if self._ends(token):
             return False
-        return not self.engine.piece(token, special=True).startswith((b"\n", b"\r"))
+        piece = self.engine.piece(token, special=True).lstrip(b" \t")
+        return not piece.startswith((b"\n", b"\r"))
 
     def _next(self, i: int) -> int:
         """Return the token of logits row ``i``: the greedy one, or while healing the
-        likeliest one that agrees with the forced text."""
+        likeliest one that agrees with the forced text; while code is due at a blank
+        line (:attr:`GenerationRequest.code_first`), the likeliest that writes code."""
         forced = self._forced
         if forced is not None and forced.active:
             chosen = forced.choose(self.engine.logits(i))
             if chosen is not None:
                 return chosen
-        return self.engine.argmax(i)
+        token = self.engine.argmax(i)
+        if self._code_due and not self._writes_code(token):
+            # At a blank line the likeliest token is sometimes a line break or the end: an
+            # empty suggestion where the line's code is wanted (issue 20). The same after
+            # token healing wrote back the typed indentation or line break (issue 24: the
+            # model wrote the healed "\\n" of an empty line, then ended).
+            candidates = self.engine.top_tokens(i, CODE_FIRST_CANDIDATES)
+            token = next((t for t in candidates if self._writes_code(t)), token)
+        return token
 
     def _emit(self, token: int) -> bool:
         """Accept one generated token; return True when generation is done."""
@@ -174,6 +177,8 @@ class DecodeLoop:
         piece = eng.piece(token, special=True)
         if self._forced is not None:
             piece = self._forced.consume(piece)
+        if self._code_due and piece.strip():
+            self._code_due = False
         if self._stream.feed(piece):
             result.stop_reason = self._stream.reason
             return True
@@ -283,7 +288,7 @@ class DecodeLoop:
                 done = self._emit(d)
                 if done:
                     break
-                nxt = eng.argmax(i + 1)
+                nxt = self._next(i + 1)
             if guessed and pad_guess is not None:
                 pad_guess.guesses += 1
                 pad_guess.guesses_accepted += accepted

@@ -7,7 +7,7 @@ import struct
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -338,3 +338,57 @@ def test_code_first_skips_a_leading_line_break_and_the_end(code_first: bool) -> 
     loop.decode([7, 8, 9], None, span=4, span_cap=6, restart_span=1)  # type: ignore[arg-type]
     # the blank line's code (5, then 6, 7 by the counting rule), or the line break
     assert result.tokens[0] == (5 if code_first else 1), result.tokens
+
+
+class _HealedLineBreakEngine(_CountingEngine):
+    """An empty line healed as its line break (issue 24): after the prompt the likeliest
+    token is that line break (1); after it the end (2), then another line break (3),
+    then code (5: ``"x"``)."""
+
+    PIECES: ClassVar[dict[int, bytes]] = {1: b"\n", 3: b" \n", 5: b"x"}
+
+    def argmax(self, i: int) -> int:
+        return self.top_tokens(i, 1)[0]
+
+    def top_tokens(self, i: int, n: int) -> list[int]:
+        return ([1, 5] if len(self.rows) == 1 else [2, 3, 5])[:n]
+
+    def logits(self, i: int) -> Any:
+        import numpy as np
+
+        row = np.zeros(8)
+        for rank, token in enumerate(self.top_tokens(i, 3)):
+            row[token] = 3 - rank
+        return row
+
+    def is_eog(self, token: int) -> bool:
+        return token == 2
+
+    def piece(self, token: int, *, special: bool = True) -> bytes:
+        return self.PIECES.get(token, b"x")
+
+    def piece_index(self) -> Any:
+        from lsp_assist.backends.healing import PieceIndex
+
+        return PieceIndex(8, lambda t: self.PIECES.get(t, b""), lambda t: t != 2)
+
+
+@pytest.mark.parametrize("code_first", [False, True])
+def test_code_first_holds_after_the_healed_text(code_first: bool) -> None:
+    from lsp_assist.backends.base import TimeCaps
+    from lsp_assist.backends.decode import DecodeLoop
+
+    eng = _HealedLineBreakEngine()
+    result = GenerationResult()
+    request = GenerationRequest(
+        prompt_tokens=[7, 8, 9], max_tokens=3, forced_prefix="\n", code_first=code_first
+    )
+    loop = DecodeLoop(eng, request, result, caps=TimeCaps(60.0, 60.0), started=time.perf_counter())  # type: ignore[arg-type]
+    assert loop.evaluate_prompt([7, 8, 9], 0)
+    loop.decode([7, 8, 9], None, span=0, span_cap=0)  # type: ignore[arg-type]
+    if code_first:
+        # the healed line break, then code: neither the end nor the " \n" after it
+        assert result.tokens[:2] == [1, 5] and result.text.startswith("x"), result.tokens
+    else:
+        # the healed line break and the end: one token and no text (what Emacs got)
+        assert result.tokens == [1] and result.text == "" and result.stop_reason == "eos"
