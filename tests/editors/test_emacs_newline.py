@@ -1,0 +1,99 @@
+"""Emacs in a terminal after Enter above existing code (issue 24 item 3), real server.
+
+`emacs -nw -Q` with the install snippet in tmux, SmolLM2 answering early
+(``answerAfterMs`` 1). Enter at the end of a loop body, then Backspace to the function's
+indentation, leaves point on a new line above ``return result``: the model writes that
+line again there, so the start of the copy is answered early, and the whole (a copy of
+the line below, which post-processing drops) is replaced by the next likeliest line.
+The server then sends lspAssist/suggestionReady and lsp-assist.el asks again: the copy's
+start on screen gives way to the whole. Before, the start of the copy stayed on screen
+and nothing asked again.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from .test_emacs import EMACS, REPO, Tmux, install_snippet, needs_eglot, needs_tmux, tmux_env
+
+TOTAL = (
+    "def total(values):\n"
+    "    result = 0\n"
+    "    for v in values:\n"
+    "        result = result + v\n"
+    "    return result\n"
+)
+
+STATE = """
+(defun lsp-assist-test-dump (file)
+  "Write the notices and refreshes lsp-assist.el recorded to FILE."
+  (with-temp-file file
+    (prin1 (list :notices (mapcar (lambda (n) (plist-get n :action)) lsp-assist-ready-notices)
+                 :refreshes (mapcar (lambda (r) (plist-get r :after)) lsp-assist-refreshes))
+           (current-buffer))))
+"""
+
+
+def _row(tmux: Tmux) -> str:
+    """The screen line the cursor is on."""
+    _, y = tmux.cursor()
+    return tmux.screen().split("\n")[y]
+
+
+@needs_eglot
+@needs_tmux
+def test_emacs_nw_new_line_above_its_copy_shows_the_whole_after_the_notice(
+    workspace: Path, server_env: dict[str, str], tmp_path: Path
+) -> None:
+    assert EMACS is not None
+    path = workspace / "total.py"
+    path.write_text(TOTAL)
+    init = tmp_path / "init.el"
+    init.write_text(install_snippet(REPO) + STATE)
+    env = tmux_env(server_env)
+    env["LSP_ASSIST_ANSWER_AFTER_MS"] = "1"
+    env["LSP_ASSIST_MAX_TOKENS"] = "24"
+    command = [
+        EMACS,
+        "-nw",
+        "-Q",
+        "--eval",
+        "(setq native-comp-async-report-warnings-errors 'silent)",
+    ]
+    tmux = Tmux(tmp_path, [*command, "-l", str(init), str(path)], env, width=120)
+    dump = tmp_path / "state.el"
+    try:
+        assert tmux.wait_for(r"✨ready", 240), tmux.screen()
+        tmux.keys("M-<")
+        tmux.keys("C-n", "C-n", "C-n", "C-e")  # the end of "        result = result + v"
+        tmux.keys("Enter", "BSpace")  # python-mode: a new line at 8, Backspace dedents to 4
+        until = time.monotonic() + 5
+        while tmux.cursor()[0] != 4 and time.monotonic() < until:
+            time.sleep(0.1)
+        assert tmux.cursor()[0] == 4, tmux.screen()
+        # the start of the copy first (an early answer), then the whole after the notice
+        seen: list[str] = []
+        until = time.monotonic() + 180
+        while time.monotonic() < until:
+            ghost = _row(tmux)[4:].rstrip()
+            if ghost and (not seen or seen[-1] != ghost):
+                seen.append(ghost)
+            if ghost and not "return result".startswith(ghost):
+                break
+            time.sleep(0.2)
+        assert seen and "return result".startswith(seen[0]), (seen, tmux.screen())
+        assert not "return result".startswith(seen[-1]), (seen, tmux.screen())
+        assert tmux.cursor()[0] == 4, tmux.screen()  # point stays before the grey text
+        tmux.keys("M-:")
+        tmux.keys(f'(lsp-assist-test-dump "{dump}")', literal=True)
+        tmux.keys("Enter")
+        until = time.monotonic() + 20
+        while not dump.exists() and time.monotonic() < until:
+            time.sleep(0.2)
+        state = dump.read_text()
+        assert re.search(r':notices \([^)]*"refresh"', state), state
+        assert seen[-1] in state, (seen, state)  # the refresh's answer is what shows
+    finally:
+        tmux.close()
