@@ -60,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
     """Run the server until the client exits; return the process exit code.
 
     stdio: 0 after shutdown and exit, 1 for exit without shutdown or when the client
-    goes away first. TCP: serve connection after connection until stopped.
+    goes away first. TCP: serve connection after connection until stopped. SIGTERM or
+    SIGHUP closes the sessions as shutdown and exit do (metrics flushed, the model
+    freed), then 0.
     """
     settings, warnings = settings_from_args(args)
     setup_logging(

@@ -18,7 +18,8 @@ length was too small. Each case is logged; ``AssistProtocol`` answers what it ca
 
 ``serve_stdio`` and ``serve_tcp`` run sessions: stdin/stdout for one editor, or a TCP
 listener whose every connection gets a fresh server (its own engine, freed when the
-connection ends) until the process is stopped.
+connection ends) until the process is stopped. SIGTERM and SIGHUP end them as
+``shutdown`` and ``exit`` would (``STOP_SIGNALS``): each session closes, the code is 0.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -320,16 +322,59 @@ class Session(Protocol):
         """Release everything the session holds (blocking; run off the event loop)."""
 
 
-async def run_session(session: Session, chunks: AsyncIterator[bytes]) -> int:
+STOP_SIGNALS = tuple(
+    sig for sig in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if sig
+)
+"""Signals that end the sessions as ``shutdown`` and ``exit`` do (an editor that quits
+may send SIGTERM instead; a closed terminal sends SIGHUP): the process then exits 0."""
+
+
+def stop_on_signals(stop: asyncio.Event) -> None:
+    """Set ``stop`` on SIGTERM or SIGHUP (on the running loop; not on Windows)."""
+    loop = asyncio.get_running_loop()
+    for sig in STOP_SIGNALS:
+
+        def on_signal(sig: int = sig) -> None:
+            logger.info("%s: closing the session", signal.Signals(sig).name)
+            stop.set()
+
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, on_signal)
+
+
+async def _until(chunks: AsyncIterator[bytes], stop: asyncio.Event) -> AsyncIterator[bytes]:
+    """Yield from ``chunks`` until they end or ``stop`` is set (a read waiting is cancelled)."""
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        while not stop.is_set():
+            chunk = asyncio.ensure_future(anext(chunks))
+            await asyncio.wait({chunk, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if not chunk.done():
+                chunk.cancel()
+                return
+            try:
+                yield chunk.result()
+            except StopAsyncIteration:
+                return
+    finally:
+        stopped.cancel()
+
+
+async def run_session(
+    session: Session, chunks: AsyncIterator[bytes], stop: asyncio.Event | None = None
+) -> int:
     """Feed a stream to the session's protocol until exit or end of input; return the exit code.
 
     The code is the one ``exit`` chose (0 after ``shutdown``, else 1); at the end of the
-    input it is 0 if ``shutdown`` came first, else 1 (the client went away).
+    input it is 0 if ``shutdown`` came first, else 1 (the client went away). ``stop``
+    set (a signal) ends the session like ``shutdown`` and ``exit``: code 0.
     """
     protocol = session.protocol
     code: list[int] = []
     protocol.on_exit = code.append
     reader = FrameReader()
+    if stop is not None:
+        chunks = _until(chunks, stop)
     try:
         async for chunk in chunks:
             for item in reader.feed(chunk):
@@ -341,6 +386,8 @@ async def run_session(session: Session, chunks: AsyncIterator[bytes]) -> int:
                     protocol.receive_body(item.data)
                 if code:
                     return code[0]
+        if stop is not None and stop.is_set():
+            return 0
         if left := reader.pending():
             logger.error("%s", left)
         return 0 if protocol._shutdown else 1
@@ -406,7 +453,9 @@ def serve_stdio(session: Session) -> int:
     session.protocol.set_writer(_StdoutWriter())
 
     async def main() -> int:
-        return await run_session(session, _stdin_chunks())
+        stop = asyncio.Event()
+        stop_on_signals(stop)
+        return await run_session(session, _stdin_chunks(), stop)
 
     try:
         return asyncio.run(main())
@@ -458,6 +507,7 @@ def serve_tcp(
     (and builds no engine) instead of another model in memory.
     """
     active: set[asyncio.Task[Any]] = set()
+    stop = asyncio.Event()
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
@@ -476,7 +526,7 @@ def serve_tcp(
                     "(the most it serves at once); close one or start another server"
                 )
             session.protocol.set_writer(_SocketWriter(writer))
-            code = await run_session(session, _socket_chunks(reader))
+            code = await run_session(session, _socket_chunks(reader), stop)
             del session
             logger.info("session from %s ended (exit code %d)", peer, code)
         finally:
@@ -488,12 +538,15 @@ def serve_tcp(
                 _release_memory(len(active))
 
     async def main() -> None:
+        stop_on_signals(stop)
         server = await asyncio.start_server(connection, host, port)
         addresses = [sock.getsockname() for sock in server.sockets]
         if on_listening is not None:
             on_listening(addresses)
         async with server:
-            await server.serve_forever()
+            await stop.wait()
+            server.close()  # no new connections; each session closes as on exit
+            await asyncio.gather(*active, return_exceptions=True)
 
     try:
         asyncio.run(main())
