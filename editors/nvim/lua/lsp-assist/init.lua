@@ -34,6 +34,7 @@ local COMPLETION = 'textDocument/completion'
 local READY = 'lspAssist/suggestionReady'
 local READY_CAPABILITY = 'lspAssistSuggestionReady'
 local REQUEST_CANCELLED = -32800
+local RESTART_HINT = ':LspAssistRestart'
 local ns = api.nvim_create_namespace('lsp-assist.ghost')
 
 --- The repository this plugin lives in (editors/nvim/lua/lsp-assist/init.lua).
@@ -165,12 +166,31 @@ local function client_notify(client, method, params)
   return client.notify(method, params)
 end
 
+local function stop_client(client, force)
+  if has('0.11') then
+    client:stop(force)
+  else
+    client.stop(force)
+  end
+end
+
 local function cancel_request(client, id)
   if has('0.11') then
     client:cancel_request(id)
   else
     client.cancel_request(id)
   end
+end
+
+--- The warning for a command that found no server: in the error state, why and how to
+--- start it again.
+local function no_server(text)
+  local status = M.state.status
+  if status.state == 'error' and status.message then
+    local hint = status.message:find(RESTART_HINT, 1, true) and '' or ('; ' .. RESTART_HINT .. ' starts it again')
+    text = ('%s: %s%s'):format(text, status.message, hint)
+  end
+  vim.notify('lsp-assist: ' .. text, vim.log.levels.WARN)
 end
 
 local function get_client(bufnr)
@@ -844,7 +864,7 @@ local invoke_on_insert = false
 function M.complete()
   local bufnr = api.nvim_get_current_buf()
   if not get_client(bufnr) then
-    vim.notify('lsp-assist: the server is not attached to this buffer', vim.log.levels.WARN)
+    no_server('the server is not attached to this buffer')
     return false
   end
   if not M.is_enabled(bufnr) then
@@ -1193,7 +1213,7 @@ local function execute(command, arguments, callback)
   local bufnr = api.nvim_get_current_buf()
   local client = get_client(bufnr) or any_client()
   if not client then
-    vim.notify('lsp-assist: the server is not running', vim.log.levels.WARN)
+    no_server('the server is not running')
     return false
   end
   client_request(client, 'workspace/executeCommand', { command = command, arguments = arguments },
@@ -1335,10 +1355,163 @@ local function user_commands()
   api.nvim_create_user_command('LspAssistDisable', function(args)
     M.disable(args.args)
   end, { bar = true, nargs = '?', complete = filetypes, desc = 'lsp-assist: suggestions off (everywhere or for a filetype)' })
+  api.nvim_create_user_command('LspAssistRestart', function()
+    M.restart()
+  end, { bar = true, desc = 'lsp-assist: stop the server if it runs, start a fresh one' })
   api.nvim_create_user_command('LspAssistToggle', function()
     local on = M.toggle(0)
     vim.notify('lsp-assist: suggestions ' .. (on and 'on' or 'off') .. ' in this buffer')
   end, { bar = true, desc = 'lsp-assist: suggestions on/off in this buffer' })
+end
+
+local restarting = {} -- client_id -> true: stopped by M.restart, its exit is no error
+local lsp_config -- what vim.lsp.config / vim.lsp.start get (built by register)
+
+--- The vim.lsp.config table for the configured command `cmd`.
+local function build_lsp_config(config, cmd)
+  local settings = vim.deepcopy(config.settings)
+  -- Empty tables are sent as JSON objects, not arrays.
+  local init_options = next(settings) and settings or vim.empty_dict()
+  local built = vim.tbl_deep_extend('force', {
+    cmd = cmd,
+    filetypes = config.filetypes,
+    root_markers = config.root_markers,
+    init_options = init_options,
+    settings = { lspAssist = init_options },
+    -- Merged into make_client_capabilities() by the client.
+    capabilities = { experimental = { [READY_CAPABILITY] = true } },
+    handlers = {
+      [READY] = function(...)
+        return M.on_suggestion_ready(...)
+      end,
+    },
+  }, config.lsp or {})
+  local user_on_exit = built.on_exit
+  built.on_exit = function(code, signal, client_id)
+    stop_polling()
+    local restarted = restarting[client_id]
+    restarting[client_id] = nil
+    if not restarted and (code ~= 0 or (signal and signal ~= 0)) then
+      local reason = ('server exited (code %s, signal %s)'):format(code, signal)
+      set_status('error', reason .. ', ' .. RESTART_HINT)
+      vim.schedule(function()
+        vim.notify(('lsp-assist: the %s (its stderr is in the LSP log); fix `cmd` or the '
+          .. 'settings if need be, then run %s'):format(reason, RESTART_HINT), vim.log.levels.ERROR)
+      end)
+    end
+    for bufnr, id in pairs(M.state.attached) do
+      if id == client_id then
+        M.state.attached[bufnr] = nil
+        pending[bufnr] = nil
+      end
+    end
+    if user_on_exit then
+      return user_on_exit(code, signal, client_id)
+    end
+  end
+  return built
+end
+
+--- Resolve the configured command and register the server's config; false when the
+--- command cannot run. `exact`: replace the registered config rather than merge into it
+--- (vim.lsp.config merges lists index by index: a shorter cmd would keep the old tail).
+local function register(exact)
+  local cmd = resolve_cmd(M.config.cmd)
+  if not cmd then
+    return false
+  end
+  M.config.resolved_cmd = cmd
+  lsp_config = build_lsp_config(M.config, cmd)
+  if vim.lsp.config and vim.lsp.enable then
+    if exact then
+      vim.lsp.config[NAME] = lsp_config
+    else
+      vim.lsp.config(NAME, lsp_config)
+    end
+  end
+  return true
+end
+
+--- Start a client for `bufnr` (Neovim 0.10, without vim.lsp.config).
+local function start_buffer(bufnr)
+  local config = M.config
+  local root = vim.fs.root and vim.fs.root(bufnr, config.root_markers) or vim.fn.getcwd()
+  local start_config = vim.tbl_extend('force', lsp_config, { name = NAME, root_dir = root or vim.fn.getcwd() })
+  start_config.filetypes, start_config.root_markers = nil, nil
+  vim.lsp.start(start_config, { bufnr = bufnr })
+end
+
+--- Start the server for the buffers of the configured filetypes, open and to come.
+local function start()
+  if vim.lsp.config and vim.lsp.enable then
+    vim.lsp.enable(NAME) -- also starts it for the buffers already open
+    return
+  end
+  api.nvim_create_autocmd('FileType', {
+    group = api.nvim_create_augroup('lsp-assist.start', { clear = true }),
+    pattern = M.config.filetypes,
+    callback = function(ev)
+      start_buffer(ev.buf)
+    end,
+  })
+  for _, bufnr in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_is_loaded(bufnr) and vim.bo[bufnr].buftype == ''
+      and vim.tbl_contains(M.config.filetypes, vim.bo[bufnr].filetype) then
+      start_buffer(bufnr)
+    end
+  end
+end
+
+--- Stop the server (if it still runs) and start a fresh one for the open buffers, with
+--- the command and settings in M.config now (after the server exited, or after
+--- changing `cmd`). `callback(ok)` runs once the new client is asked to start.
+function M.restart(callback)
+  if not M.state.setup then
+    vim.notify('lsp-assist: setup() has not run', vim.log.levels.WARN)
+    return false
+  end
+  stop_polling()
+  M.clear()
+  local old = vim.lsp.get_clients({ name = NAME })
+  for _, client in ipairs(old) do
+    restarting[client.id] = true
+    stop_client(client)
+  end
+  for bufnr in pairs(M.state.attached) do
+    cancel_pending(bufnr)
+  end
+  local waited = 0
+  local function go()
+    -- Start once the old ones are gone (a stopping client is never reused, but two
+    -- servers would load the model at once); force them after 2 s, go on after 4 s.
+    local alive = vim.tbl_filter(function(client)
+      return vim.lsp.get_client_by_id(client.id) ~= nil
+    end, old)
+    if #alive > 0 and waited < 4000 then
+      if waited == 2000 then
+        for _, client in ipairs(alive) do
+          stop_client(client, true)
+        end
+      end
+      waited = waited + 50
+      vim.defer_fn(go, 50)
+      return
+    end
+    M.state.attached = {}
+    M.state.cmd_error = nil
+    M.state.status.progress = {}
+    M.state.status.latency_ms = nil
+    set_status('starting', nil)
+    local ok = register(true)
+    if ok then
+      start()
+    end
+    if callback then
+      callback(ok)
+    end
+  end
+  go()
+  return true
 end
 
 --- Start the server for the configured filetypes and show its suggestions.
@@ -1364,46 +1537,6 @@ function M.setup(opts)
   M.state.status.state = 'starting'
   M.state.cmd_error = nil
 
-  local cmd = resolve_cmd(config.cmd)
-  if not cmd then
-    return false
-  end
-  config.resolved_cmd = cmd
-
-  local settings = vim.deepcopy(config.settings)
-  -- Empty tables are sent as JSON objects, not arrays.
-  local init_options = next(settings) and settings or vim.empty_dict()
-  local lsp_config = vim.tbl_deep_extend('force', {
-    cmd = cmd,
-    filetypes = config.filetypes,
-    root_markers = config.root_markers,
-    init_options = init_options,
-    settings = { lspAssist = init_options },
-    -- Merged into make_client_capabilities() by the client.
-    capabilities = { experimental = { [READY_CAPABILITY] = true } },
-    handlers = {
-      [READY] = function(...)
-        return M.on_suggestion_ready(...)
-      end,
-    },
-  }, config.lsp or {})
-  local user_on_exit = lsp_config.on_exit
-  lsp_config.on_exit = function(code, signal, client_id)
-    stop_polling()
-    if code ~= 0 or (signal and signal ~= 0) then
-      set_status('error', ('server exited (code %s, signal %s)'):format(code, signal))
-    end
-    for bufnr, id in pairs(M.state.attached) do
-      if id == client_id then
-        M.state.attached[bufnr] = nil
-        pending[bufnr] = nil
-      end
-    end
-    if user_on_exit then
-      return user_on_exit(code, signal, client_id)
-    end
-  end
-
   local group = api.nvim_create_augroup('lsp-assist.attach', { clear = true })
   api.nvim_create_autocmd('LspAttach', {
     group = group,
@@ -1424,21 +1557,11 @@ function M.setup(opts)
     end,
   })
 
-  if vim.lsp.config and vim.lsp.enable then
-    vim.lsp.config(NAME, lsp_config)
-    vim.lsp.enable(NAME)
-  else
-    api.nvim_create_autocmd('FileType', {
-      group = api.nvim_create_augroup('lsp-assist.start', { clear = true }),
-      pattern = config.filetypes,
-      callback = function(ev)
-        local root = vim.fs.root and vim.fs.root(ev.buf, config.root_markers) or vim.fn.getcwd()
-        local start = vim.tbl_extend('force', lsp_config, { name = NAME, root_dir = root or vim.fn.getcwd() })
-        start.filetypes, start.root_markers = nil, nil
-        vim.lsp.start(start, { bufnr = ev.buf })
-      end,
-    })
+  -- After the autocmds: a command fixed later is started by M.restart.
+  if not register(false) then
+    return false
   end
+  start()
   return true
 end
 

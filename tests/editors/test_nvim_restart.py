@@ -1,0 +1,104 @@
+"""Neovim in tmux: a server command that dies, the error with the restart hint, a restart.
+
+The install snippet with ``cmd`` pointing at the right program with a wrong argument
+(``serv``): the server exits with code 2 while starting. The statusline shows the error
+and names ``:LspAssistRestart``, so does the message, and so does ``:LspAssistComplete``
+(not only "not attached"). After fixing the command in the config,
+``:LspAssistRestart`` starts a fresh server: the statusline leaves the error state, and
+a suggestion shows in grey where the user types.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import EDITORS, MAIN, SETTINGS
+from .test_nvim import NVIM, SGR, TMUX, Tmux, foregrounds
+
+pytestmark = [pytest.mark.editor, pytest.mark.slow]
+
+GREY = "38;5;244"
+LAST = MAIN.splitlines()[-1]  # "    print(add("
+
+
+def status(lines: list[str]) -> str:
+    """The statusline's lsp-assist part ('' before it shows)."""
+    found = re.search(r"lsp-assist: .*", "\n".join(lines))
+    return found.group().strip() if found else ""
+
+
+def test_nvim_restart_after_the_server_died_while_starting(
+    tmp_path: Path, workspace: Path, server_env: dict[str, str], server_command: str
+) -> None:
+    if NVIM is None or TMUX is None:
+        pytest.skip("needs nvim and tmux (apt-get install tmux)")
+    init = tmp_path / "init.lua"
+    init.write_text(
+        f"vim.opt.runtimepath:append('{EDITORS / 'nvim'}')\n"
+        "require('lsp-assist').setup({\n"
+        f"  cmd = {{ '{server_command}', 'serv' }},\n"
+        f"  settings = vim.json.decode([[{json.dumps(SETTINGS)}]]),\n"
+        "})\n"
+        "vim.o.statusline = \"%f %= %{v:lua.require'lsp-assist'.statusline()} \"\n"
+    )
+    keep = ("LSP_ASSIST_MODEL_PATH", "XDG_CACHE_HOME", "LSP_ASSIST_THREADS", "HOME", "PATH")
+    env = {k: server_env[k] for k in keep}
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    exports = " ".join(f"{k}={v}" for k, v in env.items())
+    command = f"env -i TERM=tmux-256color {exports} {NVIM} -u {init} main.py"
+    # Wide enough for the whole error in the statusline and the message on one screen.
+    tmux = Tmux(command, workspace, rows=30)
+
+    def text() -> str:
+        return "\n".join(tmux.screen())
+
+    def hit_enter() -> None:
+        """Leave "Press ENTER" prompts (the exit messages may fill the command line)."""
+        for _ in range(5):
+            time.sleep(0.5)
+            if "Press ENTER" not in text():
+                return
+            tmux.send("Enter")
+
+    try:
+        # The message when it exits names the command (it may fill the command line).
+        tmux.wait_for(lambda ls: "then run :LspAssistRestart" in "".join(ls), timeout=60)
+        hit_enter()
+        lines = tmux.wait_for(lambda ls: "lsp-assist: error" in status(ls), timeout=10)
+        assert "server exited (code 2" in status(lines), text()
+        assert ":LspAssistRestart" in status(lines), text()
+        tmux.send(":LspAssistComplete", "Enter")
+        tmux.wait_for(
+            lambda ls: "not attached to this buffer: server exited" in "".join(ls), timeout=10
+        )
+        hit_enter()
+        tmux.send("Escape")
+
+        # Fix the command, then restart.
+        fixed = f":lua require('lsp-assist').config.cmd = {{ '{server_command}', 'serve' }}"
+        tmux.send(fixed, "Enter")
+        tmux.send(":LspAssistRestart", "Enter")
+        lines = tmux.wait_for(lambda ls: "lsp-assist: ready" in status(ls), timeout=120)
+        assert "error" not in status(lines), text()
+
+        tmux.send("G", "A")  # the end of `    print(add(`: an automatic request
+
+        def grey_after_last(_: list[str]) -> bool:
+            screen = tmux.screen(colours=True)
+            row = max(i for i, x in enumerate(screen) if SGR.sub("", x).startswith(LAST))
+            return any(fg == GREY for _, fg in foregrounds(screen[row]))
+
+        try:
+            tmux.wait_for(grey_after_last, timeout=90)
+        except pytest.fail.Exception:
+            tmux.send("M-\\")  # an empty automatic answer: ask explicitly
+            tmux.wait_for(grey_after_last, timeout=90)
+        assert "lsp-assist: ready" in status(tmux.screen()), text()
+        tmux.send("Escape", ":qa!", "Enter")
+    finally:
+        tmux.close()
