@@ -1,8 +1,10 @@
 """Which part of the server's prompt helps a FIM model on cross-file lines (issue 20, part 2).
 
-The bench's cross-file hole tasks (tasks.py: a line of the installed standard library
-that calls a function or class defined in another file, blanked to its indentation)
-are built the way ``lsp-assist bench`` builds them. For each task the server's own
+The bench's cross-file hole tasks (tasks.py: a line that calls a function or class
+defined in another file of the workspace, blanked to its indentation) are built the
+way ``lsp-assist bench`` builds them, from the installed standard library or from
+``--workspace`` (code written after the model's training: this repository's own
+``lsp_assist`` package, which no model can have memorised). For each task the server's own
 prompts are made through the plain API (``Session`` + ``CompletionEngine.explain``,
 what ``lsp-assist serve`` sends): the baseline strategy (plain FIM of the current file)
 and the layered one, both at ``--budget`` tokens. Each variant is then run through the
@@ -24,8 +26,8 @@ The figures do not depend on the machine's load (greedy decoding); only the run 
 does. Run:
 
     nice -n 5 .venv/bin/python tests/benchmarks/bench_prompt_variants.py \\
-        --model coder-0.5b --tasks 40 --seed 7 [--budget 1024] [--threads 1] \\
-        [--only plain,layered] [--variant NAME:KEY=VALUE,...] [--out FILE.jsonl]
+        --model coder-0.5b --tasks 40 --seed 7 [--workspace DIR] [--budget 1024] \\
+        [--threads 1] [--only plain,layered] [--variant NAME:KEY=VALUE,...] [--out FILE.jsonl]
 
 Not part of ``make test`` (a script, not a test_ file), like the other benchmarks.
 """
@@ -227,6 +229,9 @@ def main() -> int:
     """Run the variants over the cross-file tasks and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="coder-0.5b", help="preset or GGUF path")
+    parser.add_argument(
+        "--workspace", type=Path, help="folder of code (default: the installed standard library)"
+    )
     parser.add_argument("--tasks", type=int, default=40, help="cross-file tasks")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--budget", type=int, default=1024)
@@ -238,10 +243,13 @@ def main() -> int:
     model_path = resolve_model_path(ModelSettings(model=args.model))
     extra = [parse_variant(v) for v in args.variant]
     only = {v for v in args.only.split(",") if v}
-    source = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    if args.workspace is not None:
+        source, exclude = args.workspace.resolve(), []
+    else:
+        source, exclude = Path(sysconfig.get_paths()["stdlib"]).resolve(), STDLIB_EXCLUDE
     started = time.perf_counter()
     workspace, tasks = prepare_workspace(
-        source, STDLIB_EXCLUDE, cross_file=args.tasks, in_file=0, typing=0, seed=args.seed
+        source, exclude, cross_file=args.tasks, in_file=0, typing=0, seed=args.seed
     )
     print(f"{len(tasks)} cross-file tasks from {source}, model {model_path.name}", file=sys.stderr)
     model = Model(model_path, args.threads)
