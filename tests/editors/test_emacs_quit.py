@@ -1,0 +1,80 @@
+"""Quitting Emacs with a suggestion on screen: the server's session still closes cleanly.
+
+Emacs does not shut eglot's servers down on ``C-x C-c``: it sends them SIGHUP (seen
+with strace: ``SIGHUP {si_code=SI_USER, si_pid=<emacs>}``). ``lsp-assist serve`` takes
+it as ``shutdown`` + ``exit``: the suggestion still shown is written ``ignored`` in the
+metrics log, after the request's own record. The server used to die of the signal, and
+the suggestion's line was never written.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import MAIN, REPO
+from .test_emacs import EMACS, Tmux, install_snippet, needs_eglot, needs_tmux, tmux_env
+
+pytestmark = [pytest.mark.editor, pytest.mark.slow]
+
+LAST = MAIN.splitlines()[-1]  # "    print(add("
+
+
+def metrics(cache: Path) -> list[dict[str, Any]]:
+    """Every line of the metrics logs under the cache folder."""
+    lines: list[dict[str, Any]] = []
+    for log in sorted(cache.rglob("metrics.jsonl")):
+        lines += [json.loads(x) for x in log.read_text().splitlines()]
+    return lines
+
+
+@needs_eglot
+@needs_tmux
+def test_quitting_emacs_writes_the_suggestion_on_screen_as_ignored(
+    tmp_path: Path, workspace: Path, server_env: dict[str, str], server_command: str
+) -> None:
+    assert EMACS is not None
+    log = tmp_path / "server.log"
+    command = f'("{server_command}" "serve" "--log-level" "INFO" "--log-file" "{log}")'
+    snippet = install_snippet(REPO)
+    init = tmp_path / "init.el"
+    init.write_text(snippet + f"(setq lsp-assist-command '{command})\n")
+    silent = "(setq native-comp-async-report-warnings-errors 'silent)"
+    tmux = Tmux(
+        tmp_path,
+        [EMACS, "-nw", "-Q", "--eval", silent, "-l", str(init), str(workspace / "main.py")],
+        tmux_env(server_env),
+    )
+    try:
+        assert tmux.wait_for(r"✨ready", 180), tmux.screen()
+        tmux.keys("M->")
+        tmux.keys("C-b")  # the end of `    print(add(`: point rests, an automatic request
+        until = time.monotonic() + 120
+        while not any(
+            x.startswith(LAST) and len(x.rstrip()) > len(LAST) for x in tmux.screen().splitlines()
+        ):
+            assert time.monotonic() < until, tmux.screen()
+            time.sleep(0.2)
+        tmux.keys("C-x", "C-c")  # nothing modified: Emacs quits at once
+        until = time.monotonic() + 30
+        while tmux.alive():
+            assert time.monotonic() < until, "Emacs did not quit"
+            time.sleep(0.2)
+    finally:
+        tmux.close()
+
+    cache = Path(server_env["XDG_CACHE_HOME"])
+    shown: list[dict[str, Any]] = []
+    until = time.monotonic() + 30  # the server closes its session after Emacs is gone
+    while not shown and time.monotonic() < until:
+        shown = [x for x in metrics(cache) if x.get("event") == "shown"]
+        time.sleep(0.2)
+    text = log.read_text() if log.exists() else ""
+    assert "closing the session" in text, text[-3000:]
+    assert shown and shown[-1]["outcome"] == "ignored", (shown, text[-3000:])
+    requests = [x.get("request_id") for x in metrics(cache) if x.get("event") != "shown"]
+    assert shown[-1]["item"].split(".")[0] in requests, (shown, requests)
