@@ -13,6 +13,7 @@ only white space or ended), or ``dropped`` (another post-processing rule).
     .venv/bin/python tests/benchmarks/bench_newline.py FILE [--places 40] [--model coder-0.5b]
         [--top-level]   # lines where Emacs's indentation after Enter is column 0
         [--enders]      # lines that start with return/raise/pass/break/continue
+        [--lines 61,80]  # these lines (1-based) instead
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ def main() -> None:
     parser.add_argument("--model", default="coder-0.5b")
     parser.add_argument("--top-level", action="store_true")
     parser.add_argument("--enders", action="store_true")
+    parser.add_argument("--lines", default="", help="1-based lines, comma-separated")
     args = parser.parse_args()
     path = args.file.resolve()
     text = path.read_text(encoding="utf-8")
@@ -110,7 +112,11 @@ def main() -> None:
             uri = path.as_uri()
             session.buffers.open(uri, text, version=1)
             version, empty, causes = 1, 0, {}
-            chosen = places(lines, args.places, top_level=args.top_level, enders=args.enders)
+            chosen = (
+                [int(n) - 1 for n in args.lines.split(",")]
+                if args.lines
+                else places(lines, args.places, top_level=args.top_level, enders=args.enders)
+            )
             for i in chosen:
                 line = lines[i]
                 indent = new_line_indent(line)
