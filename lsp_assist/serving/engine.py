@@ -392,8 +392,18 @@ class CompletionEngine:
         """
         if not raw.strip():
             return ""
+        retry = dataclasses.replace(request, alternatives=2, on_text=None)
+        if "\n" in request.forced_prefix and not request.forced_prefix.strip():
+            # At column 0 the healed text is the line break: every branch would start with
+            # it. As prompt tokens (the KV cache holds them: the greedy wrote them) the
+            # branches start at the line's first token instead.
+            retry = dataclasses.replace(
+                retry,
+                prompt_tokens=[*request.prompt_tokens, *backend.tokenize(request.forced_prefix)],
+                forced_prefix="",
+            )
         try:
-            again = backend.generate(dataclasses.replace(request, alternatives=2, on_text=None))
+            again = backend.generate(retry)
         except LspAssistError as exc:
             logger.debug("no next-best line: %s", exc)
             return ""

@@ -188,3 +188,34 @@ def test_a_line_that_is_not_blank_gets_no_second_generation(tmp_path: Path) -> N
     outcome = engine.complete(typed)
     # "urn result" after "ret" is a copy of the line below too: dropped, no retry here
     assert outcome.text == "" and [r.alternatives for r in backend.requests] == [1]
+
+
+class HealingBranchBackend(BranchBackend):
+    """A BranchBackend that heals tokens: its branches start after a healed line break
+    only when the line break is in the prompt (``forced_prefix`` "")."""
+
+    heals_tokens = True
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        """The scripted answer; no branch while the forced text is a line break."""
+        result = super().generate(request)
+        if request.forced_prefix:
+            result.alternatives = []
+        return result
+
+
+def test_at_column_0_the_next_best_branches_after_the_healed_line_break() -> None:
+    # the prompt healed by the empty line's line break: as the forced text every branch
+    # would start with it, so the second generation has it as prompt tokens instead
+    backend = HealingBranchBackend("print(result)", [branch("total = 0")])
+    request = GenerationRequest(prompt_tokens=[1, 2, 3], forced_prefix="\n", code_first=True)
+    text = CompletionEngine._next_best(backend, request, "print(result)", lambda raw: raw)
+    (again,) = backend.requests
+    assert again.forced_prefix == "" and again.alternatives == 2
+    assert again.prompt_tokens == [1, 2, 3, *backend.tokenize("\n")]
+    assert text == "total = 0"
+    # an indented blank line keeps its healed space: the branches agree with it
+    spaced = HealingBranchBackend("print(result)", [branch("total = 0")])
+    indented = GenerationRequest(prompt_tokens=[1, 2, 3], forced_prefix=" ", code_first=True)
+    assert CompletionEngine._next_best(spaced, indented, "x", lambda raw: raw) == ""
+    assert spaced.requests[0].forced_prefix == " "
