@@ -451,6 +451,34 @@ def test_nvim_suggestion_ready_refreshes_the_ghost(keys_report: dict[str, Any]) 
 SGR = re.compile(r"\x1b\[([0-9;]*)m")
 
 
+def plugin_in_tmux(
+    tmp_path: Path,
+    workspace: Path,
+    server_env: dict[str, str],
+    server_command: str,
+    *,
+    server_args: str = "serve",
+    rows: int = 20,
+) -> Tmux:
+    """Neovim with the plugin's install snippet (``cmd`` = ``server_command server_args``,
+    the test settings, the statusline part) editing main.py, in a clean environment."""
+    init = tmp_path / "init.lua"
+    init.write_text(
+        f"vim.opt.runtimepath:append('{EDITORS / 'nvim'}')\n"
+        "require('lsp-assist').setup({\n"
+        f"  cmd = {{ '{server_command}', '{server_args}' }},\n"
+        f"  settings = vim.json.decode([[{json.dumps(SETTINGS)}]]),\n"
+        "})\n"
+        "vim.o.statusline = \"%f %= %{v:lua.require'lsp-assist'.statusline()} \"\n"
+    )
+    keep = ("LSP_ASSIST_MODEL_PATH", "XDG_CACHE_HOME", "LSP_ASSIST_THREADS", "HOME", "PATH")
+    env = {k: server_env[k] for k in keep}
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    exports = " ".join(f"{k}={v}" for k, v in env.items())
+    command = f"env -i TERM=tmux-256color {exports} {NVIM} -u {init} main.py"
+    return Tmux(command, workspace, rows=rows)
+
+
 def foregrounds(line: str) -> list[tuple[str, str | None]]:
     """Each visible character of a capture-pane -e line with its foreground colour."""
     out: list[tuple[str, str | None]] = []

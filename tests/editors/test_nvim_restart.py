@@ -10,15 +10,14 @@ a suggestion shows in grey where the user types.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import EDITORS, MAIN, SETTINGS
-from .test_nvim import NVIM, SGR, TMUX, Tmux, foregrounds
+from .conftest import MAIN
+from .test_nvim import NVIM, SGR, TMUX, foregrounds, plugin_in_tmux
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
@@ -37,22 +36,10 @@ def test_nvim_restart_after_the_server_died_while_starting(
 ) -> None:
     if NVIM is None or TMUX is None:
         pytest.skip("needs nvim and tmux (apt-get install tmux)")
-    init = tmp_path / "init.lua"
-    init.write_text(
-        f"vim.opt.runtimepath:append('{EDITORS / 'nvim'}')\n"
-        "require('lsp-assist').setup({\n"
-        f"  cmd = {{ '{server_command}', 'serv' }},\n"
-        f"  settings = vim.json.decode([[{json.dumps(SETTINGS)}]]),\n"
-        "})\n"
-        "vim.o.statusline = \"%f %= %{v:lua.require'lsp-assist'.statusline()} \"\n"
-    )
-    keep = ("LSP_ASSIST_MODEL_PATH", "XDG_CACHE_HOME", "LSP_ASSIST_THREADS", "HOME", "PATH")
-    env = {k: server_env[k] for k in keep}
-    env["XDG_STATE_HOME"] = str(tmp_path / "state")
-    exports = " ".join(f"{k}={v}" for k, v in env.items())
-    command = f"env -i TERM=tmux-256color {exports} {NVIM} -u {init} main.py"
     # Wide enough for the whole error in the statusline and the message on one screen.
-    tmux = Tmux(command, workspace, rows=30)
+    tmux = plugin_in_tmux(
+        tmp_path, workspace, server_env, server_command, server_args="serv", rows=30
+    )
 
     def text() -> str:
         return "\n".join(tmux.screen())

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import EDITORS, MAIN, SETTINGS
-from .test_nvim import NVIM, SGR, TMUX, Tmux, foregrounds, next_word
+from .conftest import MAIN
+from .test_nvim import NVIM, SGR, TMUX, Tmux, foregrounds, next_word, plugin_in_tmux
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
@@ -71,21 +71,7 @@ def test_nvim_reports_shown_partly_accepted_dismissed_accepted_typed_over(
 ) -> None:
     if NVIM is None or TMUX is None:
         pytest.skip("needs nvim and tmux (apt-get install tmux)")
-    init = tmp_path / "init.lua"
-    init.write_text(
-        f"vim.opt.runtimepath:append('{EDITORS / 'nvim'}')\n"
-        "require('lsp-assist').setup({\n"
-        f"  cmd = {{ '{server_command}', 'serve' }},\n"
-        f"  settings = vim.json.decode([[{json.dumps(SETTINGS)}]]),\n"
-        "})\n"
-        "vim.o.statusline = \"%f %= %{v:lua.require'lsp-assist'.statusline()} \"\n"
-    )
-    keep = ("LSP_ASSIST_MODEL_PATH", "XDG_CACHE_HOME", "LSP_ASSIST_THREADS", "HOME", "PATH")
-    env = {k: server_env[k] for k in keep}
-    env["XDG_STATE_HOME"] = str(tmp_path / "state")
-    exports = " ".join(f"{k}={v}" for k, v in env.items())
-    command = f"env -i TERM=tmux-256color {exports} {NVIM} -u {init} main.py"
-    tmux = Tmux(command, workspace)
+    tmux = plugin_in_tmux(tmp_path, workspace, server_env, server_command)
 
     def row(lines: list[str], start: str) -> int:
         return max(i for i, line in enumerate(lines) if SGR.sub("", line).startswith(start))
