@@ -15,6 +15,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from lsp_assist.backends.models import small_model_path
+from tests.support.jsonrpc import StdioClient
 from tests.support.workspace import copy_demo
 
 SERVER = [sys.executable, "-m", "lsp_assist.cli.main", "serve", "--log-level", "INFO"]
@@ -187,3 +188,18 @@ async def utf8_client(lsp_client: LanguageClient, request: pytest.FixtureRequest
     await start_session(lsp_client, request, options, utf8=True)
     yield
     await lsp_client.shutdown_session()
+
+
+def open_with_small_model(client: StdioClient, workspace: Path, cache: Path, path: Path) -> str:
+    """Initialize ``client`` on ``workspace`` with SmolLM2, wait until its model is
+    loaded, open ``path`` (its text on disk); return its URI."""
+    options = {"modelPath": str(small_model_path()), **SMALL_MODEL_OPTIONS}
+    client.initialize(workspace, {**options, "cacheDir": str(cache)})
+    deadline = time.monotonic() + 120
+    while not client.command("lspAssist.status").get("ready"):
+        assert time.monotonic() < deadline, "the model did not load"
+        time.sleep(0.2)
+    uri = path.as_uri()
+    document = {"uri": uri, "languageId": "python", "version": 1, "text": path.read_text()}
+    client.notify("textDocument/didOpen", {"textDocument": document})
+    return uri

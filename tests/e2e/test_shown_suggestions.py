@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lsp_assist.backends.models import small_model_path
-from tests.e2e.conftest import SMALL_MODEL_OPTIONS, server_env
+from tests.e2e.conftest import open_with_small_model, server_env
 from tests.support.jsonrpc import SERVE, StdioClient
 from tests.support.workspace import copy_demo
 
@@ -59,21 +58,7 @@ def test_shown_partly_accepted_dismissed_superseded_and_accepted(tmp_path: Path)
     cache = tmp_path / "cache"
     client = StdioClient(SERVE, env=server_env())
     try:
-        options = {
-            "modelPath": str(small_model_path()),
-            **SMALL_MODEL_OPTIONS,
-            "cacheDir": str(cache),
-        }
-        client.initialize(workspace, options)
-        deadline = time.monotonic() + 120
-        while not client.command("lspAssist.status").get("ready"):
-            assert time.monotonic() < deadline, "the model did not load"
-            time.sleep(0.2)
-        uri = path.as_uri()
-        client.notify(
-            "textDocument/didOpen",
-            {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
-        )
+        uri = open_with_small_model(client, workspace, cache, path)
 
         items = inline(client, uri, line, col, kind=1)  # Invoked: alternatives
         assert len(items) >= 2, items

@@ -18,8 +18,7 @@ from typing import Any
 
 import pytest
 
-from lsp_assist.backends.models import small_model_path
-from tests.e2e.conftest import SMALL_MODEL_OPTIONS, server_env
+from tests.e2e.conftest import open_with_small_model, server_env
 from tests.e2e.test_protocol_abuse import Server, free_port
 from tests.support.jsonrpc import SERVE, StdioClient
 from tests.support.workspace import copy_demo
@@ -49,17 +48,7 @@ def test_a_signal_closes_the_session_and_exits_0(tmp_path: Path, sig: signal.Sig
     serve = [*SERVE[:-1], "INFO"]  # the signal's log line
     client = StdioClient(serve, env=server_env())
     try:
-        options = {"modelPath": str(small_model_path()), **SMALL_MODEL_OPTIONS}
-        client.initialize(workspace, {**options, "cacheDir": str(cache)})
-        deadline = time.monotonic() + 120
-        while not client.command("lspAssist.status").get("ready"):
-            assert time.monotonic() < deadline, "the model did not load"
-            time.sleep(0.2)
-        uri = path.as_uri()
-        client.notify(
-            "textDocument/didOpen",
-            {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
-        )
+        uri = open_with_small_model(client, workspace, cache, path)
         params = inline_params(uri, line, col, kind=2)  # Automatic: one item
         result = client.request("textDocument/inlineCompletion", params, timeout=180)
         [item] = result["items"]
