@@ -159,27 +159,12 @@ local function client_supports(client, method)
   return client.supports_method(method)
 end
 
-local function client_notify(client, method, params)
+--- Call a client method: Neovim 0.11 made them methods (client:notify), 0.10 has fields.
+local function client_call(client, name, ...)
   if has('0.11') then
-    return client:notify(method, params)
+    return client[name](client, ...)
   end
-  return client.notify(method, params)
-end
-
-local function stop_client(client, force)
-  if has('0.11') then
-    client:stop(force)
-  else
-    client.stop(force)
-  end
-end
-
-local function cancel_request(client, id)
-  if has('0.11') then
-    client:cancel_request(id)
-  else
-    client.cancel_request(id)
-  end
+  return client[name](...)
 end
 
 --- The warning for a command that found no server: in the error state, why and how to
@@ -384,7 +369,7 @@ local function cancel_pending(bufnr)
   if previous then
     local client = vim.lsp.get_client_by_id(previous.client_id)
     if client then
-      cancel_request(client, previous.request_id)
+      client_call(client, 'cancel_request', previous.request_id)
     end
     pending[bufnr] = nil
   end
@@ -590,7 +575,7 @@ local function tell(client_id, method, item, params)
   if #log > 50 then
     table.remove(log, 1)
   end
-  local ok, err = pcall(client_notify, client, method, params)
+  local ok, err = pcall(client_call, client, 'notify', method, params)
   if not ok then
     record_error(method, err)
   end
@@ -1475,7 +1460,7 @@ function M.restart(callback)
   local old = vim.lsp.get_clients({ name = NAME })
   for _, client in ipairs(old) do
     restarting[client.id] = true
-    stop_client(client)
+    client_call(client, 'stop')
   end
   for bufnr in pairs(M.state.attached) do
     cancel_pending(bufnr)
@@ -1490,7 +1475,7 @@ function M.restart(callback)
     if #alive > 0 and waited < 4000 then
       if waited == 2000 then
         for _, client in ipairs(alive) do
-          stop_client(client, true)
+          client_call(client, 'stop', true)
         end
       end
       waited = waited + 50
