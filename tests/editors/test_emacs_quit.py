@@ -9,7 +9,6 @@ the suggestion's line was never written.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -18,18 +17,11 @@ import pytest
 
 from .conftest import MAIN, REPO
 from .test_emacs import EMACS, Tmux, install_snippet, needs_eglot, needs_tmux, tmux_env
+from .test_shown_nvim import metrics_lines, shown_lines
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
 LAST = MAIN.splitlines()[-1]  # "    print(add("
-
-
-def metrics(cache: Path) -> list[dict[str, Any]]:
-    """Every line of the metrics logs under the cache folder."""
-    lines: list[dict[str, Any]] = []
-    for log in sorted(cache.rglob("metrics.jsonl")):
-        lines += [json.loads(x) for x in log.read_text().splitlines()]
-    return lines
 
 
 @needs_eglot
@@ -71,10 +63,10 @@ def test_quitting_emacs_writes_the_suggestion_on_screen_as_ignored(
     shown: list[dict[str, Any]] = []
     until = time.monotonic() + 30  # the server closes its session after Emacs is gone
     while not shown and time.monotonic() < until:
-        shown = [x for x in metrics(cache) if x.get("event") == "shown"]
+        shown = shown_lines(cache)
         time.sleep(0.2)
     text = log.read_text() if log.exists() else ""
     assert "closing the session" in text, text[-3000:]
     assert shown and shown[-1]["outcome"] == "ignored", (shown, text[-3000:])
-    requests = [x.get("request_id") for x in metrics(cache) if x.get("event") != "shown"]
+    requests = [x.get("request_id") for x in metrics_lines(cache) if x.get("event") != "shown"]
     assert shown[-1]["item"].split(".")[0] in requests, (shown, requests)

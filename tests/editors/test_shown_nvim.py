@@ -36,12 +36,17 @@ def split_grey(line: str) -> tuple[str, str]:
     return text.rstrip(), grey
 
 
-def shown_lines(cache: Path) -> list[dict[str, Any]]:
-    """The ``shown`` lines of the metrics logs under the cache folder."""
-    lines = []
+def metrics_lines(cache: Path) -> list[dict[str, Any]]:
+    """Every line of the metrics logs under the cache folder."""
+    lines: list[dict[str, Any]] = []
     for log in sorted(cache.rglob("metrics.jsonl")):
         lines += [json.loads(x) for x in log.read_text().splitlines()]
-    return [x for x in lines if x.get("event") == "shown"]
+    return lines
+
+
+def shown_lines(cache: Path) -> list[dict[str, Any]]:
+    """The ``shown`` lines of the metrics logs under the cache folder."""
+    return [x for x in metrics_lines(cache) if x.get("event") == "shown"]
 
 
 def in_order(shown: list[dict[str, Any]], *wanted: tuple[str, str]) -> list[dict[str, Any]]:
