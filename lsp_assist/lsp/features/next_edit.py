@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from lsp_assist.lsp.params import field_of
 from lsp_assist.lsp.server import LspAssistServer
 from lsp_assist.serving import ProposedEdit
 
@@ -23,12 +24,6 @@ DID_SHOW = "textDocument/didShowInlineEdit"
 DID_FOCUS = "textDocument/didFocus"
 ACCEPT_COMMAND = "github.copilot.didAcceptNextEditSuggestionItem"
 STATS_COMMAND = "lspAssist.nextEditStats"
-
-
-def _field(value: Any, name: str) -> Any:
-    if isinstance(value, dict):
-        return value.get(name)
-    return getattr(value, name, None)
 
 
 def _lsp_edit(ls: LspAssistServer, edit: ProposedEdit) -> dict[str, Any]:
@@ -48,8 +43,8 @@ def _lsp_edit(ls: LspAssistServer, edit: ProposedEdit) -> dict[str, Any]:
 
 
 def _edit_id(item: Any) -> str:
-    command = _field(item, "command")
-    arguments = _field(command, "arguments") or []
+    command = field_of(item, "command")
+    arguments = field_of(command, "arguments") or []
     return str(arguments[0]) if arguments else ""
 
 
@@ -77,9 +72,9 @@ def register(server: LspAssistServer) -> None:
 
     @server.feature(INLINE_EDIT)
     def inline_edit(ls: LspAssistServer, params: Any) -> dict[str, Any]:
-        document = _field(params, "textDocument")
-        position = _field(params, "position")
-        uri, version = _field(document, "uri"), _field(document, "version")
+        document = field_of(params, "textDocument")
+        position = field_of(params, "position")
+        uri, version = field_of(document, "uri"), field_of(document, "version")
         if ls.next_edits is None or ls.buffers is None or not isinstance(uri, str):
             return {"edits": []}
         if ls.next_edits.mode != "off" and ACCEPT_COMMAND not in ls.protocol.fm.commands:
@@ -87,7 +82,7 @@ def register(server: LspAssistServer) -> None:
         doc = ls.buffers.get(uri)
         cursor = None
         if doc is not None and position is not None:
-            line, character = _field(position, "line"), _field(position, "character")
+            line, character = field_of(position, "line"), field_of(position, "character")
             if isinstance(line, int) and isinstance(character, int):
                 cursor = doc.from_lsp(line, character, ls.encoding)
         answer = ls.next_edits.propose(uri, version if isinstance(version, int) else None, cursor)
@@ -95,7 +90,7 @@ def register(server: LspAssistServer) -> None:
 
     @server.feature(DID_SHOW)
     def did_show(ls: LspAssistServer, params: Any) -> None:
-        edit_id = _edit_id(_field(params, "item"))
+        edit_id = _edit_id(field_of(params, "item"))
         if ls.next_edits is not None and edit_id:
             ls.next_edits.shown(edit_id)
 

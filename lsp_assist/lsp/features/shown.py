@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lsp_assist.lsp.params import field_of
 from lsp_assist.lsp.server import LspAssistServer
 
 DID_SHOW = "textDocument/didShowCompletion"
@@ -21,15 +22,9 @@ DID_PARTIALLY_ACCEPT = "textDocument/didPartiallyAcceptCompletion"
 DID_DISMISS = "lspAssist/didDismissCompletion"
 
 
-def _field(value: Any, name: str) -> Any:
-    if isinstance(value, dict):
-        return value.get(name)
-    return getattr(value, name, None)
-
-
 def item_of(params: Any) -> str:
     """The item id a notification names (``item.command.arguments[0]``), '' if none."""
-    arguments = _field(_field(_field(params, "item"), "command"), "arguments")
+    arguments = field_of(field_of(field_of(params, "item"), "command"), "arguments")
     if isinstance(arguments, list | tuple) and arguments and isinstance(arguments[0], str):
         return arguments[0]
     return ""
@@ -45,7 +40,7 @@ def register(server: LspAssistServer) -> None:
 
     @server.feature(DID_PARTIALLY_ACCEPT)
     def did_partially_accept(ls: LspAssistServer, params: Any) -> None:
-        length = _field(params, "acceptedLength")
+        length = field_of(params, "acceptedLength")
         if ls.session is None or not isinstance(length, int) or isinstance(length, bool):
             return
         if item := item_of(params):
