@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SETTINGS
 from .test_shown_nvim import in_order, shown_lines
-from .test_vscode_client import HAVE_MODULES, NODE, VSCODE, drive_command, logic_js
+from .test_vscode_client import HAVE_MODULES, NODE, drive, logic_js
 
 __all__ = ["logic_js"]  # the fixture, shared with test_vscode_client.py
 
@@ -31,14 +30,10 @@ pytestmark = [pytest.mark.editor, pytest.mark.slow]
 def test_vscode_driver_reports_shown_dismissed_partly_accepted_accepted(
     workspace: Path, server_command: str, server_env: dict[str, str], logic_js: Path
 ) -> None:
-    cmd = drive_command(
-        workspace, server_command, SETTINGS, logic_js, "--retries", "10", "--telemetry"
+    rc, report, stderr = drive(
+        workspace, server_command, server_env, logic_js, extra=("--telemetry",)
     )
-    proc = subprocess.run(
-        cmd, cwd=VSCODE, env=server_env, capture_output=True, text=True, timeout=200
-    )
-    report = json.loads(proc.stdout)
-    assert proc.returncode == 0, (report.get("errors"), proc.stderr[-3000:])
+    assert rc == 0, (report.get("errors"), stderr[-3000:])
     items = report["inlineItems"]
     assert len(items) >= 2, "an Invoked request here gets alternatives"
     sent = [

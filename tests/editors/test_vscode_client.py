@@ -89,7 +89,14 @@ def drive(
     logic: Path,
     settings: dict[str, Any] | None = None,
     retries: int = 10,
+    extra: tuple[str, ...] | None = None,
 ) -> tuple[int, dict[str, Any], str]:
+    """Run drive-server.mjs against the server; return its exit code, JSON report, stderr.
+
+    ``extra``: its other arguments (default: a settings change, what the extension sends
+    when a setting changes: workspace/didChangeConfiguration)."""
+    if extra is None:
+        extra = ("--change-settings", json.dumps({"lspAssist": {"maxTokens": 10}}))
     cmd = drive_command(
         workspace,
         server,
@@ -97,9 +104,7 @@ def drive(
         logic,
         "--retries",
         str(retries),
-        # What the extension sends when a setting changes (workspace/didChangeConfiguration).
-        "--change-settings",
-        json.dumps({"lspAssist": {"maxTokens": 10}}),
+        *extra,
     )
     proc = subprocess.run(
         cmd, cwd=VSCODE, env=env, capture_output=True, text=True, timeout=200, check=False
