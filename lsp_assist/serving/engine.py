@@ -295,7 +295,14 @@ class CompletionEngine:
             context_ms=(called - started) * 1000,
         )
         early: EarlyAnswer | None = None
-        if on_answer is not None and completion.answer_after_ms > 0 and alternatives == 1:
+        # Where the last whole was nothing (a dropped copy), the next answer waits for the
+        # whole: an early start there would be dropped again, and its notice ask again.
+        if (
+            on_answer is not None
+            and completion.answer_after_ms > 0
+            and alternatives == 1
+            and not self.typethrough.found_nothing(entry)
+        ):
             early = EarlyAnswer(
                 query,
                 prepared,

@@ -15,8 +15,9 @@ Early answers (serving/early.py): the engine may hand over the suggestion's star
 the model writes the rest. The request's answer is then that start; the model thread
 goes on, a keystroke served from the type-through cache leaves it running (it is
 writing the very suggestion being typed through), a request that goes to the model
-cancels it, and when it completes with more text ``on_ready`` is called (the LSP layer
-sends ``lspAssist/suggestionReady``). A keystroke that typed all of what is written so
+cancels it, and when it completes with a text other than the start (longer, shorter,
+different or empty) ``on_ready`` is called (the LSP layer sends
+``lspAssist/suggestionReady``). A keystroke that typed all of what is written so
 far waits for the next piece on ``TypeThrough.wait_for_more`` (serving/typethrough.py).
 """
 
@@ -84,8 +85,9 @@ class Scheduler:
         self._writing_on: set[CancelToken] = set()
         """Requests answered early whose rest the model thread is still writing."""
         self.on_ready = on_ready
-        """Called on the event loop when an early-answered suggestion is complete and longer
-        (chosen by the caller at set-up: the LSP server, from the client's capabilities)."""
+        """Called on the event loop when an early-answered suggestion is complete and not
+        the start answered (chosen by the caller at set-up: the LSP server, from the
+        client's capabilities)."""
 
     async def run(self, func: Callable[..., T], *args: Any) -> T:
         """Run a blocking engine call on the model executor."""
@@ -199,8 +201,10 @@ class Scheduler:
         if done.cancelled() or done.exception() is not None:
             return
         whole = done.result()
-        grew = len(whole.text) > len(answer.text) and not whole.cancelled
-        if grew and self.on_ready is not None:
+        # Longer, shorter or other than the start the editor shows (nothing, even: a
+        # dropped copy): asked again, the client gets the whole and replaces the start.
+        changed = whole.text != answer.text and not whole.cancelled
+        if changed and self.on_ready is not None:
             try:
                 self.on_ready(ticket.query, whole)
             except Exception:

@@ -224,6 +224,9 @@ class TypeThrough:
         """Notified when an entry being written grows or ends (guards ``_writing``)."""
         self._writing: dict[EntryKey, int] = {}
         """Entries being written, with how many generations write each."""
+        self._nothing: OrderedDict[EntryKey, None] = OrderedDict()
+        """Places whose last whole suggestion post-processing found nothing in (bounded
+        like the cache): an early answer there would show a start that is dropped again."""
 
     def __len__(self) -> int:
         return len(self.cache)
@@ -272,9 +275,19 @@ class TypeThrough:
         with self._changed:
             if text:
                 self.cache.put_at(key, text)
+                self._nothing.pop(key, None)
             else:
                 self.cache.drop(key)
+                self._nothing[key] = None
+                self._nothing.move_to_end(key)
+                while len(self._nothing) > self.cache.max_entries:
+                    self._nothing.popitem(last=False)
             self._changed.notify_all()
+
+    def found_nothing(self, key: EntryKey) -> bool:
+        """True when the last whole suggestion put under ``key`` was empty (nothing fits)."""
+        with self._changed:
+            return key in self._nothing
 
     @contextmanager
     def writing(self, key: EntryKey) -> Iterator[None]:
@@ -332,7 +345,12 @@ class TypeThrough:
     def invalidate(self, uri: str) -> None:
         """Drop every entry of ``uri`` (closed or replaced document)."""
         self.cache.invalidate(uri)
+        with self._changed:
+            for key in [k for k in self._nothing if k.uri == uri]:
+                del self._nothing[key]
 
     def clear(self) -> None:
         """Drop every entry and reset the counters."""
         self.cache.clear()
+        with self._changed:
+            self._nothing.clear()

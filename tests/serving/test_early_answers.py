@@ -8,8 +8,13 @@ through the server in tests/e2e/test_early_answers.py.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from lsp_assist.backends.base import GenerationRequest, GenerationResult
 from lsp_assist.documents import Document, Position
@@ -183,10 +188,12 @@ copy is a suggestion, the whole of it is not (post-processing drops a copy of th
 below, docs/serving.md)."""
 
 
-async def test_a_start_the_whole_drops_is_not_served_from_the_cache(tmp_path: Path) -> None:
+def _above(
+    tmp_path: Path, on_ready: ReadyCallback | None = None
+) -> tuple[CompletionEngine, Scheduler, StreamingBackend, Callable[[], CompletionQuery]]:
+    """The engine and scheduler over ``ABOVE``, and a query maker at its blank line."""
     backend = StreamingBackend(0.02, whole="return result")
     engine, _ = make_engine(tmp_path, backend, answerAfterMs=40, maxTokens=64)
-    scheduler = Scheduler(engine)
     uri = (tmp_path / "above.py").as_uri()
     engine.session.buffers.open(uri, ABOVE, version=1)
 
@@ -195,12 +202,22 @@ async def test_a_start_the_whole_drops_is_not_served_from_the_cache(tmp_path: Pa
             snapshot=snapshot(engine, uri), line=2, column=4, trigger="automatic", answer_early=True
         )
 
-    first = await scheduler.complete(at_blank_line())
-    assert first.answered_early and "return result".startswith(first.text), first.text
+    return engine, Scheduler(engine, on_ready=on_ready), backend, at_blank_line
+
+
+async def _wait_whole(engine: CompletionEngine, request_id: str) -> CompletionOutcome:
     deadline = time.perf_counter() + 10
-    while (whole := _whole_of(engine, first.request_id)) is None:
+    while (whole := _whole_of(engine, request_id)) is None:
         assert time.perf_counter() < deadline, "the whole was never written"
         await asyncio.sleep(0.02)
+    return whole
+
+
+async def test_a_start_the_whole_drops_is_not_served_from_the_cache(tmp_path: Path) -> None:
+    engine, scheduler, backend, at_blank_line = _above(tmp_path)
+    first = await scheduler.complete(at_blank_line())
+    assert first.answered_early and "return result".startswith(first.text), first.text
+    whole = await _wait_whole(engine, first.request_id)
     assert whole.text == "" and not whole.cancelled  # the whole: a copy of the line below
     # Asked again at the same place, the cache no longer answers with the start the
     # whole dropped (the model is asked again: its whole suggestion there is nothing).
@@ -208,6 +225,74 @@ async def test_a_start_the_whole_drops_is_not_served_from_the_cache(tmp_path: Pa
     again = await scheduler.complete(at_blank_line())
     assert not again.cache_hit, again
     assert backend.calls > calls
+    scheduler.shutdown()
+    engine.session.close()
+
+
+async def test_a_whole_that_drops_the_start_is_announced_once(tmp_path: Path) -> None:
+    """An empty whole after an early start sends the notice (the editor shows a start the
+    server rejected); asked again there, the answer waits for the whole: no second start,
+    no second notice (issue 24 item 3)."""
+    ready: list[CompletionOutcome] = []
+    engine, scheduler, _backend, at_blank_line = _above(
+        tmp_path, lambda _query, whole: ready.append(whole)
+    )
+    first = await scheduler.complete(at_blank_line())
+    assert first.answered_early and first.text, first
+    await _wait_whole(engine, first.request_id)
+    deadline = time.perf_counter() + 5
+    while not ready and time.perf_counter() < deadline:
+        await asyncio.sleep(0.02)
+    assert [w.text for w in ready] == [""]
+    again = await scheduler.complete(at_blank_line())  # what the editor's refresh asks
+    assert not again.answered_early and again.text == "" and not again.cancelled, again
+    await asyncio.sleep(0.2)
+    assert len(ready) == 1
+    scheduler.shutdown()
+    engine.session.close()
+
+
+class _GivenEngine(CompletionEngine):
+    """Answers early with ``start``, then completes with ``whole`` (no model)."""
+
+    start = ""
+    whole = ""
+
+    def complete(  # type: ignore[override]
+        self, query: CompletionQuery, *, on_answer: Any = None, **_: Any
+    ) -> CompletionOutcome:
+        outcome = CompletionOutcome(request_id=query.request_id, line=query.line)
+        if on_answer is not None:
+            on_answer(dataclasses.replace(outcome, text=self.start, answered_early=True))
+        time.sleep(0.05)
+        return dataclasses.replace(outcome, text=self.whole, answered_early=True)
+
+
+@pytest.mark.parametrize(
+    ("start", "whole", "notice"),
+    [
+        ("compute", "compute_total(items)", True),  # longer
+        ("compute_total", "compute", True),  # shorter
+        ("compute", "collect", True),  # different, as long
+        ("compute", "", True),  # nothing fits
+        ("compute", "compute", False),  # what shows is the whole
+    ],
+)
+async def test_a_whole_other_than_the_start_is_announced(
+    tmp_path: Path, start: str, whole: str, notice: bool
+) -> None:
+    made, uri = make_engine(tmp_path, StreamingBackend(), answerAfterMs=1)
+    engine = _GivenEngine(made.session)
+    engine.start, engine.whole = start, whole
+    ready: list[str] = []
+    scheduler = Scheduler(engine, on_ready=lambda _query, w: ready.append(w.text))
+    answer = await scheduler.complete(query(engine, uri))
+    assert answer.text == start
+    deadline = time.perf_counter() + 5
+    while notice and not ready and time.perf_counter() < deadline:
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.1)
+    assert ready == ([whole] if notice else [])
     scheduler.shutdown()
     engine.session.close()
 
