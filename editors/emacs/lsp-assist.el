@@ -1074,7 +1074,8 @@ Known before `initialize' (unlike the server's capabilities)."
         (and lsp-assist--preview (equal (plist-get lsp-assist--preview :key) key)))))
 
 (defun lsp-assist--refresh ()
-  "Ask again at point (Automatic: the server's cache answers); show a longer text."
+  "Ask again at point (Automatic); show the answer in place of what shows.
+An empty answer clears it: the server's whole suggestion there is nothing."
   (let ((shown (lsp-assist-preview-text)))
     (lsp-assist--request
      'automatic
@@ -1084,10 +1085,16 @@ Known before `initialize' (unlike the server's capabilities)."
               (same (equal text now)))
          (push (list :before shown :after text :same same) lsp-assist-refreshes)
          (setq lsp-assist-refreshes (seq-take lsp-assist-refreshes 50))
-         ;; The same text, or none: leave the preview as it is (no redraw).
-         (when (and text (not same))
+         (cond
+          ;; The same text: leave the preview as it is (no redraw).
+          ((and text (not same))
            (setq lsp-assist--typed-through nil)
-           (lsp-assist--show-choices suggestions nil t))))
+           (lsp-assist--show-choices suggestions nil t))
+          ;; An answer with nothing (not a failed request): the server's whole is
+          ;; nothing here, it dropped the start that shows (a copy of the line below).
+          ((and (null suggestions) lsp-assist-last-response)
+           (setq lsp-assist--typed-through nil)
+           (lsp-assist--clear-preview)))))
      t)))
 
 (cl-defmethod eglot-handle-notification

@@ -459,15 +459,18 @@ def plugin_in_tmux(
     *,
     server_args: str = "serve",
     rows: int = 20,
+    settings: dict[str, Any] | None = None,
+    file: str = "main.py",
 ) -> Tmux:
     """Neovim with the plugin's install snippet (``cmd`` = ``server_command server_args``,
-    the test settings, the statusline part) editing main.py, in a clean environment."""
+    ``settings`` or the test settings, the statusline part) editing ``file`` (main.py),
+    in a clean environment."""
     init = tmp_path / "init.lua"
     init.write_text(
         f"vim.opt.runtimepath:append('{EDITORS / 'nvim'}')\n"
         "require('lsp-assist').setup({\n"
         f"  cmd = {{ '{server_command}', '{server_args}' }},\n"
-        f"  settings = vim.json.decode([[{json.dumps(SETTINGS)}]]),\n"
+        f"  settings = vim.json.decode([[{json.dumps(settings or SETTINGS)}]]),\n"
         "})\n"
         "vim.o.statusline = \"%f %= %{v:lua.require'lsp-assist'.statusline()} \"\n"
     )
@@ -475,7 +478,7 @@ def plugin_in_tmux(
     env = {k: server_env[k] for k in keep}
     env["XDG_STATE_HOME"] = str(tmp_path / "state")
     exports = " ".join(f"{k}={v}" for k, v in env.items())
-    command = f"env -i TERM=tmux-256color {exports} {NVIM} -u {init} main.py"
+    command = f"env -i TERM=tmux-256color {exports} {NVIM} -u {init} {file}"
     return Tmux(command, workspace, rows=rows)
 
 

@@ -716,7 +716,7 @@ function M.request(bufnr, invoked, opts)
     if mode:sub(1, 1) ~= 'i' and not M._show_outside_insert then
       return
     end
-    if #items == 0 then
+    if #items == 0 and not opts.refresh then
       if opts.step then
         M.clear(bufnr) -- asked for alternatives, got none: keep nothing stale
       end
@@ -724,7 +724,7 @@ function M.request(bufnr, invoked, opts)
     end
     if keep then
       local ghost = M.state.ghost
-      local text = remaining_text(bufnr, client, items[1])
+      local text = items[1] and remaining_text(bufnr, client, items[1])
       local same = ghost ~= nil and ghost.bufnr == bufnr and ghost.text == text
         and ghost.row == cursor[1] - 1 and ghost.col == cursor[2]
       local record = {
@@ -737,6 +737,12 @@ function M.request(bufnr, invoked, opts)
       table.insert(log, record)
       if #log > 50 then
         table.remove(log, 1)
+      end
+      if #items == 0 then
+        -- The server's whole is nothing here (it dropped the start that shows: a copy
+        -- of the line below): the start goes too.
+        M.clear(bufnr)
+        return
       end
       if same or not text then
         return -- no redraw: the text on screen is the answer (no flicker)
@@ -818,9 +824,10 @@ local function ready_ignored(params, ctx)
   return nil
 end
 
---- lspAssist/suggestionReady: the whole of an early-answered suggestion is in the
---- server's cache. Ask again at the cursor (Automatic: the cache answers) when the
---- suggestion still shows and nothing else is asked.
+--- lspAssist/suggestionReady: the whole of an early-answered suggestion is written, and
+--- it is not the start that shows (longer, shorter, other, or nothing). Ask again at the
+--- cursor (Automatic) when the suggestion still shows and nothing else is asked, and
+--- show the answer in place of the start (none: clear it).
 function M.on_suggestion_ready(err, params, ctx)
   if err then
     return
