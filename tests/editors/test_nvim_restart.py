@@ -3,9 +3,10 @@
 The install snippet with ``cmd`` pointing at the right program with a wrong argument
 (``serv``): the server exits with code 2 while starting. The statusline shows the error
 and names ``:LspAssistRestart``, so does the message, and so does ``:LspAssistComplete``
-(not only "not attached"). After fixing the command in the config,
-``:LspAssistRestart`` starts a fresh server: the statusline leaves the error state, and
-a suggestion shows in grey where the user types.
+(not only "not attached"); the message, ``:LspAssistComplete`` and ``:checkhealth
+lsp-assist`` also show what the server wrote on stderr (its usage error). After fixing
+the command in the config, ``:LspAssistRestart`` starts a fresh server: the statusline
+leaves the error state, and a suggestion shows in grey where the user types.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ def status(lines: list[str]) -> str:
     return found.group().strip() if found else ""
 
 
+def said_serv(lines: list[str]) -> bool:
+    """The server's usage error for ``serv`` is on screen (spaces aside: lines wrap)."""
+    return "invalidchoice:'serv'" in "".join(lines).replace(" ", "")
+
+
 def test_nvim_restart_after_the_server_died_while_starting(
     tmp_path: Path, workspace: Path, server_env: dict[str, str], server_command: str
 ) -> None:
@@ -53,18 +59,26 @@ def test_nvim_restart_after_the_server_died_while_starting(
             tmux.send("Enter")
 
     try:
-        # The message when it exits names the command (it may fill the command line).
-        tmux.wait_for(lambda ls: "then run :LspAssistRestart" in "".join(ls), timeout=60)
+        # The message when it exits names the command (it may fill the command line) and
+        # ends with what the server wrote on stderr: argparse's usage error.
+        lines = tmux.wait_for(lambda ls: "then run :LspAssistRestart" in "".join(ls), timeout=60)
+        assert said_serv(lines), text()
         hit_enter()
         lines = tmux.wait_for(lambda ls: "lsp-assist: error" in status(ls), timeout=10)
         assert "server exited (code 2" in status(lines), text()
         assert ":LspAssistRestart" in status(lines), text()
         tmux.send(":LspAssistComplete", "Enter")
-        tmux.wait_for(
+        lines = tmux.wait_for(
             lambda ls: "not attached to this buffer: server exited" in "".join(ls), timeout=10
         )
+        assert said_serv(lines), text()  # its stderr's last line
         hit_enter()
         tmux.send("Escape")
+        tmux.send(":checkhealth lsp-assist", "Enter")
+        lines = tmux.wait_for(lambda ls: "the last it wrote on stderr" in "".join(ls), timeout=120)
+        assert "the server: server exited (code 2" in "".join(lines), text()
+        assert said_serv(lines), text()
+        tmux.send(":tabclose", "Enter")
 
         # Fix the command, then restart.
         fixed = f":lua require('lsp-assist').config.cmd = {{ '{server_command}', 'serve' }}"

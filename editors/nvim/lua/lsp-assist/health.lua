@@ -87,7 +87,12 @@ function M.check()
     health.error(('`%s` did not answer initialize: %s'):format(table.concat(cmd, ' '), detail))
   end
   local client = vim.lsp.get_clients({ name = 'lsp_assist' })[1]
-  if not client then
+  local status = assist.state.status
+  if not client and status.state == 'error' then
+    local said = assist.stderr_tail()
+    health.error(('the server: %s'):format(status.message or 'error'),
+      #said > 0 and vim.list_extend({ 'the last it wrote on stderr:' }, said) or nil)
+  elseif not client then
     health.info('no lsp-assist client is running (open a file of a configured filetype)')
   else
     local response = client:request_sync('workspace/executeCommand',

@@ -132,6 +132,9 @@ M.state = {
   --- textDocument/didPartiallyAcceptCompletion and lspAssist/didDismissCompletion.
   telemetry = {},
   errors = {},
+  --- The last lines the server wrote on stderr (at most STDERR_LINES), from its start:
+  --- what the error state shows after it exited (a usage error, a traceback's end).
+  stderr = {},
   --- 'starting' | 'loading' | 'ready' | 'error'; thinking and off are derived.
   status = { state = 'starting', message = nil, latency_ms = nil, server = nil, progress = {} },
 }
@@ -174,9 +177,61 @@ local function no_server(text)
   if status.state == 'error' and status.message then
     local hint = status.message:find(RESTART_HINT, 1, true) and '' or ('; ' .. RESTART_HINT .. ' starts it again')
     text = ('%s: %s%s'):format(text, status.message, hint)
+    local said = M.state.stderr[#M.state.stderr]
+    if said then
+      text = ('%s (its stderr: %s)'):format(text, said)
+    end
   end
   vim.notify('lsp-assist: ' .. text, vim.log.levels.WARN)
 end
+
+local STDERR_LINES = 10
+
+--- Keep the last lines of the server's stderr. Neovim writes a server's stderr only to
+--- the LSP log (`vim.lsp.log.error('rpc', cmd, 'stderr', chunk)`), so the plugin wraps
+--- that function once and keeps the chunks of its own command (the log still gets them).
+local function capture_stderr()
+  local ok, log = pcall(require, 'vim.lsp.log')
+  if not ok or type(log) ~= 'table' or type(log.error) ~= 'function' or log._lsp_assist then
+    return
+  end
+  local original = log.error
+  log._lsp_assist = true
+  log.error = function(...)
+    local where, cmd, kind, chunk = ...
+    local ours = M.config.resolved_cmd and M.config.resolved_cmd[1]
+    if type(cmd) == 'table' then
+      cmd = cmd[1] -- Neovim 0.10 logs the whole command
+    end
+    if where == 'rpc' and kind == 'stderr' and type(chunk) == 'string' and ours and cmd == ours then
+      local lines = M.state.stderr
+      local partial = M.state.stderr_partial or ''
+      local parts = vim.split(partial .. chunk, '\n', { plain = true })
+      M.state.stderr_partial = table.remove(parts)
+      for _, line in ipairs(parts) do
+        line = line:gsub('%s+$', '')
+        if line ~= '' then
+          table.insert(lines, #line > 300 and line:sub(1, 300) .. '...' or line)
+          if #lines > STDERR_LINES then
+            table.remove(lines, 1)
+          end
+        end
+      end
+    end
+    return original(...)
+  end
+end
+
+--- The server's last stderr lines, with a line it left unfinished.
+local function stderr_tail()
+  local lines = vim.list_extend({}, M.state.stderr)
+  local partial = vim.trim(M.state.stderr_partial or '')
+  if partial ~= '' then
+    table.insert(lines, partial)
+  end
+  return lines
+end
+M.stderr_tail = stderr_tail
 
 local function get_client(bufnr)
   local id = M.state.attached[bufnr]
@@ -320,6 +375,7 @@ function M.status_info(bufnr)
     latency_ms = status.latency_ms,
     progress = progress_text(),
     attached = M.state.attached[bufnr] ~= nil,
+    stderr = state == 'error' and stderr_tail() or nil,
     item = ghost and ghost.bufnr == bufnr and ghost.count > 1 and { ghost.index, ghost.count } or nil,
   }
 end
@@ -1387,8 +1443,13 @@ local function build_lsp_config(config, cmd)
       local reason = ('server exited (code %s, signal %s)'):format(code, signal)
       set_status('error', reason .. ', ' .. RESTART_HINT)
       vim.schedule(function()
-        vim.notify(('lsp-assist: the %s (its stderr is in the LSP log); fix `cmd` or the '
-          .. 'settings if need be, then run %s'):format(reason, RESTART_HINT), vim.log.levels.ERROR)
+        local said = stderr_tail()
+        local tail = #said > 0
+            and ('; the last it wrote on stderr:\n  %s\n'):format(table.concat(said, '\n  '))
+          or ' (nothing on stderr); '
+        vim.notify(('lsp-assist: the %s%sfix `cmd` or the settings if need be, then run %s'
+          .. ' (the LSP log has all of it: :lua print(vim.lsp.get_log_path()))')
+          :format(reason, tail, RESTART_HINT), vim.log.levels.ERROR)
       end)
     end
     for bufnr, id in pairs(M.state.attached) do
@@ -1413,6 +1474,7 @@ local function register(exact)
     return false
   end
   M.config.resolved_cmd = cmd
+  M.state.stderr, M.state.stderr_partial = {}, nil -- the new server's own
   lsp_config = build_lsp_config(M.config, cmd)
   if vim.lsp.config and vim.lsp.enable then
     if exact then
@@ -1523,6 +1585,7 @@ function M.setup(opts)
     callback = M.set_highlight,
   })
   user_commands()
+  capture_stderr()
   local next_edit = config.next_edit == false and { enabled = false } or config.next_edit
   require('lsp-assist.next_edit').setup(next_edit)
   M.state.setup = true
