@@ -105,6 +105,9 @@ class ContextSettings:
     layer_project_summary: bool = True
     layer_related: bool = True
     layer_similar: bool = True
+    layer_standard_library: bool = False
+    """Related definitions and similar code from the running Python's standard library
+    (or a copy of it): off, the code model knows that code (context/known_code.py)."""
     related_threshold: float = 0.3
     similar_threshold: float = 0.2
     recent_files: int = 10

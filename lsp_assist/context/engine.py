@@ -35,6 +35,7 @@ from lsp_assist.config import ContextSettings
 from lsp_assist.context.baseline import DEFAULT_N_CTX, Baseline
 from lsp_assist.context.budget import MAX_GROUP_FACTOR, BudgetPlan, estimate_tokens
 from lsp_assist.context.formats import PromptFormat, detect_format
+from lsp_assist.context.known_code import KnownCode
 from lsp_assist.context.layout import (
     SUFFIX_LINES,
     Parts,
@@ -150,6 +151,7 @@ class ContextEngine:
         self.trees = TreeCache()
         self.retriever = Retriever(index, self.relative)
         self.similar = SimilarCode()
+        self.known = KnownCode()
         self.vectors: VectorLayer | None = None
         """Vector retrieval (``layerVector``): given by whoever owns the vector index."""
         self.outline = FileOutline()
@@ -345,6 +347,9 @@ class ContextEngine:
         recent = set(self.recent_files()) | set(cursor.open_files)
         recent.discard(cursor.path)
 
+        # other files' blocks leave out the standard library unless asked (known_code.py)
+        skip = None if settings.layer_standard_library else self.known.is_stdlib
+
         # related definitions
         chosen: list[Candidate] = []
         related_budget = plan.grant("related")
@@ -358,6 +363,7 @@ class ContextEngine:
                 recent,
                 related_budget,
                 settings.related_threshold,
+                skip=skip,
             )
             parts.related, parts.items["related"] = related.pieces, related.items
         plan.spend("related", cost(parts.related))
@@ -376,6 +382,7 @@ class ContextEngine:
                 similar_budget,
                 settings.similar_threshold,
                 vectors=vectors.hybrid(cursor.path, settings) if vectors is not None else None,
+                skip=skip,
             )
             parts.similar, parts.items["similar"] = similar.pieces, similar.items
         plan.spend("similar", cost(parts.similar))

@@ -194,16 +194,18 @@ def similar_layer(
     *,
     vectors: Callable[[list[SimilarHit], Callable[[Path, int, int], bool]], list[SimilarHit]]
     | None = None,
+    skip: Callable[[Path], bool] | None = None,
 ) -> Rendered:
     """Return the ``similar`` layer: windows of ``recent`` files like the zone, within ``budget``.
 
-    Windows overlapping a definition the related layer holds are left out. ``vectors``
+    Windows overlapping a definition the related layer holds, and windows of files
+    ``skip`` answers true for, are left out. ``vectors``
     (vector retrieval, ``context/vector_layer.py``) turns the windows and that exclusion into
     the fused list of windows and vector matches.
     """
     files: list[tuple[Path, str]] = []
     for path in sorted(recent, key=str):
-        if path == cursor.path or retriever.denied(path):
+        if path == cursor.path or retriever.denied(path) or (skip is not None and skip(path)):
             continue
         text = retriever.text_of(path)
         if text:
@@ -227,6 +229,8 @@ def similar_layer(
     )
     if vectors is not None:
         hits = vectors(hits, exclude)
+        if skip is not None:
+            hits = [hit for hit in hits if not skip(hit.chunk.path)]
     spent = 0
     kept = []
     for hit in hits:

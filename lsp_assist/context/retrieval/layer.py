@@ -8,6 +8,7 @@ with their explain items.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from lsp_assist.context.layout import PieceMaker, Rendered, cost
@@ -28,8 +29,13 @@ def related_layer(
     recent: set[Path],
     budget: int,
     threshold: float,
+    *,
+    skip: Callable[[Path], bool] | None = None,
 ) -> tuple[Rendered, list[Candidate]]:
-    """Return the ``related`` layer within ``budget`` tokens and the candidates it holds."""
+    """Return the ``related`` layer within ``budget`` tokens and the candidates it holds.
+
+    Definitions in a file ``skip`` answers true for are left out.
+    """
     # On the cursor line only finished calls and attribute chains count (``name(``,
     # ``name.``): every other word being typed would reshuffle the layer.
     typed_refs = " ".join(REFERENCE.findall(zone.typed))
@@ -49,6 +55,8 @@ def related_layer(
         cursor_line=cursor.line,
         cursor_text=typed_refs,
     )
+    if skip is not None:
+        candidates = [cand for cand in candidates if not skip(cand.symbol.path)]
     chosen = retriever.select(
         candidates,
         budget,
