@@ -20,6 +20,7 @@ GGUF_MAGIC = b"GGUF"
 
 # GGUF value types
 _U8, _I8, _U16, _I16, _U32, _I32, _F32, _BOOL, _STR, _ARR, _U64, _I64, _F64 = range(13)
+_LENGTH = struct.Struct("<Q")
 _SCALAR_FMT = {
     _U8: "<B",
     _I8: "<b",
@@ -111,6 +112,18 @@ class _Reader:
         self.need(length)
         self.pos += length
 
+    def skip_strings(self, count: int) -> None:
+        # a vocabulary is an array of ~150,000 strings: one tight loop, not calls per item
+        buf, pos, end = self.buf, self.pos, len(self.buf)
+        length_at = _LENGTH.unpack_from
+        for _ in range(count):
+            if pos + 8 > end:
+                self.pos = pos
+                self.need(8)
+            pos += 8 + length_at(buf, pos)[0]
+        self.pos = pos
+        self.need(0)
+
     def value(self, vtype: int) -> Scalar | ArrayValue:
         if vtype in _SCALAR_FMT:
             return self.unpack(_SCALAR_FMT[vtype])
@@ -120,8 +133,7 @@ class _Reader:
             item_type = self.u32()
             length = self.u64()
             if item_type == _STR:
-                for _ in range(length):
-                    self.skip_string()
+                self.skip_strings(length)
             elif item_type in _SCALAR_FMT:
                 size = struct.calcsize(_SCALAR_FMT[item_type]) * length
                 self.need(size)
@@ -148,21 +160,39 @@ def _tensor_nbytes(ggml_type: int, dims: list[int]) -> int | None:
     return (count // block_size) * type_size
 
 
+_HEADERS: dict[tuple[str, int, int], GGUFHeader] = {}
+_HEADERS_KEPT = 8
+
+
 def read_gguf_header(path: str | Path) -> GGUFHeader:
-    """Parse and validate the header of the GGUF at ``path``; raise ModelLoadError if unusable."""
+    """Parse and validate the header of the GGUF at ``path``; raise ModelLoadError if unusable.
+
+    The result is kept per (path, size, mtime): a load reads it for the memory check and
+    again for the vocabulary, and a vocabulary's strings take a second to walk in Python.
+    Treat the returned header as read-only.
+    """
     path = Path(path).expanduser()
     if not path.exists():
         raise ModelLoadError(f"model file not found: {path}")
     if not path.is_file():
         raise ModelLoadError(f"model path is not a file: {path}")
-    file_size = path.stat().st_size
+    stat = path.stat()
+    file_size = stat.st_size
     if file_size < 24:
         raise ModelLoadError(f"{path} is not a GGUF model (only {file_size} bytes)")
+    key = (str(path), file_size, stat.st_mtime_ns)
+    cached = _HEADERS.get(key)
+    if cached is not None:
+        return cached
     try:
         with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            return _parse(buf, path, file_size)
+            header = _parse(buf, path, file_size)
     except OSError as exc:
         raise ModelLoadError(f"cannot read model file {path}: {exc}") from exc
+    if len(_HEADERS) >= _HEADERS_KEPT:
+        _HEADERS.pop(next(iter(_HEADERS)))
+    _HEADERS[key] = header
+    return header
 
 
 def _parse(buf: mmap.mmap, path: Path, file_size: int) -> GGUFHeader:

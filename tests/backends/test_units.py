@@ -62,6 +62,28 @@ def test_truncated(tmp_path: Path) -> None:
         read_gguf_header(tiny)
 
 
+def test_header_cut_anywhere_is_a_clear_error(tmp_path: Path) -> None:
+    """A file cut at any byte of its header (inside the vocabulary too) says truncated."""
+    good = write_tiny_gguf(tmp_path / "tiny.gguf")
+    data = good.read_bytes()
+    end = read_gguf_header(good).data_offset
+    for size in range(24, end, 7):
+        cut = tmp_path / f"cut{size}.gguf"
+        cut.write_bytes(data[:size])
+        with pytest.raises(ModelLoadError, match="truncated or corrupt"):
+            read_gguf_header(cut)
+
+
+def test_header_is_read_again_when_the_file_changes(tmp_path: Path) -> None:
+    """The kept header is the file's: the same file gives it back, a rewritten one is read."""
+    path = write_tiny_gguf(tmp_path / "tiny.gguf")
+    first = read_gguf_header(path)
+    assert read_gguf_header(path) is first
+    path.write_bytes(path.read_bytes()[: first.file_size - 1000])
+    with pytest.raises(ModelLoadError, match="truncated"):
+        read_gguf_header(path)
+
+
 def test_common_prefix_len() -> None:
     a = list(range(1000))
     assert common_prefix_len(a, a) == 1000
