@@ -351,8 +351,27 @@ class LspAssistServer(LanguageServer):
         self.ready.clear()
         token = f"lsp-assist/model-{self._model_loads}" if self._model_loads else "lsp-assist/model"
         self._model_loads += 1
-        loading = asyncio.ensure_future(self.scheduler.run(session.load_backend))
+        loop = asyncio.get_running_loop()
+        # phases heard before the begin has gone out wait for it (None: not yet begun)
+        began: list[bool | None] = [None]
+        heard_early: list[tuple[str, int]] = []
+
+        def report(message: str, percentage: int) -> None:
+            if began[0] is None:
+                heard_early.append((message, percentage))
+            elif began[0]:
+                self.work_done_progress.report(
+                    token, types.WorkDoneProgressReport(message=message, percentage=percentage)
+                )
+
+        def heard(message: str, percentage: int) -> None:  # on the model thread
+            loop.call_soon_threadsafe(report, message, percentage)
+
+        loading = asyncio.ensure_future(self.scheduler.run(session.load_backend, heard))
         progress_ok = await self._begin_progress(token, "lsp-assist: loading model")
+        began[0] = progress_ok
+        for message, percentage in heard_early:
+            report(message, percentage)
         backend = await loading
         if backend is None:
             message = f"no completions: {session.model_error or 'model not loaded'}"

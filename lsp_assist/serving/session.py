@@ -33,11 +33,13 @@ from lsp_assist.serving.buffers import Buffers
 from lsp_assist.serving.vectors_wiring import start_workspace_vectors
 from lsp_assist.telemetry import MetricsLog, ShownRecord, ShownSuggestions, metrics_dir
 
-__all__ = ["BackendFactory", "Session"]
+__all__ = ["BackendFactory", "LoadProgress", "Session"]
 
 logger = logging.getLogger(__name__)
 
 BackendFactory = Callable[[Settings], Backend]
+LoadProgress = Callable[[str, int], None]
+"""Called on the loading thread with a phase's message and a percentage (0-100)."""
 
 
 def _default_backend_factory(settings: Settings) -> Backend:
@@ -127,8 +129,14 @@ class Session:
         """The index's foreground gate (the scan waits between files), or nothing to hold."""
         return self.index.foreground() if self.index is not None else contextlib.nullcontext()
 
-    def load_backend(self) -> Backend | None:
-        """Load the model (once); on failure remember the error and return None."""
+    def load_backend(self, progress: LoadProgress | None = None) -> Backend | None:
+        """Load the model (once); on failure remember the error and return None.
+
+        ``progress`` hears each phase as it starts: the weights (with their own checks
+        of the model) at 5 %, the prompt-speed measurement at 50 % (skipped when the
+        user gave ``contextBudget``), loaded at 85 %.
+        """
+        report = progress or (lambda _message, _percentage: None)
         with self._backend_lock:
             if self.backend is not None:
                 return self.backend
@@ -136,6 +144,7 @@ class Session:
             # sharing the CPU (and the GIL) with it made the load take as long as the scan
             # and the calibration choose a budget for a busy machine.
             with self.foreground():
+                report("loading weights", 5)
                 try:
                     backend = self._backend_factory(self.settings)
                     self.model_error = ""
@@ -150,7 +159,9 @@ class Session:
                 self._drop_context()
                 self.adaptive = AdaptiveBudget()
                 if not is_explicit(self.settings):
+                    report("measuring prompt speed", 50)
                     calibrate(backend, self.adaptive)  # before the model counts as loaded
+            report("loaded", 85)
             self.backend = backend
             return self.backend
 

@@ -220,6 +220,12 @@ async def test_model_load_is_reported_as_progress(client: LanguageClient) -> Non
     assert isinstance(reports[0], types.WorkDoneProgressBegin)
     assert reports[0].title == "lsp-assist: loading model"
     assert reports[-1].message == "ready"
+    # each phase of the load is reported as it starts, so the percentage moves
+    steps = [r for r in reports if isinstance(r, types.WorkDoneProgressReport)]
+    messages = [r.message for r in steps]
+    assert messages[:2] == ["loading weights", "loaded"], messages
+    percentages = [r.percentage for r in steps]
+    assert percentages == sorted(percentages) and 0 < percentages[0] < 90, percentages
 
 
 async def test_missing_model_warns_and_keeps_serving(broken_client: LanguageClient) -> None:

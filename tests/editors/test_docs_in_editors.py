@@ -87,7 +87,17 @@ def test_nvim_install_snippet_shows_the_state_and_restarts(
     assert have and tuple(map(int, have.groups())) >= tuple(map(int, wanted.groups())), version
 
     init = tmp_path / "init.lua"
-    init.write_text(neovim_install_snippet())
+    # Beside the snippet, each statusline the plugin draws goes to a file: the load's
+    # phases pass too quickly to be caught on the screen every time.
+    seen = tmp_path / "statuslines.txt"
+    record = f"""
+vim.api.nvim_create_autocmd('User', {{ pattern = 'LspAssistStatus', callback = function()
+  local file = io.open('{seen}', 'a')
+  file:write(require('lsp-assist').statusline() .. '\\n')
+  file:close()
+end }})
+"""
+    init.write_text(neovim_install_snippet() + record)
     # No cmd in the snippet: the plugin runs the server `make` put beside it (PATH has
     # none); the small model through the environment, as a user's LSP_ASSIST_* would.
     keep = ("LSP_ASSIST_MODEL_PATH", "XDG_CACHE_HOME", "LSP_ASSIST_THREADS", "HOME")
@@ -102,6 +112,18 @@ def test_nvim_install_snippet_shows_the_state_and_restarts(
             timeout=60,
         )
         tmux.wait_for(lambda ls: "lsp-assist: ready" in status(ls), timeout=180)
+        # The load's percentage moved: each phase is drawn as it starts (not 0 % until 90 %).
+        drawn = seen.read_text(encoding="utf-8").splitlines()
+        phases = [
+            int(m.group(1))
+            for line in drawn
+            if (
+                m := re.search(
+                    r"loading model (?:loading weights|measuring prompt speed|loaded) (\d+)%", line
+                )
+            )
+        ]
+        assert phases and all(0 < p < 90 for p in phases), drawn
         # The overview's restart command for Neovim starts a fresh server.
         restart = [c for c in ticked(overview_row("restart the server")[1]) if c.startswith(":")]
         assert restart, overview_row("restart the server")
