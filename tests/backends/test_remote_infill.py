@@ -237,7 +237,12 @@ def test_infill_parts_take_the_zone_above_the_cursor_line_and_the_related_chunks
             Layer(name="instructions", text="<|fim_prefix|>"),
             Layer(
                 name="related",
-                items=[LayerItem(source="lib/sums.py", symbol="add", text="def add(a, b): ...\n")],
+                items=[
+                    LayerItem(source="lib/sums.py", symbol="add", text="def add(a, b): ...\n"),
+                    LayerItem(source="lib/sums.py", symbol="neg", text="def neg(a): ...\n"),
+                    LayerItem(source="lib/io.py", symbol="show", text="def show(x): ...\n"),
+                    LayerItem(source="lib/sums.py", symbol="mul", text="def mul(a, b): ...\n"),
+                ],
             ),
             Layer(name="similar", items=[LayerItem(source="b.py", text="s = sum(items)\n")]),
             Layer(name="editing_zone", text=zone + after + "    ret"),
@@ -249,7 +254,13 @@ def test_infill_parts_take_the_zone_above_the_cursor_line_and_the_related_chunks
     parts = infill_parts(prompt, snapshot, 7, 7)
     assert parts.prefix == zone
     assert parts.typed == "    ret" and parts.suffix == after
-    assert parts.extra == (("lib/sums.py", "def add(a, b): ...\n"), ("b.py", "s = sum(items)\n"))
+    # one chunk per run of a file's items, as the local prompt has one header per run
+    assert parts.extra == (
+        ("lib/sums.py", "def add(a, b): ...\ndef neg(a): ...\n"),
+        ("lib/io.py", "def show(x): ...\n"),
+        ("lib/sums.py", "def mul(a, b): ...\n"),
+        ("b.py", "s = sum(items)\n"),
+    )
 
 
 # --- a real llama-server with a FIM model -------------------------------------------------
