@@ -100,7 +100,9 @@ class ContextSettings:
     related_ratio: float = 0.3
     summary_ratio: float = 0.2
     instructions_ratio: float = 0.1
-    editing_zone_lines: int = 60
+    editing_zone_lines: int = 200
+    """Most lines the editing zone takes; its token grant (and the room the other layers
+    leave) usually binds first. 60 lost lines to plain FIM (docs/decisions.md)."""
     layer_file_summary: bool = True
     layer_project_summary: bool = True
     layer_related: bool = True
