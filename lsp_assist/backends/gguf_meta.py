@@ -9,6 +9,7 @@ values are summarised by their length; scalars and strings are kept.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import struct
 from dataclasses import dataclass, field
@@ -108,9 +109,7 @@ class _Reader:
         return raw.decode("utf-8", errors="replace")
 
     def skip_string(self) -> None:
-        length = self.u64()
-        self.need(length)
-        self.pos += length
+        self.skip_strings(1)
 
     def skip_strings(self, count: int) -> None:
         # a vocabulary is an array of ~150,000 strings: one tight loop, not calls per item
@@ -160,10 +159,6 @@ def _tensor_nbytes(ggml_type: int, dims: list[int]) -> int | None:
     return (count // block_size) * type_size
 
 
-_HEADERS: dict[tuple[str, int, int], GGUFHeader] = {}
-_HEADERS_KEPT = 8
-
-
 def read_gguf_header(path: str | Path) -> GGUFHeader:
     """Parse and validate the header of the GGUF at ``path``; raise ModelLoadError if unusable.
 
@@ -180,19 +175,18 @@ def read_gguf_header(path: str | Path) -> GGUFHeader:
     file_size = stat.st_size
     if file_size < 24:
         raise ModelLoadError(f"{path} is not a GGUF model (only {file_size} bytes)")
-    key = (str(path), file_size, stat.st_mtime_ns)
-    cached = _HEADERS.get(key)
-    if cached is not None:
-        return cached
+    return _read_header(str(path), file_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_header(name: str, file_size: int, _mtime_ns: int) -> GGUFHeader:
+    """The header of one version of a file (the size and mtime name the version)."""
+    path = Path(name)
     try:
         with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            header = _parse(buf, path, file_size)
+            return _parse(buf, path, file_size)
     except OSError as exc:
         raise ModelLoadError(f"cannot read model file {path}: {exc}") from exc
-    if len(_HEADERS) >= _HEADERS_KEPT:
-        _HEADERS.pop(next(iter(_HEADERS)))
-    _HEADERS[key] = header
-    return header
 
 
 def _parse(buf: mmap.mmap, path: Path, file_size: int) -> GGUFHeader:

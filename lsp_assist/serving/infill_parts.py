@@ -10,6 +10,9 @@ definitions and similar chunks) and nothing is re-parsed out of the prompt text.
 
 from __future__ import annotations
 
+from itertools import groupby
+from operator import attrgetter
+
 from lsp_assist.backends import InfillParts
 from lsp_assist.context import AssembledPrompt
 from lsp_assist.documents import DocumentSnapshot
@@ -40,24 +43,19 @@ def infill_parts(
     zone_text = "".join(layer.text for layer in prompt.layers if layer.name == "editing_zone")
     start = zone_start(zone_text, snapshot, line)
     prefix = "".join(snapshot.line(i) + "\n" for i in range(start, line))
-    extra: list[tuple[str, str]] = []
-    for layer in prompt.layers:
-        if layer.name not in EXTRA_LAYERS:
-            continue
-        current = None
-        for item in layer.items:
-            if not item.text:
-                continue
-            # one chunk per run of a layer's items from one file, as the local prompt
-            # has one header per run: the server writes <|file_sep|>name per chunk
-            if item.source == current:
-                extra[-1] = (current, extra[-1][1] + item.text)
-            else:
-                extra.append((item.source, item.text))
-                current = item.source
+    # one chunk per run of a layer's items from one file, as the local prompt has one
+    # header per run: the server writes <|file_sep|>name before each chunk
+    extra = tuple(
+        (source, "".join(item.text for item in run))
+        for layer in prompt.layers
+        if layer.name in EXTRA_LAYERS
+        for source, run in groupby(
+            (item for item in layer.items if item.text), key=attrgetter("source")
+        )
+    )
     return InfillParts(
         prefix=prefix,
         suffix=prompt.suffix,
         typed=snapshot.line(line)[:column],
-        extra=tuple(extra),
+        extra=extra,
     )
