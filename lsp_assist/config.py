@@ -25,6 +25,7 @@ Strategy = Literal["layered", "baseline"]
 BackendKind = Literal["local", "remote"]
 MultilineMode = Literal["auto", "always", "never"]
 NextEditMode = Literal["off", "symbolic", "model", "both"]
+NextEditFormat = Literal["auto", "sweep", "instruct"]
 RemoteApi = Literal["auto", "completions", "infill"]
 
 
@@ -145,8 +146,12 @@ class CompletionSettings:
     alternatives: int = 3
     """Suggestions an explicit (Invoked) inline request returns for the client to cycle."""
     next_edit: NextEditMode = "symbolic"
-    """Next edits (``textDocument/copilotInlineEdit``): ``symbolic`` from the syntax tree;
-    ``model`` and ``both`` answer like ``symbolic`` for now; ``off`` answers none."""
+    """Next edits (``textDocument/copilotInlineEdit``): ``symbolic`` from the syntax tree,
+    ``model`` from the model's rewrite of a window around the cursor, ``both`` the
+    symbolic ones then the model's that do not overlap them; ``off`` answers none."""
+    next_edit_format: NextEditFormat = "auto"
+    """The model source's prompt: ``sweep`` (Sweep's next-edit format), ``instruct`` (a
+    chat turn); ``auto``: ``sweep`` for a Sweep next-edit model, else ``instruct``."""
 
 
 @dataclass(kw_only=True)

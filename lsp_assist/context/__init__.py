@@ -9,17 +9,43 @@ vocabulary-only load): this package never imports llama_cpp.
 
 from lsp_assist.context.engine import ContextEngine, explain
 from lsp_assist.context.model import AssembledPrompt, Cursor, Layer, LayerItem, TokenCounter
+from lsp_assist.context.rewrite import (
+    REWRITE_FORMATS,
+    EditWindow,
+    RecentEdit,
+    RewriteFormat,
+    choose_rewrite_format,
+    edit_window,
+    fit_rewrite_prompt,
+    original_window,
+    recent_edits,
+    rewrite_prompt,
+)
+from lsp_assist.context.rewrite_diff import LineEdit, Rejoin, smallest_edits
 from lsp_assist.context.syntax import get_parser
 from lsp_assist.context.vector_layer import attach_vectors
 
 __all__ = [
+    "REWRITE_FORMATS",
     "AssembledPrompt",
     "ContextEngine",
     "Cursor",
+    "EditWindow",
     "Layer",
     "LayerItem",
+    "LineEdit",
+    "RecentEdit",
+    "Rejoin",
+    "RewriteFormat",
     "TokenCounter",
     "attach_vectors",
+    "choose_rewrite_format",
+    "edit_window",
     "explain",
+    "fit_rewrite_prompt",
     "get_parser",
+    "original_window",
+    "recent_edits",
+    "rewrite_prompt",
+    "smallest_edits",
 ]

@@ -20,6 +20,7 @@ from lsp_assist.serving.buffers import Buffers
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import Change, CompletionOutcome, CompletionQuery
 from lsp_assist.serving.next_edit import NextEditAnswer, NextEdits, ProposedEdit
+from lsp_assist.serving.next_edit_model import RewriteJob, RewriteOutcome
 from lsp_assist.serving.scheduler import Scheduler
 from lsp_assist.serving.session import BackendFactory, Session
 from lsp_assist.serving.status import status_json
@@ -36,6 +37,8 @@ __all__ = [
     "NextEditAnswer",
     "NextEdits",
     "ProposedEdit",
+    "RewriteJob",
+    "RewriteOutcome",
     "Scheduler",
     "Session",
     "budget_cap",

@@ -1,14 +1,18 @@
 """Next edits: the edit the user will make next, proposed from their latest one.
 
-Owns :class:`NextEdits`, the session's next-edit source: for an open document it reads
-the newest burst of the document's edit history (``Buffers.history``), classifies it
-against the syntax tree of the buffer (the index's tree when it was parsed from this
-text, else a fresh parse) and returns the follow-ups as :class:`ProposedEdit` values
-in code point positions, the nearest to the cursor first, then those in the other open
-files. A request whose version is not the buffer's gets nothing (never an edit against
-the wrong text). ``nextEdit`` = ``off`` answers nothing; ``model`` and ``both`` answer
-like ``symbolic`` until the model source exists (:attr:`NextEditAnswer.note` says so).
-Everything here runs on the thread that applies the edits (the event loop).
+Owns :class:`NextEdits`, the session's next-edit source. The symbolic source: for an
+open document it reads the newest burst of the document's edit history
+(``Buffers.history``), classifies it against the syntax tree of the buffer (the index's
+tree when it was parsed from this text, else a fresh parse) and returns the follow-ups
+as :class:`ProposedEdit` values in code point positions, the nearest to the cursor
+first, then those in the other open files. The model source (``nextEdit`` = ``model``
+or ``both``): :meth:`NextEdits.propose` also hands back a
+:class:`~lsp_assist.serving.next_edit_model.RewriteJob`, which the caller runs on the
+model thread (:meth:`NextEdits.rewrite`, through ``Scheduler.rewrite``) and folds in on
+the event loop (:meth:`NextEdits.merge`). A request whose version is not the buffer's,
+or whose buffer changed while the model wrote, gets nothing (never an edit against the
+wrong text). ``nextEdit`` = ``off`` answers nothing. Everything but :meth:`rewrite`
+runs on the thread that applies the edits (the event loop).
 """
 
 from __future__ import annotations
@@ -21,8 +25,11 @@ from pathlib import Path
 
 from tree_sitter import Tree
 
+from lsp_assist.backends import CancelToken
+from lsp_assist.context import LineEdit
 from lsp_assist.documents import DocumentSnapshot, Position
 from lsp_assist.index import FollowUp, UserEdit, classify, follow_ups, follow_ups_elsewhere
+from lsp_assist.serving.next_edit_model import ModelRewriter, RewriteJob, RewriteOutcome
 from lsp_assist.serving.session import Session
 
 __all__ = ["NextEditAnswer", "NextEdits", "ProposedEdit"]
@@ -59,6 +66,10 @@ class NextEditAnswer:
     note: str = ""
     edit: UserEdit | None = None
     """The user's edit as the tree read it (None: nothing to follow)."""
+    job: RewriteJob | None = None
+    """The model source's work, for ``model`` and ``both`` (None: nothing to rewrite)."""
+    model: RewriteOutcome | None = None
+    """What the model source did (after :meth:`NextEdits.merge`)."""
 
 
 @dataclass(slots=True)
@@ -70,6 +81,10 @@ class NextEditCounters:
     proposed: int = 0
     shown: int = 0
     accepted: int = 0
+    rewrites: int = 0
+    """Model rewrites run (``model`` and ``both``)."""
+    rewrite_edits: int = 0
+    """Edits the model source proposed."""
 
 
 def _column(line: str, byte_column: int) -> int:
@@ -85,6 +100,13 @@ def _position(view: DocumentSnapshot, point: tuple[int, int]) -> Position:
     return Position(row, _column(view.line(row), byte_column))
 
 
+def _overlap(start: Position, end: Position, other_start: Position, other_end: Position) -> bool:
+    """True when the spans share a character, or are the same place (two insertions)."""
+    a, b = (start.line, start.column), (end.line, end.column)
+    c, d = (other_start.line, other_start.column), (other_end.line, other_end.column)
+    return (a < d and c < b) or (a, b) == (c, d)
+
+
 def _module_name(path: Path) -> str:
     return path.parent.name if path.stem == "__init__" else path.stem
 
@@ -96,6 +118,7 @@ class NextEdits:
         self._session = session
         self.counters = NextEditCounters()
         self._answered: OrderedDict[str, ProposedEdit] = OrderedDict()
+        self._rewriter = ModelRewriter(session)
 
     @property
     def mode(self) -> str:
@@ -108,32 +131,103 @@ class NextEdits:
         answer = self._propose(uri, version, cursor)
         answer.elapsed_ms = (time.perf_counter() - began) * 1000
         self.counters.requests += 1
-        self.counters.proposed += len(answer.edits)
-        for edit in answer.edits:
+        self._remember(answer.edits)
+        return answer
+
+    def _remember(self, edits: list[ProposedEdit]) -> None:
+        self.counters.proposed += len(edits)
+        for edit in edits:
             self._answered[edit.id] = edit
         while len(self._answered) > REMEMBERED:
             self._answered.popitem(last=False)
-        return answer
 
     def _propose(self, uri: str, version: int | None, cursor: Position | None) -> NextEditAnswer:
         mode = self.mode
         if mode == "off":
             return NextEditAnswer(source="off", note="nextEdit is off")
-        note = "" if mode == "symbolic" else f"nextEdit={mode}: the model source is not built yet"
-        buffers = self._session.buffers
-        doc = buffers.get(uri)
+        doc = self._session.buffers.get(uri)
         if doc is None:
             return NextEditAnswer(note=f"not open: {uri}")
         if version is not None and version != doc.version:
             self.counters.stale += 1
             return NextEditAnswer(note=f"stale: version {version}, the buffer is {doc.version}")
+        answer = NextEditAnswer(source=mode)
+        if mode != "symbolic":
+            answer.job = self._job(uri, cursor)
+            if answer.job is None:
+                answer.note = "no recent edit"
+        if mode != "model":
+            symbolic = self._symbolic(uri, cursor)
+            answer.edits, answer.note, answer.edit = symbolic.edits, symbolic.note, symbolic.edit
+        return answer
+
+    def _job(self, uri: str, cursor: Position | None) -> RewriteJob | None:
+        """The model source's work for this request (None: nothing to follow)."""
+        buffers = self._session.buffers
+        doc = buffers.get(uri)
+        history = buffers.history.get(uri)
+        if doc is None or history is None or not len(history):
+            return None
+        view = doc.snapshot()
+        if buffers.oversized(view):
+            return None
+        if cursor is None:
+            newest = history.last()
+            assert newest is not None
+            cursor = view.position_at_offset(newest.end)
+        return RewriteJob(view, cursor, tuple(history.changes()))
+
+    def rewrite(self, job: RewriteJob, cancel: CancelToken) -> RewriteOutcome:
+        """Run the model source's ``job`` (on the model thread: it blocks on the model)."""
+        return self._rewriter.rewrite(job, cancel)
+
+    def merge(self, answer: NextEditAnswer, outcome: RewriteOutcome) -> NextEditAnswer:
+        """Fold the model's edits into ``answer`` (on the event loop, after :meth:`rewrite`)."""
+        answer.model = outcome
+        job = answer.job
+        if job is None:
+            return answer
+        self.counters.rewrites += 1
+        doc = self._session.buffers.get(job.view.uri)
+        if doc is None or doc.version != job.view.version:
+            self.counters.stale += 1
+            answer.edits, answer.note = [], "stale: the buffer changed while the model wrote"
+            return answer
+        where = f"lines {outcome.window[0] + 1}-{outcome.window[1]}"
+        found = [self._from_model(job.view, e, where) for e in outcome.edits]
+        taken = [(e.start, e.end) for e in answer.edits if e.view.uri == job.view.uri]
+        found = [e for e in found if not any(_overlap(e.start, e.end, a, b) for a, b in taken)]
+        line = job.cursor.line
+        found.sort(key=lambda e: (abs(e.start.line - line), e.start.line < line))
+        self.counters.rewrite_edits += len(found)
+        self._remember(found)
+        answer.edits = (answer.edits + found)[:MAX_EDITS]
+        if not answer.edits and outcome.note:
+            answer.note = outcome.note
+        return answer
+
+    def _from_model(self, view: DocumentSnapshot, edit: LineEdit, where: str) -> ProposedEdit:
+        return ProposedEdit(
+            view,
+            Position(edit.start_line, edit.start_column),
+            Position(edit.end_line, edit.end_column),
+            edit.text,
+            "model",
+            f"the model's rewrite of {where} after your last edit",
+            uuid.uuid4().hex,
+        )
+
+    def _symbolic(self, uri: str, cursor: Position | None) -> NextEditAnswer:
+        buffers = self._session.buffers
+        doc = buffers.get(uri)
+        assert doc is not None  # _propose checked it
         history = buffers.history.get(uri)
         change = history.last() if history is not None else None
         if change is None:
-            return NextEditAnswer(note=note or "no recent edit")
+            return NextEditAnswer(note="no recent edit")
         view = doc.snapshot()
         if view.language_id != "python" or buffers.oversized(view):
-            return NextEditAnswer(note=note or f"no symbolic next edits for {view.language_id}")
+            return NextEditAnswer(note=f"no symbolic next edits for {view.language_id}")
         src = view.text.encode("utf-8", "surrogatepass")
         start = view.byte_offset_at(view.position_at_offset(change.start))
         removed = change.removed.encode("utf-8", "surrogatepass")
@@ -141,13 +235,13 @@ class NextEdits:
         tree = self._tree(view)
         edit = classify("python", src, tree, start, removed, inserted)
         if edit is None:
-            return NextEditAnswer(note=note or "the last edit implies nothing elsewhere")
+            return NextEditAnswer(note="the last edit implies nothing elsewhere")
         here = [self._proposed(view, f) for f in follow_ups(edit, src, tree)]
         if cursor is not None:
             here.sort(key=lambda e: (abs(e.start.line - cursor.line), e.start.line < cursor.line))
         elsewhere = self._elsewhere(edit, view) if edit.module_level else []
         edits = (here + elsewhere)[:MAX_EDITS]
-        return NextEditAnswer(edits, note=note, edit=edit)
+        return NextEditAnswer(edits, edit=edit)
 
     def _tree(self, view: DocumentSnapshot) -> Tree | None:
         index = self._session.index

@@ -82,6 +82,8 @@ class Scheduler:
         self._latest: dict[str, CancelToken] = {}
         self._running: CancelToken | None = None
         self._prefills: set[CancelToken] = set()
+        self._rewrites: set[CancelToken] = set()
+        """Next-edit rewrites queued or running: a completion or a newer rewrite cancels them."""
         self._writing_on: set[CancelToken] = set()
         """Requests answered early whose rest the model thread is still writing."""
         self.on_ready = on_ready
@@ -109,9 +111,22 @@ class Scheduler:
         finally:
             self._prefills.discard(token)
 
+    async def rewrite(self, func: Callable[[CancelToken], T]) -> T:
+        """Run a next-edit rewrite on the model thread; a newer rewrite or a completion
+        cancels it (the user moved on; the suggestion at the cursor comes first)."""
+        for older in list(self._rewrites):
+            older.cancel("superseded")
+        token = CancelToken()
+        self._rewrites.add(token)
+        try:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self.executor, lambda: token.call(func, token))
+        finally:
+            self._rewrites.discard(token)
+
     def _supersede(self, ticket: _Ticket, *, hit: bool = False) -> None:
         """Cancel older work for a new query; a cache ``hit`` leaves early answers writing on."""
-        for token in list(self._prefills):
+        for token in list(self._prefills) + list(self._rewrites):
             token.cancel("completion requested")
         uri = ticket.query.uri
         previous = self._latest.get(uri)

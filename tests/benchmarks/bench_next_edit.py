@@ -1,4 +1,4 @@
-"""Benchmark symbolic next edits (issue 22) on real code nobody here wrote: the stdlib.
+"""Benchmark next edits (issue 22) on real code nobody here wrote: the stdlib.
 
 Cases are generated from the installed standard library with Python's own ``ast`` as the
 oracle (independent of the tree-sitter engine under test):
@@ -19,8 +19,17 @@ kind: exact (the first proposed edit is one of the expected edits), recall (expe
 edits proposed), noise (proposed edits that are not expected), and the latency from the
 last didChange to the answer, P50/P90/P99 (targets: exact >= 90 % on renames, P99 <= 50 ms).
 
+``--source model`` (or ``both``) runs the model source too, with ``--model`` (a preset or
+a GGUF path): the window around the cursor rewritten by the model after the last step
+(the symbolic source is asked at every step, the model once, as a client asks after a
+burst of typing); it adds the prompt tokens evaluated (not reused) and the tokens written
+per case, the share of expected edits inside the model's window (``reach``: lines 4 above
+to 8 below the cursor, all it can see) and the recall among those (``rec.in``). The same
+cases (same seed) for every source, so the rows compare.
+
 Run: nice -n 19 .venv/bin/python tests/benchmarks/bench_next_edit.py [--per-kind 200]
-     [--seed 22] [--json FILE]
+     [--seed 22] [--json FILE] [--source symbolic|model|both --model coder-1.5b
+     --threads 2 --format auto|sweep|instruct]
 """
 
 from __future__ import annotations
@@ -41,7 +50,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from lsp_assist.backends import CancelToken  # noqa: E402
 from lsp_assist.config import parse_settings  # noqa: E402
+from lsp_assist.context import edit_window  # noqa: E402
 from lsp_assist.documents import Position  # noqa: E402
 from lsp_assist.serving import NextEdits, Session  # noqa: E402
 from tests.benchmarks.bench_common import pct  # noqa: E402
@@ -70,6 +81,13 @@ class Tally:
     proposed: int = 0
     noise: int = 0
     latencies: list[float] = field(default_factory=list)
+    in_window: int = 0
+    """Expected edits inside the model source's window (what it can reach at all)."""
+    found_in_window: int = 0
+    evaluated: list[int] = field(default_factory=list)
+    """Prompt tokens evaluated (not reused) per case, model source."""
+    written: list[int] = field(default_factory=list)
+    """Tokens the model wrote per case."""
 
 
 def _col(lines: list[str], row: int, byte_col: int) -> int:
@@ -260,7 +278,9 @@ def stdlib_files() -> list[Path]:
     return files
 
 
-def run_case(session: Session, engine: NextEdits, case: Case, n: int) -> tuple[list[Edit], float]:
+def run_case(
+    session: Session, engine: NextEdits, case: Case, n: int, tally: Tally
+) -> tuple[list[Edit], float]:
     buffers = session.buffers
     assert session.workspace is not None
     uri = (session.workspace / f"case{n}_{case.path.name}").as_uri()
@@ -268,11 +288,19 @@ def run_case(session: Session, engine: NextEdits, case: Case, n: int) -> tuple[l
     version = 1
     elapsed = 0.0
     answer = None
-    for row, col, erow, ecol, new in case.steps:
+    model = engine.mode != "symbolic"
+    for step, (row, col, erow, ecol, new) in enumerate(case.steps):
         version += 1
         began = time.perf_counter()
         buffers.change(uri, version, [(Position(row, col), Position(erow, ecol), new)])
+        if model and step < len(case.steps) - 1:
+            continue
         answer = engine.propose(uri, version, Position(*case.cursor))
+        if answer.job is not None:
+            outcome = engine.rewrite(answer.job, CancelToken())
+            answer = engine.merge(answer, outcome)
+            tally.evaluated.append(outcome.prompt_tokens - outcome.reused_tokens)
+            tally.written.append(outcome.output_tokens)
         elapsed = (time.perf_counter() - began) * 1000
     assert answer is not None
     proposed = [
@@ -289,6 +317,11 @@ def main() -> None:
     parser.add_argument("--per-kind", type=int, default=200)
     parser.add_argument("--seed", type=int, default=22)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--source", choices=("symbolic", "model", "both"), default="symbolic")
+    parser.add_argument("--model", default="coder-0.5b", help="preset or GGUF (model source)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--format", choices=("auto", "sweep", "instruct"), default="auto")
+    parser.add_argument("--show", action="store_true", help="print each case's edits")
     opts = parser.parse_args()
     rng = random.Random(opts.seed)
     files = stdlib_files()
@@ -310,28 +343,51 @@ def main() -> None:
                 per_file[case.kind] = per_file.get(case.kind, 0) + 1
     tallies = {kind: Tally() for kind in chosen}
     with tempfile.TemporaryDirectory() as tmp:
-        settings, _ = parse_settings({"persist": False, "metrics": False, "watch": False})
+        options: dict[str, Any] = {"persist": False, "metrics": False, "watch": False}
+        if opts.source != "symbolic":
+            options |= {
+                "nextEdit": opts.source,
+                "nextEditFormat": opts.format,
+                "threads": opts.threads,
+                **(
+                    {"modelPath": opts.model}
+                    if opts.model.endswith(".gguf")
+                    else {"model": opts.model}
+                ),
+            }
+        settings, _ = parse_settings(options)
         assert not _, _
         session = Session(settings, workspace=Path(tmp))
+        if opts.source != "symbolic" and session.load_backend() is None:
+            sys.exit(f"no model: {session.model_error}")
         engine = NextEdits(session)
         n = 0
         for kind, cases in chosen.items():
             tally = tallies[kind]
             for case in cases:
                 n += 1
-                proposed, ms = run_case(session, engine, case, n)
+                proposed, ms = run_case(session, engine, case, n, tally)
+                if opts.show:
+                    print(f"{kind} {case.path.name} cursor {case.cursor}")
+                    print(f"  expected {sorted(case.expected)[:4]}\n  proposed {proposed[:4]}")
                 tally.cases += 1
                 tally.latencies.append(ms)
                 tally.expected += len(case.expected)
                 tally.proposed += len(proposed)
                 tally.found += len(set(proposed) & case.expected)
+                window = edit_window(case.text.split("\n"), case.cursor[0])
+                reach = {e for e in case.expected if window.first <= e[0] < window.end}
+                tally.in_window += len(reach)
+                tally.found_in_window += len(set(proposed) & reach)
                 tally.noise += sum(1 for p in proposed if p not in case.expected)
                 tally.exact += bool(proposed) and proposed[0] in case.expected
         session.close()
     report: dict[str, Any] = {}
+    model = f", model {opts.model}, format {opts.format}" if opts.source != "symbolic" else ""
+    print(f"source {opts.source}{model}, seed {opts.seed}")
     print(
         f"{'kind':<14}{'cases':>6}{'exact':>8}{'recall':>8}{'noise':>8}"
-        f"{'P50 ms':>8}{'P90 ms':>8}{'P99 ms':>8}"
+        f"{'P50 ms':>8}{'P90 ms':>8}{'P99 ms':>8}{'eval':>6}{'wrote':>6}{'reach':>7}{'rec.in':>7}"
     )
     for kind, t in tallies.items():
         row = {
@@ -339,14 +395,20 @@ def main() -> None:
             "exact": t.exact / t.cases if t.cases else 0.0,
             "recall": t.found / t.expected if t.expected else 0.0,
             "noise": t.noise / t.proposed if t.proposed else 0.0,
+            "in_window": t.in_window / t.expected if t.expected else 0.0,
+            "recall_in_window": t.found_in_window / t.in_window if t.in_window else 0.0,
             "p50_ms": pct(t.latencies, 50),
             "p90_ms": pct(t.latencies, 90),
             "p99_ms": pct(t.latencies, 99),
+            "evaluated_mean": sum(t.evaluated) / len(t.evaluated) if t.evaluated else 0.0,
+            "written_mean": sum(t.written) / len(t.written) if t.written else 0.0,
         }
         report[kind] = row
         print(
             f"{kind:<14}{t.cases:>6}{row['exact']:>8.1%}{row['recall']:>8.1%}{row['noise']:>8.1%}"
             f"{row['p50_ms']:>8.1f}{row['p90_ms']:>8.1f}{row['p99_ms']:>8.1f}"
+            f"{row['evaluated_mean']:>6.0f}{row['written_mean']:>6.0f}"
+            f"{row['in_window']:>7.0%}{row['recall_in_window']:>7.0%}"
         )
     if opts.json:
         opts.json.write_text(json.dumps(report, indent=2))

@@ -7,7 +7,9 @@ clients ignore. ``textDocument/didShowInlineEdit`` (``{item: {command}}`` or
 ``{item: edit}``) counts a shown edit; acceptance is the edit's ``command``,
 ``github.copilot.didAcceptNextEditSuggestionItem(id)`` through
 ``workspace/executeCommand`` (copilot.el sends it as a notification). The command is
-advertised only when ``nextEdit`` is on at initialize (docs/editors.md).
+advertised only when ``nextEdit`` is on at initialize (docs/editors.md). With
+``nextEdit`` = ``model`` or ``both`` the answer waits for the model's rewrite, run on
+the model thread (``Scheduler.rewrite``).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def register(server: LspAssistServer) -> None:
         return {"mode": ls.next_edits.mode, **asdict(ls.next_edits.counters)}
 
     @server.feature(INLINE_EDIT)
-    def inline_edit(ls: LspAssistServer, params: Any) -> dict[str, Any]:
+    async def inline_edit(ls: LspAssistServer, params: Any) -> dict[str, Any]:
         document = field_of(params, "textDocument")
         position = field_of(params, "position")
         uri, version = field_of(document, "uri"), field_of(document, "version")
@@ -85,7 +87,12 @@ def register(server: LspAssistServer) -> None:
             line, character = field_of(position, "line"), field_of(position, "character")
             if isinstance(line, int) and isinstance(character, int):
                 cursor = doc.from_lsp(line, character, ls.encoding)
-        answer = ls.next_edits.propose(uri, version if isinstance(version, int) else None, cursor)
+        next_edits = ls.next_edits
+        answer = next_edits.propose(uri, version if isinstance(version, int) else None, cursor)
+        job = answer.job
+        if job is not None and ls.scheduler is not None:
+            outcome = await ls.scheduler.rewrite(lambda cancel: next_edits.rewrite(job, cancel))
+            answer = next_edits.merge(answer, outcome)
         return {"edits": [_lsp_edit(ls, edit) for edit in answer.edits]}
 
     @server.feature(DID_SHOW)
