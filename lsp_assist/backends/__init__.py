@@ -18,6 +18,7 @@ from lsp_assist.backends.base import (
     InfillParts,
     ModelInfo,
     StopRule,
+    time_caps,
 )
 from lsp_assist.backends.embedding import MAX_TOKENS as EMBEDDING_MAX_TOKENS
 from lsp_assist.backends.embedding import Embedder, minilm_gguf_path
@@ -70,4 +71,5 @@ __all__ = [
     "resolve_model_path",
     "resolve_model_settings",
     "small_model_path",
+    "time_caps",
 ]

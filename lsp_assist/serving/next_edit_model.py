@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from functools import partial
 
-from lsp_assist.backends import BackendUsage, CancelToken, GenerationRequest
+from lsp_assist.backends import BackendUsage, CancelToken, GenerationRequest, time_caps
 from lsp_assist.context import (
     Cursor,
     LineEdit,
@@ -48,7 +48,8 @@ MIN_SIMILARITY = 0.6
 """A rewrite less similar to the window than this (difflib's ratio of the two texts) is
 dropped: not a follow-up edit but other code."""
 TIME_CAP_S = 20.0
-"""The rewrite's prompt and generation caps (a completion's are for one line at a time)."""
+"""The rewrite's least prompt and generation caps (a completion's are for one line at a
+time; larger settings' caps, ``promptTimeoutMs`` and ``generationTimeoutMs``, win)."""
 STOPS = ("<|file_sep|>", "<|endoftext|>", "<|im_end|>", "```")
 
 
@@ -122,11 +123,25 @@ class ModelRewriter:
         began = time.perf_counter()
         outcome = self._rewrite(job, cancel)
         outcome.elapsed_ms = (time.perf_counter() - began) * 1000
+        log.info(
+            "next edit: rewrite of lines %d-%d (%s): %d edits, %d prompt tokens (%d reused), "
+            "%d written, %s, %.0f ms%s",
+            outcome.window[0] + 1,
+            outcome.window[1],
+            outcome.format,
+            len(outcome.edits),
+            outcome.prompt_tokens,
+            outcome.reused_tokens,
+            outcome.output_tokens,
+            outcome.stop_reason or "no generation",
+            outcome.elapsed_ms,
+            f": {outcome.note}" if outcome.note else "",
+        )
         return outcome
 
     def _rewrite(self, job: RewriteJob, cancel: CancelToken) -> RewriteOutcome:
         session = self._session
-        backend = session.backend
+        backend = session.load_backend()  # the one loaded, or loaded now (first request)
         if backend is None:
             return RewriteOutcome(note=session.model_error or "no model loaded")
         settings = session.settings
@@ -158,6 +173,7 @@ class ModelRewriter:
         )
         tokens = backend.tokenize(prompt, special=True)
         rejoin = Rejoin(window.lines)
+        caps = time_caps(settings.model)
         window_tokens = len(backend.tokenize(window.text))
         request = GenerationRequest(
             prompt_tokens=tokens,
@@ -166,8 +182,8 @@ class ModelRewriter:
             stop_rule=rejoin,
             task_type="next_edit",
             cancel=cancel,
-            prompt_timeout_s=TIME_CAP_S,
-            generation_timeout_s=TIME_CAP_S,
+            prompt_timeout_s=max(TIME_CAP_S, caps.prompt_s),
+            generation_timeout_s=max(TIME_CAP_S, caps.generation_s),
         )
         result = backend.generate(request)
         outcome = RewriteOutcome(

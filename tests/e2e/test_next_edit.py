@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from lsp_assist.backends.models import preset_installed
 from tests.e2e.conftest import server_env
 from tests.support.jsonrpc import SERVE, StdioClient
 
@@ -142,5 +143,80 @@ def test_off_answers_nothing_and_advertises_no_command(tmp_path: Path) -> None:
         )
         rename_area(client, uri, 2)
         assert inline_edit(client, uri, 2, line=0) == {"edits": []}
+    finally:
+        client.close()
+
+
+STATS = """def summarize(values):
+    total = 0
+    for value in values:
+        total += value
+    print(total)
+    return total
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not preset_installed("coder-1.5b"), reason="coder-1.5b not installed")
+def test_the_model_source_proposes_the_renamed_uses_from_the_real_model(tmp_path: Path) -> None:
+    """``nextEdit: model`` with Qwen2.5-Coder-1.5B: renaming ``total`` at its assignment
+    is answered with edits of the other uses, each the name alone, none of them the
+    user's own edit; the counters show the rewrite. Its log line says what it cost."""
+    (tmp_path / "stats.py").write_text(STATS)
+    client = StdioClient([*SERVE, "--log-level", "INFO"], env=server_env())
+    try:
+        client.initialize(
+            tmp_path,
+            {
+                "metrics": False,
+                "persist": False,
+                "model": "coder-1.5b",
+                "nextEdit": "model",
+                "threads": 2,
+                "promptTimeoutMs": 60000,
+                "generationTimeoutMs": 60000,
+            },
+        )
+        uri = (tmp_path / "stats.py").as_uri()
+        client.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": STATS}},
+        )
+
+        def at(c: int) -> dict[str, int]:
+            return {"line": 1, "character": c}
+
+        changes = [{"range": {"start": at(4), "end": at(9)}, "text": ""}]
+        changes += [
+            {"range": {"start": at(4 + i), "end": at(4 + i)}, "text": ch}
+            for i, ch in enumerate("count")
+        ]
+        client.notify(
+            "textDocument/didChange",
+            {"textDocument": {"uri": uri, "version": 2}, "contentChanges": changes},
+        )
+        params = {
+            "textDocument": {"uri": uri, "version": 2},
+            "position": {"line": 1, "character": 9},
+        }
+        result = client.request("textDocument/copilotInlineEdit", params, timeout=240)
+        edits = result["edits"]
+        assert edits, [line for line in client.stderr_lines if "next edit" in line]
+        renamed = set()
+        for edit in edits:
+            start, end = edit["range"]["start"], edit["range"]["end"]
+            assert edit["explain"]["kind"] == "model"
+            assert edit["textDocument"] == {"uri": uri, "version": 2}
+            assert start["line"] != 1  # never the user's own edit again
+            renamed.add((start["line"], start["character"], end["character"], edit["text"]))
+        # every other use of the old name, the name alone renamed (the model may add more)
+        assert {(3, 8, 13, "count"), (4, 10, 15, "count"), (5, 11, 16, "count")} <= renamed
+        stats = client.request(
+            "workspace/executeCommand", {"command": "lspAssist.nextEditStats", "arguments": []}
+        )
+        assert stats["mode"] == "model" and stats["rewrites"] == 1
+        assert stats["rewrite_edits"] == len(edits)
+        logged = [line for line in client.stderr_lines if "next edit: rewrite of lines" in line]
+        assert logged and f"{len(edits)} edits" in logged[-1]
     finally:
         client.close()
