@@ -10,6 +10,7 @@ vocabulary-only load): this package never imports llama_cpp.
 from lsp_assist.context.engine import ContextEngine, explain
 from lsp_assist.context.model import AssembledPrompt, Cursor, Layer, LayerItem, TokenCounter
 from lsp_assist.context.rewrite import (
+    RECENT_EDITS,
     REWRITE_FORMATS,
     EditWindow,
     RecentEdit,
@@ -26,6 +27,7 @@ from lsp_assist.context.syntax import get_parser
 from lsp_assist.context.vector_layer import attach_vectors
 
 __all__ = [
+    "RECENT_EDITS",
     "REWRITE_FORMATS",
     "AssembledPrompt",
     "ContextEngine",

@@ -8,7 +8,8 @@ token budget, one greedy generation with prompt-lookup drafting where the accept
 tracker allows it (the rewrite mostly copies its input) that stops once the rewrite has
 rejoined the window for a few lines after a change (context/rewrite_diff.py), and the
 rewrite diffed against the window into the smallest edits. Edits that touch the user's
-own newest edit are dropped (a rewrite that reverts it is noise), and so is a rewrite
+own newest edit are dropped (a rewrite that reverts it is noise), so are edits that put
+back what one of the recent edits replaced, and so is a rewrite
 that is mostly other code than the window's.
 """
 
@@ -22,6 +23,7 @@ from functools import partial
 
 from lsp_assist.backends import BackendUsage, CancelToken, GenerationRequest, time_caps
 from lsp_assist.context import (
+    RECENT_EDITS,
     Cursor,
     LineEdit,
     Rejoin,
@@ -85,6 +87,12 @@ def _touches(edit: LineEdit, start: Position, end: Position) -> bool:
     return (edit.start_line, edit.start_column) <= (end.line, end.column) and (
         (start.line, start.column) <= (edit.end_line, edit.end_column)
     )
+
+
+def _replaced(view: DocumentSnapshot, edit: LineEdit) -> str:
+    """The text ``edit`` replaces."""
+    lo = view.offset_at(Position(edit.start_line, edit.start_column))
+    return view.text[lo : view.offset_at(Position(edit.end_line, edit.end_column))]
 
 
 class ModelRewriter:
@@ -210,6 +218,8 @@ class ModelRewriter:
         if newest is not None:
             start, end = _offset_span(view, newest)
             found = [e for e in found if not _touches(e, start, end)]
+        undone = {(c.inserted, c.removed) for c in job.changes[-RECENT_EDITS:]}
+        found = [e for e in found if (_replaced(view, e), e.text) not in undone]
         outcome.edits = found
         if not found:
             outcome.note = "the model kept the window as it is"

@@ -233,3 +233,26 @@ def test_a_completion_and_a_newer_rewrite_cancel_a_running_rewrite(
         scheduler.shutdown()
         scheduler.executor.shutdown(wait=True)
     assert (one, two) == ("cancelled", "cancelled") and note == "rewrite cancelled"
+
+
+def test_an_edit_that_puts_back_what_a_recent_edit_replaced_is_dropped(
+    tmp_path: Path, uri: str
+) -> None:
+    """Seen in Neovim with Qwen2.5-Coder-1.5B: after the first follow-up was applied
+    (its own change, the newest), the next rewrite renamed the user's assignment back."""
+    reverted = RENAMED.replace("        total += value", "        count += value")
+    backend = RewriteBackend(reverted.replace("count = 0", "total = 0") + "```")
+    session = open_session(tmp_path, backend)
+    next_edits = NextEdits(session)
+    version = rename_total(session, uri)
+    history = session.buffers.history.get(uri)
+    assert history is not None
+    history.break_burst()  # the accept ends the burst, as the plugin's apply does
+    session.buffers.change(uri, version + 1, [(Position(3, 8), Position(3, 13), "count")])
+    answer = next_edits.propose(uri, version + 1, Position(3, 13))
+    assert answer.job is not None
+    answer = next_edits.merge(answer, next_edits.rewrite(answer.job, CancelToken()))
+    assert [(e.start.line, e.text) for e in answer.edits] == []
+    backend.answer = reverted.replace("    print(total)", "    print(count)") + "```"
+    edits = ask(next_edits, uri, version + 1)
+    assert [(line, text) for line, _, _, _, text in edits] == [(4, "count")]
