@@ -90,16 +90,17 @@ def _pairs(old: Sequence[str], new: Sequence[str]) -> list[tuple[int | None, int
     """``old`` and ``new`` aligned in order: (i, j) edited, (i, None) deleted, (None, j)
     inserted, the alignment that keeps the most similarity (a small dynamic program)."""
     n, m = len(old), len(new)
+    ratios = [[SequenceMatcher(None, a, b, autojunk=False).ratio() for b in new] for a in old]
     score = [[0.0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
         for j in range(m - 1, -1, -1):
-            ratio = SequenceMatcher(None, old[i], new[j], autojunk=False).ratio()
+            ratio = ratios[i][j]
             pair = score[i + 1][j + 1] + ratio if ratio >= PAIR_SIMILARITY else -1.0
             score[i][j] = max(pair, score[i + 1][j], score[i][j + 1])
     out: list[tuple[int | None, int | None]] = []
     i = j = 0
     while i < n and j < m:
-        ratio = SequenceMatcher(None, old[i], new[j], autojunk=False).ratio()
+        ratio = ratios[i][j]
         if ratio >= PAIR_SIMILARITY and score[i][j] == score[i + 1][j + 1] + ratio:
             out.append((i, j))
             i, j = i + 1, j + 1

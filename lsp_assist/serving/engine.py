@@ -36,8 +36,8 @@ from lsp_assist.backends import (
     GenerationRequest,
 )
 from lsp_assist.config import Settings
-from lsp_assist.context import AssembledPrompt, Cursor
-from lsp_assist.documents import DocumentSnapshot, Position, language_for_path
+from lsp_assist.context import AssembledPrompt
+from lsp_assist.documents import DocumentSnapshot, Position
 from lsp_assist.errors import GenerationCancelled, LspAssistError, ModelLoadError
 from lsp_assist.serving.adaptive_budget import budget_for
 from lsp_assist.serving.alternatives import distinct, wanted
@@ -129,14 +129,7 @@ class CompletionEngine:
         if engine is None:
             raise ModelLoadError(session.model_error or "no model loaded")
         settings = session.settings
-        cursor = Cursor(
-            path=doc.path,
-            language=doc.language_id or language_for_path(doc.path) or "",
-            text=doc.text,
-            line=pos.line,
-            column=pos.column,
-            open_files=tuple(p for p in session.buffers.recent if p != doc.path),
-        )
+        cursor = session.cursor_at(doc, pos)
         decision = budget_for(settings, session.adaptive, strategy) if budget is None else None
         if decision is not None:
             budget = decision.tokens

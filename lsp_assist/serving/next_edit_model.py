@@ -24,7 +24,6 @@ from functools import partial
 from lsp_assist.backends import BackendUsage, CancelToken, GenerationRequest, time_caps
 from lsp_assist.context import (
     RECENT_EDITS,
-    Cursor,
     LineEdit,
     Rejoin,
     choose_rewrite_format,
@@ -35,7 +34,7 @@ from lsp_assist.context import (
     rewrite_prompt,
     smallest_edits,
 )
-from lsp_assist.documents import DocumentSnapshot, Position, TextChange, language_for_path
+from lsp_assist.documents import DocumentSnapshot, Position, TextChange
 from lsp_assist.errors import LspAssistError
 from lsp_assist.serving.adaptive_budget import choose
 from lsp_assist.serving.session import Session
@@ -106,17 +105,8 @@ class ModelRewriter:
         engine = self._session.context_engine()
         if engine is None:
             return []
-        view = job.view
-        cursor = Cursor(
-            path=view.path,
-            language=view.language_id or language_for_path(view.path) or "",
-            text=view.text,
-            line=job.cursor.line,
-            column=job.cursor.column,
-            open_files=tuple(p for p in self._session.buffers.recent if p != view.path),
-        )
         try:
-            prompt = engine.build(cursor)
+            prompt = engine.build(self._session.cursor_at(job.view, job.cursor))
         except LspAssistError as exc:
             log.debug("next edit: no related code: %s", exc)
             return []
@@ -173,7 +163,7 @@ class ModelRewriter:
         )
         budget = choose(settings, session.adaptive).tokens
         prompt, _ = fit_rewrite_prompt(
-            lambda e, r: build(e, r),
+            build,
             lambda text: len(backend.tokenize(text, special=True)),
             budget,
             edits,

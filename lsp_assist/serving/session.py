@@ -25,7 +25,8 @@ from pathlib import Path
 
 from lsp_assist.backends import Backend, create_backend, memory_plan
 from lsp_assist.config import Settings, workspace_cache_dir
-from lsp_assist.context import ContextEngine, attach_vectors
+from lsp_assist.context import ContextEngine, Cursor, attach_vectors
+from lsp_assist.documents import DocumentSnapshot, Position, language_for_path
 from lsp_assist.errors import BackendError, LspAssistError, ModelLoadError
 from lsp_assist.index import EmptyIndex, VectorIndex, WorkspaceIndex
 from lsp_assist.serving.adaptive_budget import AdaptiveBudget, calibrate, is_explicit
@@ -264,6 +265,17 @@ class Session:
         metrics = self.metrics
         if metrics is not None:
             metrics.record_shown(record)
+
+    def cursor_at(self, doc: DocumentSnapshot, pos: Position) -> Cursor:
+        """The context engine's view of ``pos`` in ``doc``: its text, language, open files."""
+        return Cursor(
+            path=doc.path,
+            language=doc.language_id or language_for_path(doc.path) or "",
+            text=doc.text,
+            line=pos.line,
+            column=pos.column,
+            open_files=tuple(p for p in self.buffers.recent if p != doc.path),
+        )
 
     def model_name(self) -> str:
         """The model's file name (or the model setting, before a load): stats split by it."""
