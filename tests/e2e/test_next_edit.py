@@ -62,21 +62,28 @@ def inline_edit(client: StdioClient, uri: str, version: int, line: int) -> Any:
     return client.request("textDocument/copilotInlineEdit", params)
 
 
-def rename_area(client: StdioClient, uri: str, version: int) -> None:
-    """Select ``area`` in its def and type ``surface`` key by key (one burst)."""
+def retype(
+    client: StdioClient, uri: str, version: int, line: int, start: int, old: str, new: str
+) -> None:
+    """Select ``old`` at ``line``:``start`` and type ``new`` key by key (one burst)."""
 
     def at(c: int) -> dict[str, int]:
-        return {"line": 0, "character": c}
+        return {"line": line, "character": c}
 
-    changes = [{"range": {"start": at(4), "end": at(8)}, "text": ""}]
+    changes = [{"range": {"start": at(start), "end": at(start + len(old))}, "text": ""}]
     changes += [
-        {"range": {"start": at(4 + i), "end": at(4 + i)}, "text": ch}
-        for i, ch in enumerate("surface")
+        {"range": {"start": at(start + i), "end": at(start + i)}, "text": ch}
+        for i, ch in enumerate(new)
     ]
     client.notify(
         "textDocument/didChange",
         {"textDocument": {"uri": uri, "version": version}, "contentChanges": changes},
     )
+
+
+def rename_area(client: StdioClient, uri: str, version: int) -> None:
+    """Select ``area`` in its def and type ``surface`` key by key (one burst)."""
+    retype(client, uri, version, 0, 4, "area", "surface")
 
 
 def test_a_rename_is_answered_with_the_remaining_references(
@@ -182,19 +189,7 @@ def test_the_model_source_proposes_the_renamed_uses_from_the_real_model(tmp_path
             "textDocument/didOpen",
             {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": STATS}},
         )
-
-        def at(c: int) -> dict[str, int]:
-            return {"line": 1, "character": c}
-
-        changes = [{"range": {"start": at(4), "end": at(9)}, "text": ""}]
-        changes += [
-            {"range": {"start": at(4 + i), "end": at(4 + i)}, "text": ch}
-            for i, ch in enumerate("count")
-        ]
-        client.notify(
-            "textDocument/didChange",
-            {"textDocument": {"uri": uri, "version": 2}, "contentChanges": changes},
-        )
+        retype(client, uri, 2, 1, 4, "total", "count")
         params = {
             "textDocument": {"uri": uri, "version": 2},
             "position": {"line": 1, "character": 9},
