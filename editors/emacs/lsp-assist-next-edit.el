@@ -35,6 +35,12 @@
   "Seconds point rests after a change before a next edit is asked for."
   :type 'number)
 
+(defcustom lsp-assist-next-edit-timeout 120
+  "Seconds to wait for the server's answer (nil: no limit).
+jsonrpc's own default is 10 s, and the model source of next edits (`nextEdit' model or
+both) can take 10-20 s on a CPU: its answer would be thrown away on arrival."
+  :type '(choice number (const nil)))
+
 (defface lsp-assist-next-edit-face
   '((t :inherit diff-removed))
   "The text a next edit replaces.")
@@ -192,7 +198,8 @@
                                       (plist-put record :shown edit)
                                       (lsp-assist-next-edit--show server edit))))))))
                         :error-fn (lambda (err) (plist-put record :error err))
-                        :timeout-fn (lambda () (plist-put record :error 'timeout))))))
+                        :timeout-fn (lambda () (plist-put record :error 'timeout))
+                        :timeout lsp-assist-next-edit-timeout))))
           (setq lsp-assist-next-edit--pending (cons server id)))))))
 
 (defun lsp-assist-next-edit--schedule ()

@@ -331,13 +331,14 @@ def _rename(
     binding = _binding_kind(site)
     if parent is not None and parent.type == "attribute" and _is_field(site, parent, "attribute"):
         return _method_renamed(root, src, site, parent, old, new)
-    if binding:
+    if binding and not _bound_elsewhere(root, src, site, new):
         scope = _scope_of(site)
-        # the new name must not already be bound there (the user picked an existing one)
-        for other in _identifiers(root, src, new, _key(scope)):
-            elsewhere = _key(other) != (lo, hi) and _binding_kind(other)
-            if elsewhere and _key(_scope_of(other)) == _key(scope):
-                return None
+    elif binding and _Resolver(root, src, old, None).resolve(site) is not None:
+        return None  # the new name is bound here already and the old one too: a switch
+    elif binding:
+        # the new name is bound here already and the old one no longer is: an accepted
+        # follow-up at a rebinding (`count += value` after `count = 0`), the rename goes on
+        scope = _scope_of(site)
     else:
         old_scope = _Resolver(root, src, old, None).resolve(site)
         new_scope = _Resolver(root, src, new, None).resolve(site)
@@ -367,6 +368,15 @@ def _rename(
         line=row,
         module_level=scope.type == "module",
     )
+
+
+def _bound_elsewhere(root: Node, src: bytes, site: Node, name: str) -> bool:
+    """True when ``name`` is bound in ``site``'s scope other than at ``site``."""
+    scope = _key(_scope_of(site))
+    for other in _identifiers(root, src, name, scope):
+        if _key(other) != _key(site) and _binding_kind(other) and _key(_scope_of(other)) == scope:
+            return True
+    return False
 
 
 def _method_renamed(

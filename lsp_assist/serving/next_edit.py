@@ -11,7 +11,9 @@ or ``both``): :meth:`NextEdits.propose` also hands back a
 model thread (:meth:`NextEdits.rewrite`, through ``Scheduler.rewrite``) and folds in on
 the event loop (:meth:`NextEdits.merge`). A request whose version is not the buffer's,
 or whose buffer changed while the model wrote, gets nothing (never an edit against the
-wrong text). ``nextEdit`` = ``off`` answers nothing. Everything but :meth:`rewrite`
+wrong text). Once one of a rewrite's edits is accepted, the next request answers the
+rest of that rewrite, shifted, without a new model call, as long as the buffer is what
+the accept made it. ``nextEdit`` = ``off`` answers nothing. Everything but :meth:`rewrite`
 runs on the thread that applies the edits (the event loop).
 """
 
@@ -87,6 +89,36 @@ class NextEditCounters:
     """Edits the model source proposed."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Carried:
+    """The rest of a model rewrite after one of its edits was accepted.
+
+    ``text`` is the buffer as the accepted edit left it; each edit is
+    ``(start, end, text, reason)`` in code point offsets of that text."""
+
+    uri: str
+    text: str
+    edits: tuple[tuple[int, int, str, str], ...]
+
+
+def _carry(accepted: ProposedEdit, siblings: list[ProposedEdit]) -> _Carried:
+    """What is left of ``siblings`` once ``accepted`` (one of them or not) is applied."""
+    view = accepted.view
+    a0, a1 = view.offset_at(accepted.start), view.offset_at(accepted.end)
+    text = view.text[:a0] + accepted.text + view.text[a1:]
+    shift = len(accepted.text) - (a1 - a0)
+    kept: list[tuple[int, int, str, str]] = []
+    for edit in siblings:
+        if edit.id == accepted.id or _overlap(edit.start, edit.end, accepted.start, accepted.end):
+            continue
+        s0, s1 = view.offset_at(edit.start), view.offset_at(edit.end)
+        if s1 <= a0:
+            kept.append((s0, s1, edit.text, edit.reason))
+        elif s0 >= a1:
+            kept.append((s0 + shift, s1 + shift, edit.text, edit.reason))
+    return _Carried(view.uri, text, tuple(kept))
+
+
 def _column(line: str, byte_column: int) -> int:
     """The code point column of a byte column of ``line``."""
     if line.isascii():
@@ -119,6 +151,9 @@ class NextEdits:
         self.counters = NextEditCounters()
         self._answered: OrderedDict[str, ProposedEdit] = OrderedDict()
         self._rewriter = ModelRewriter(session)
+        self._model_edits: list[ProposedEdit] = []
+        """The newest answer's edits from the model (their rest outlives an accept)."""
+        self._carried: _Carried | None = None
 
     @property
     def mode(self) -> str:
@@ -152,14 +187,45 @@ class NextEdits:
             self.counters.stale += 1
             return NextEditAnswer(note=f"stale: version {version}, the buffer is {doc.version}")
         answer = NextEditAnswer(source=mode)
-        if mode != "symbolic":
+        carried = self._carried_edits(doc.snapshot()) if mode != "symbolic" else []
+        if mode != "symbolic" and not carried:
             answer.job = self._job(uri, cursor)
             if answer.job is None:
                 answer.note = "no recent edit"
         if mode != "model":
             symbolic = self._symbolic(uri, cursor)
             answer.edits, answer.note, answer.edit = symbolic.edits, symbolic.note, symbolic.edit
+        if carried:
+            taken = [(e.start, e.end) for e in answer.edits if e.view.uri == uri]
+            carried = [e for e in carried if not any(_overlap(e.start, e.end, *t) for t in taken)]
+            self._model_edits = carried
+            answer.edits = (answer.edits + carried)[:MAX_EDITS]
+            answer.note = answer.note if answer.edits else "the rest of the last rewrite"
         return answer
+
+    def _carried_edits(self, view: DocumentSnapshot) -> list[ProposedEdit]:
+        """The rest of the model's last rewrite, when the buffer is as its accept left it.
+
+        The rewrite proposed several edits at once; once one is accepted the others still
+        hold (shifted by it), so they are answered without asking the model again. Any
+        other change to the buffer drops them: the model then rewrites the new text."""
+        carried, self._carried = self._carried, None
+        if carried is None or carried.uri != view.uri or carried.text != view.text:
+            return []
+        found = [
+            ProposedEdit(
+                view,
+                view.position_at_offset(start),
+                view.position_at_offset(end),
+                text,
+                "model",
+                reason,
+                uuid.uuid4().hex,
+            )
+            for start, end, text, reason in carried.edits
+        ]
+        self.counters.rewrite_edits += len(found)
+        return found
 
     def _job(self, uri: str, cursor: Position | None) -> RewriteJob | None:
         """The model source's work for this request (None: nothing to follow)."""
@@ -201,6 +267,7 @@ class NextEdits:
         found.sort(key=lambda e: (abs(e.start.line - line), e.start.line < line))
         self.counters.rewrite_edits += len(found)
         self._remember(found)
+        self._model_edits = found
         answer.edits = (answer.edits + found)[:MAX_EDITS]
         if not answer.edits and outcome.note:
             answer.note = outcome.note
@@ -288,4 +355,11 @@ class NextEdits:
         edit = self._answered.pop(edit_id, None)
         if edit is not None:
             self.counters.accepted += 1
+            view = edit.view
+            siblings = [
+                e
+                for e in self._model_edits
+                if e.view.uri == view.uri and e.view.version == view.version and e.id != edit_id
+            ]
+            self._carried = _carry(edit, siblings) if siblings else None
         return edit

@@ -82,6 +82,20 @@ def test_a_name_switched_to_an_existing_one_is_not_a_rename() -> None:
     assert edit(CODE, "helper(part", "len(part") == ("", [])
 
 
+def test_an_accepted_follow_up_at_a_rebinding_continues_the_rename() -> None:
+    """``total = ...`` renamed, then its follow-up ``total += ...`` accepted: the last use
+    follows (the new name is bound twice now, the old one nowhere)."""
+    renamed = CODE.replace("total = len", "count = len")
+    what, found = edit(renamed, "total", "count", lead="        ")
+    assert what == "local variable"
+    assert found == [(7, "total", "count")]
+    # while the old name is still bound there, the same edit is a switch to another name
+    assert edit(CODE.replace("total = len", "total = count = len"), "total", "count", nth=1) == (
+        "",
+        [],
+    )
+
+
 def test_a_parameter_added_then_one_call_updated_gives_the_other_calls() -> None:
     what, found = edit(CODE, "path, flag)", "path, flag, extra)")
     assert what == "function" and all(text == ", extra" for _, _, text in found)

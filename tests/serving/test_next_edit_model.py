@@ -256,3 +256,40 @@ def test_an_edit_that_puts_back_what_a_recent_edit_replaced_is_dropped(
     backend.answer = reverted.replace("    print(total)", "    print(count)") + "```"
     edits = ask(next_edits, uri, version + 1)
     assert [(line, text) for line, _, _, _, text in edits] == [(4, "count")]
+
+
+def test_after_an_accept_the_rest_of_the_rewrite_is_answered_without_the_model(
+    tmp_path: Path, uri: str
+) -> None:
+    """The rewrite changed three lines; the user accepts the middle one, which makes its
+    line 7 characters longer: the other two come back at once, at their places in the
+    new text (the last one shifted by the accepted edit), and no second rewrite runs. A
+    change of the user's own then asks the model again."""
+    backend = RewriteBackend(RIGHT.replace("print(count)", "print(count, count)") + "```")
+    session = open_session(tmp_path, backend)
+    next_edits = NextEdits(session)
+    version = rename_total(session, uri)
+    answer = next_edits.propose(uri, version, Position(1, 9))
+    assert answer.job is not None
+    answer = next_edits.merge(answer, next_edits.rewrite(answer.job, CancelToken()))
+    by_line = {e.start.line: e for e in answer.edits}
+    assert sorted(by_line) == [3, 4, 5]
+    accepted = by_line[4]
+    assert accepted.text == "count, count"
+    session.buffers.change(uri, version + 1, [(accepted.start, accepted.end, accepted.text)])
+    assert next_edits.accept(accepted.id) is accepted
+    again = next_edits.propose(uri, version + 1, Position(4, 10))
+    assert again.job is None  # no model call
+    rest = sorted((e.start.line, e.start.column, e.end.column, e.text) for e in again.edits)
+    assert rest == [(3, 8, 13, "count"), (5, 11, 16, "count")]
+    assert all(e.view.version == version + 1 and e.kind == "model" for e in again.edits)
+    assert len(backend.requests) == 1
+    # accepting one of the rest carries the last one on in the same way
+    session.buffers.change(uri, version + 2, [(Position(3, 8), Position(3, 13), "count")])
+    third = next(e for e in again.edits if e.start.line == 3)
+    assert next_edits.accept(third.id) is third
+    last = next_edits.propose(uri, version + 2, Position(3, 8))
+    assert [(e.start.line, e.start.column, e.text) for e in last.edits] == [(5, 11, "count")]
+    # the user's own change: the rest is dropped and the model rewrites the new text
+    session.buffers.change(uri, version + 3, [(Position(0, 0), Position(0, 0), "#\n")])
+    assert next_edits.propose(uri, version + 3, Position(5, 0)).job is not None
