@@ -243,6 +243,11 @@ class NextEdits:
             cursor = view.position_at_offset(newest.end)
         return RewriteJob(view, cursor, tuple(history.changes()))
 
+    def current(self, job: RewriteJob) -> bool:
+        """True while the buffer is still the one ``job`` was made for."""
+        doc = self._session.buffers.get(job.view.uri)
+        return doc is not None and doc.version == job.view.version
+
     def rewrite(self, job: RewriteJob, cancel: CancelToken) -> RewriteOutcome:
         """Run the model source's ``job`` (on the model thread: it blocks on the model)."""
         return self._rewriter.rewrite(job, cancel)
@@ -254,8 +259,7 @@ class NextEdits:
         if job is None:
             return answer
         self.counters.rewrites += 1
-        doc = self._session.buffers.get(job.view.uri)
-        if doc is None or doc.version != job.view.version:
+        if not self.current(job):
             self.counters.stale += 1
             answer.edits, answer.note = [], "stale: the buffer changed while the model wrote"
             return answer

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from lsp_assist.backends import CancelToken
@@ -55,6 +56,12 @@ def _settle(future: asyncio.Future[CompletionOutcome], answer: CompletionOutcome
     """Set an early answer unless the request is over already."""
     if not future.done():
         future.set_result(answer)
+
+
+COMPLETION_FIRST = "completion requested"
+"""Why a completion cancels a prefill or a rewrite (the rewrite then runs again)."""
+REWRITE_RETRIES = 3
+"""How often a rewrite cancelled by completions runs again."""
 
 
 @dataclass(eq=False)
@@ -111,23 +118,36 @@ class Scheduler:
         finally:
             self._prefills.discard(token)
 
-    async def rewrite(self, func: Callable[[CancelToken], T]) -> T:
+    async def rewrite(
+        self, func: Callable[[CancelToken], T], *, wanted: Callable[[], bool] | None = None
+    ) -> T:
         """Run a next-edit rewrite on the model thread; a newer rewrite or a completion
-        cancels it (the user moved on; the suggestion at the cursor comes first)."""
+        cancels it (the user moved on; the suggestion at the cursor comes first).
+
+        Cancelled by a completion while ``wanted()`` still holds (the buffer is the one the
+        rewrite is for), it runs again after that completion, up to ``REWRITE_RETRIES``
+        times: Emacs asks for a suggestion and a next edit after the same change, and the
+        suggestion would otherwise empty every model answer."""
         for older in list(self._rewrites):
             older.cancel("superseded")
-        token = CancelToken()
-        self._rewrites.add(token)
-        try:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self.executor, lambda: token.call(func, token))
-        finally:
-            self._rewrites.discard(token)
+        loop = asyncio.get_running_loop()
+        tries = 0
+        while True:
+            token = CancelToken()
+            self._rewrites.add(token)
+            try:
+                result = await loop.run_in_executor(self.executor, partial(token.call, func, token))
+            finally:
+                self._rewrites.discard(token)
+            again = token.reason == COMPLETION_FIRST and wanted is not None and wanted()
+            if not again or tries == REWRITE_RETRIES:
+                return result
+            tries += 1
 
     def _supersede(self, ticket: _Ticket, *, hit: bool = False) -> None:
         """Cancel older work for a new query; a cache ``hit`` leaves early answers writing on."""
         for token in list(self._prefills) + list(self._rewrites):
-            token.cancel("completion requested")
+            token.cancel(COMPLETION_FIRST)
         uri = ticket.query.uri
         previous = self._latest.get(uri)
         if previous is not None and previous is not ticket.cancel:

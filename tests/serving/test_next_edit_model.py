@@ -20,6 +20,7 @@ from lsp_assist.backends.base import CancelToken, GenerationRequest, GenerationR
 from lsp_assist.config import parse_settings
 from lsp_assist.documents import Position
 from lsp_assist.serving import CompletionEngine, CompletionQuery, NextEdits, Session
+from lsp_assist.serving.next_edit_model import RewriteOutcome
 from lsp_assist.serving.scheduler import Scheduler
 from tests.serving.fakes import CharBackend
 
@@ -233,6 +234,46 @@ def test_a_completion_and_a_newer_rewrite_cancel_a_running_rewrite(
         scheduler.shutdown()
         scheduler.executor.shutdown(wait=True)
     assert (one, two) == ("cancelled", "cancelled") and note == "rewrite cancelled"
+
+
+def test_a_rewrite_cut_by_a_completion_runs_again_after_it(tmp_path: Path, uri: str) -> None:
+    """Emacs asks for a suggestion and a next edit after the same change: the suggestion
+    cancels the rewrite, which then runs again behind it while the buffer is unchanged
+    and answers the remaining uses; after a change of the buffer it does not run again."""
+    backend = RewriteBackend(RIGHT + "```", step_s=0.005)
+    session = open_session(tmp_path, backend)
+    next_edits = NextEdits(session)
+    version = rename_total(session, uri)
+    scheduler = Scheduler(CompletionEngine(session))
+
+    async def cut(change: bool) -> RewriteOutcome:
+        answer = next_edits.propose(uri, version, Position(1, 9))
+        job = answer.job
+        assert job is not None
+        running = asyncio.ensure_future(
+            scheduler.rewrite(
+                lambda c: next_edits.rewrite(job, c), wanted=lambda: next_edits.current(job)
+            )
+        )
+        await asyncio.sleep(0.1)
+        if change:
+            session.buffers.change(uri, version + 1, [(Position(0, 0), Position(0, 0), "#\n")])
+        doc = session.buffers.snapshot(uri)
+        assert doc is not None
+        await scheduler.complete(CompletionQuery(snapshot=doc, line=1, column=9))
+        return await running
+
+    try:
+        again = asyncio.run(cut(change=False))
+        rewrites = len([r for r in backend.requests if r.task_type == "next_edit"])
+        gone = asyncio.run(cut(change=True))
+    finally:
+        scheduler.shutdown()
+        scheduler.executor.shutdown(wait=True)
+    assert again.stop_reason != "cancelled" and len(again.edits) == 3
+    assert rewrites == 2  # the cut one and the one after the completion
+    assert gone.stop_reason == "cancelled"
+    assert len([r for r in backend.requests if r.task_type == "next_edit"]) == rewrites + 1
 
 
 def test_an_edit_that_puts_back_what_a_recent_edit_replaced_is_dropped(

@@ -91,7 +91,10 @@ def register(server: LspAssistServer) -> None:
         answer = next_edits.propose(uri, version if isinstance(version, int) else None, cursor)
         job = answer.job
         if job is not None and ls.scheduler is not None:
-            outcome = await ls.scheduler.rewrite(lambda cancel: next_edits.rewrite(job, cancel))
+            outcome = await ls.scheduler.rewrite(
+                lambda cancel: next_edits.rewrite(job, cancel),
+                wanted=lambda: next_edits.current(job),
+            )
             answer = next_edits.merge(answer, outcome)
         return {"edits": [_lsp_edit(ls, edit) for edit in answer.edits]}
 
