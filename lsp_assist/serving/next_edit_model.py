@@ -162,14 +162,14 @@ class ModelRewriter:
             original_window(view.text, window, newest),
         )
         budget = choose(settings, session.adaptive).tokens
-        prompt, _ = fit_rewrite_prompt(
-            build,
-            lambda text: len(backend.tokenize(text, special=True)),
-            budget,
-            edits,
-            self._related(job),
-        )
-        tokens = backend.tokenize(prompt, special=True)
+        last: list[list[int]] = [[]]
+
+        def count(text: str) -> int:
+            last[0] = backend.tokenize(text, special=True)  # the fit's last try is the prompt
+            return len(last[0])
+
+        fit_rewrite_prompt(build, count, budget, edits, self._related(job))
+        tokens = last[0]
         rejoin = Rejoin(window.lines)
         caps = time_caps(settings.model)
         window_tokens = len(backend.tokenize(window.text))
