@@ -5,8 +5,12 @@ backends -> serving, with telemetry around it. ``lsp_assist.lsp`` and
 ``lsp_assist.cli`` are thin layers on top.
 """
 
-from lsp_assist.config import Settings, parse_settings
-from lsp_assist.errors import (
+from lsp_assist._native import load_llama_first
+
+load_llama_first()  # before anything imports numpy: a CUDA build crashes otherwise
+
+from lsp_assist.config import Settings, parse_settings  # noqa: E402
+from lsp_assist.errors import (  # noqa: E402
     BackendError,
     ConfigError,
     ContextError,

@@ -46,7 +46,8 @@ class ModelSettings:
     batch_size: int = 512
     gpu_layers: int = 0
     draft: DraftMode = "auto"
-    """``auto``: the draft model when there is one, else prompt lookup."""
+    """``auto``: the draft model when there is one, else prompt lookup; off with every
+    layer on a GPU."""
     draft_tokens: int = 4
     draft_min_acceptance: float = 0.5
     batch_invariant: bool = True

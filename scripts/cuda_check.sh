@@ -2,12 +2,17 @@
 # GPU check of the in-process backend on a CUDA machine (docs/backends.md, "GPU offload").
 #
 #   scripts/cuda_check.sh prepare   # here, with PyPI: llama-cpp-python's pinned source,
-#                                   # pruned to ~25 MB, and its pure-Python packages in .gpu/
+#                                   # pruned to ~26 MB, and its pure-Python packages in .gpu/
 #   scripts/cuda_check.sh run       # on the CUDA machine (nvcc, cmake, ninja, numpy, pytest):
 #                                   # build libllama for CUDA (~160 s on 16 cores), then
 #                                   # tests/backends/test_gpu.py
+#   scripts/cuda_check.sh model GGUF [DRAFT_GGUF]
+#                                   # build if not yet, then a packaged model on the GPU
+#                                   # beside the CPU (scripts/gpu_model_check.py)
 #
-# .gpu/ is ignored by git (add "/.gpu/" to .git/info/exclude) and travels to the machine.
+# .gpu/ is ignored by .gitignore (so a device machine keeps it between calls) and travels
+# there named in carry. A model that does not fit one call (64 MiB) travels in chunks:
+# docs/backends.md, "GPU offload".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-run}
@@ -15,20 +20,28 @@ version=$(grep -E '^llama-cpp-python==' constraints.txt | cut -d= -f3)
 
 if [ "$mode" = prepare ]; then
     rm -rf .gpu && mkdir -p .gpu/src .gpu/site
-    .venv/bin/python -m pip download --no-deps --no-binary :all: -d .gpu/src "llama-cpp-python==$version"
+    python3 -m pip download -q --no-deps --no-binary :all: -d .gpu/src "llama-cpp-python==$version"
+    python3 -m pip download -q --no-deps --only-binary :all: -d .gpu/src \
+        "$(grep -E '^diskcache==' constraints.txt)" "$(grep -E '^gguf==' constraints.txt)"
     tar xzf .gpu/src/llama_cpp_python-"$version".tar.gz -C .gpu/src
     mv .gpu/src/llama_cpp_python-"$version"/vendor/llama.cpp .gpu/llama.cpp
     (cd .gpu/llama.cpp && rm -rf models docs tools tests benches examples gguf-py scripts media grammars)
     (cd .gpu/llama.cpp/ggml/src && rm -rf ggml-{cann,et,hexagon,hip,metal,musa,opencl,openvino,rpc,sycl,virtgpu,vulkan,webgpu,zdnn,zendnn,blas})
-    site=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-    cp -r "$site"/llama_cpp "$site"/diskcache "$site"/gguf .gpu/site/
+    cp -r .gpu/src/llama_cpp_python-"$version"/llama_cpp .gpu/site/
+    for whl in .gpu/src/*.whl; do python3 -m zipfile -e "$whl" .gpu/site; done
     rm -rf .gpu/site/llama_cpp/lib/* .gpu/site/llama_cpp/server .gpu/src
-    find .gpu/site -name __pycache__ -prune -exec rm -rf {} +
     du -sh .gpu
     exit 0
 fi
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+export PYTHONPATH=$PWD/.gpu/site:$PWD PYTHONUNBUFFERED=1
+# one build at a time: a second call waits for a build running in the background
+exec 9>.gpu/build.lock
+flock 9
+if ls .gpu/site/llama_cpp/lib/libllama.so* >/dev/null 2>&1; then
+    echo "build: kept from an earlier run"
+else
 t0=$(date +%s)
 # FA kernels off: the backend runs with flash attention off (docs/backends.md)
 cmake -S .gpu/llama.cpp -B .gpu/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
@@ -38,8 +51,13 @@ cmake -S .gpu/llama.cpp -B .gpu/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUIL
     -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON >.gpu/cmake.log
 ninja -C .gpu/build llama >.gpu/build.log
 echo "build: $(($(date +%s) - t0)) s"
+mkdir -p .gpu/site/llama_cpp/lib
 cp -a .gpu/build/bin/*.so* .gpu/site/llama_cpp/lib/
-export PYTHONPATH=$PWD/.gpu/site:$PWD PYTHONUNBUFFERED=1
+fi
+flock -u 9
 python3 -c "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"
-# faulthandler off: every process that segfaulted in the model load had it on (docs/backends.md)
-python3 -m pytest -q -rA -p no:cacheprovider -p no:faulthandler -o addopts="" tests/backends/test_gpu.py || true
+if [ "$mode" = model ]; then
+    python3 scripts/gpu_model_check.py --model "$2" ${3:+--draft-model "$3"} --json "${OUT:-.gpu}/gpu_model_check.json"
+    exit $?
+fi
+python3 -m pytest -q -rA -p no:cacheprovider -o addopts="" tests/backends/test_gpu.py || true

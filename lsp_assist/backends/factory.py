@@ -15,6 +15,7 @@ from pathlib import Path
 from lsp_assist.backends.base import Backend
 from lsp_assist.backends.memory import MemoryPlan, plan_memory
 from lsp_assist.backends.models import preset_path, resolve_model
+from lsp_assist.backends.vocab import gpu_offload_available
 from lsp_assist.config import ModelSettings
 from lsp_assist.errors import LspAssistError, ModelLoadError
 
@@ -33,9 +34,12 @@ def resolve_model_settings(settings: ModelSettings) -> ModelSettings:
 
     ``modelPath`` wins over ``model``; a preset brings its draft preset unless
     ``draftModelPath`` names one; ``draft: auto`` drafts with the model when there is a
-    draft model and with prompt lookup otherwise.
+    draft model and with prompt lookup otherwise, and not at all when every layer runs
+    on a GPU (measured slower there: docs/backends.md, "Drafting on a GPU").
     """
     draft_path = settings.draft_model_path.strip()
+    if settings.draft == "auto" and all_layers_on_gpu(settings):
+        settings = dataclasses.replace(settings, draft="off")
     if settings.model_path.strip():
         main = Path(settings.model_path).expanduser()
     else:
@@ -49,6 +53,11 @@ def resolve_model_settings(settings: ModelSettings) -> ModelSettings:
     return dataclasses.replace(
         settings, model_path=str(main), draft_model_path=draft_path, draft=mode
     )
+
+
+def all_layers_on_gpu(settings: ModelSettings) -> bool:
+    """Return True when ``settings`` offload every layer and the build can offload."""
+    return settings.backend == "local" and settings.gpu_layers < 0 and gpu_offload_available()
 
 
 def memory_plan(settings: ModelSettings, *, loaded: ModelSettings | None = None) -> MemoryPlan:

@@ -132,6 +132,14 @@ def llama_cpp_lib() -> Any:
     return llama_cpp
 
 
+def gpu_offload_available() -> bool:
+    """Return True when this llama.cpp build can offload layers (CUDA, Metal, ...)."""
+    try:
+        return bool(llama_cpp_lib().llama_supports_gpu_offload())
+    except ModelLoadError:
+        return False
+
+
 class Vocabulary:
     """A GGUF model loaded by llama.cpp, seen as its tokenizer and metadata.
 

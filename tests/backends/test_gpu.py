@@ -85,15 +85,23 @@ def test_every_layer_is_offloaded(gguf_path: Path, caplog: pytest.LogCaptureFixt
         backend.close()
 
 
-def test_verified_rows_are_bit_identical_on_gpu(gpu: LocalBackend) -> None:
+def test_verified_rows_are_bit_identical_on_gpu(
+    gpu: LocalBackend, gguf_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if "F32" in gguf_path.name:
+        # seen on an H200 (2026-12-04): Q8_0 rows are bit-identical (one quantized kernel
+        # up to 8 rows), F32 rows are not (docs/backends.md, "GPU offload")
+        request.applymarker(pytest.mark.xfail(reason="CUDA F32 matmul kernels differ by rows"))
     prompt = [1, *gpu.tokenize("def abc(x): return x + abc(x - 1) " * 8)]
     follow = gpu.tokenize("def abcdef")[: INVARIANT_MAX_ROWS - 1]
     check_rows_bit_identical(gpu, prompt, follow, (2, len(follow)))
 
 
-@pytest.mark.parametrize("draft", ["prompt-lookup", "model"])
-def test_drafting_matches_greedy_on_gpu(gguf_path: Path, draft: str) -> None:
-    settings = _settings(draft=draft, draft_model_path=str(gguf_path) if draft == "model" else "")
+def test_drafting_matches_greedy_on_gpu(gguf_path: Path) -> None:
+    # the draft model (the same file) proposes at every step; prompt lookup proposes
+    # nothing on a random model's output (seen on the CPU too), so it is checked with a
+    # packaged model by scripts/gpu_model_check.py
+    settings = _settings(draft="model", draft_model_path=str(gguf_path))
     backend = LocalBackend(settings, model_path=gguf_path)
     try:
         prompt = [1, *backend.tokenize("abc def ghi abc def ghi abc def ghi abc de")]

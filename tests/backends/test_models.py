@@ -139,3 +139,32 @@ def test_the_default_settings_load_the_coder_model_with_its_fim_tokens() -> None
         assert "<|repo_name|>" in info.special_tokens and "<|file_sep|>" in info.special_tokens
     finally:
         backend.close()
+
+
+def test_auto_drafting_is_off_with_every_layer_on_a_gpu(
+    fake_preset: ModelPreset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lsp_assist.backends import factory
+
+    monkeypatch.setitem(
+        models.PRESETS, "fake-3b", ModelPreset(**{**fake_preset.__dict__, "draft": "fake-1b"})
+    )
+    monkeypatch.setattr(factory, "gpu_offload_available", lambda: True)
+    gpu = resolve_model_settings(ModelSettings(model="fake-3b", gpu_layers=-1))
+    assert (gpu.draft, gpu.draft_model_path) == ("off", "")
+    partial = resolve_model_settings(ModelSettings(model="fake-3b", gpu_layers=10))
+    assert partial.draft == "model"
+    asked = resolve_model_settings(ModelSettings(model="fake-3b", gpu_layers=-1, draft="model"))
+    assert asked.draft == "model"
+
+
+def test_this_cpu_build_keeps_drafting_when_asked_for_every_layer(
+    fake_preset: ModelPreset,
+) -> None:
+    # the real build here offloads nothing: gpuLayers -1 changes nothing
+    from lsp_assist.backends.vocab import gpu_offload_available
+
+    if gpu_offload_available():
+        pytest.skip("this llama.cpp build offloads to a GPU")
+    cpu = resolve_model_settings(ModelSettings(model="fake-1b", gpu_layers=-1))
+    assert cpu.draft == "prompt-lookup"

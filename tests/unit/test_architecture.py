@@ -22,6 +22,7 @@ PACKAGE = "lsp_assist"
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 
 LAYERS: dict[str, int] = {
+    "_native": 0,  # loads libllama before numpy; imports nothing of the package
     "errors": 0,
     "config": 1,
     "": 2,  # the root package lsp_assist itself (its __init__)
