@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 
 from lsp_assist.backends.base import Backend
+from lsp_assist.backends.gguf_meta import read_gguf_header
 from lsp_assist.backends.memory import MemoryPlan, plan_memory
 from lsp_assist.backends.models import preset_path, resolve_model
 from lsp_assist.backends.vocab import gpu_offload_available
@@ -38,15 +39,16 @@ def resolve_model_settings(settings: ModelSettings) -> ModelSettings:
     on a GPU (measured slower there: docs/backends.md, "Drafting on a GPU").
     """
     draft_path = settings.draft_model_path.strip()
-    if settings.draft == "auto" and all_layers_on_gpu(settings):
-        settings = dataclasses.replace(settings, draft="off")
+    preset = None
     if settings.model_path.strip():
         main = Path(settings.model_path).expanduser()
     else:
         main, preset = resolve_model(settings.model)
-        wants_draft = settings.draft in ("auto", "model")
-        if preset is not None and preset.draft and not draft_path and wants_draft:
-            draft_path = str(preset_path(preset.draft))
+    if settings.draft == "auto" and all_layers_on_gpu(settings, main):
+        settings = dataclasses.replace(settings, draft="off")
+    wants_draft = settings.draft in ("auto", "model")
+    if preset is not None and preset.draft and not draft_path and wants_draft:
+        draft_path = str(preset_path(preset.draft))
     mode = settings.draft
     if mode == "auto":
         mode = "model" if draft_path else "prompt-lookup"
@@ -55,9 +57,22 @@ def resolve_model_settings(settings: ModelSettings) -> ModelSettings:
     )
 
 
-def all_layers_on_gpu(settings: ModelSettings) -> bool:
-    """Return True when ``settings`` offload every layer and the build can offload."""
-    return settings.backend == "local" and settings.gpu_layers < 0 and gpu_offload_available()
+def all_layers_on_gpu(settings: ModelSettings, model: Path) -> bool:
+    """Return True when ``settings`` offload every layer of ``model`` and the build can.
+
+    ``gpuLayers`` -1, or at least the model's block count (``--gpu-layers 99``).
+    """
+    if settings.backend != "local" or settings.gpu_layers == 0:
+        return False
+    if settings.gpu_layers > 0:
+        try:
+            header = read_gguf_header(model)
+        except LspAssistError:
+            return False
+        blocks = header.get_int(f"{header.architecture}.block_count")
+        if blocks is None or settings.gpu_layers < blocks:
+            return False
+    return gpu_offload_available()
 
 
 def memory_plan(settings: ModelSettings, *, loaded: ModelSettings | None = None) -> MemoryPlan:

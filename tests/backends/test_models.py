@@ -153,9 +153,22 @@ def test_auto_drafting_is_off_with_every_layer_on_a_gpu(
     gpu = resolve_model_settings(ModelSettings(model="fake-3b", gpu_layers=-1))
     assert (gpu.draft, gpu.draft_model_path) == ("off", "")
     partial = resolve_model_settings(ModelSettings(model="fake-3b", gpu_layers=10))
-    assert partial.draft == "model"
+    assert partial.draft == "model"  # the fake GGUF has no block count: not all of it
     asked = resolve_model_settings(ModelSettings(model="fake-3b", gpu_layers=-1, draft="model"))
     assert asked.draft == "model"
+
+
+def test_gpu_layers_at_the_block_count_is_every_layer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lsp_assist.backends import factory
+    from tests.support.tiny_gguf import write_tiny_gguf
+
+    gguf = write_tiny_gguf(tmp_path / "four.gguf", n_embd=32, n_layers=4, n_ff=64)
+    monkeypatch.setattr(factory, "gpu_offload_available", lambda: True)
+    for layers, draft in ((99, "off"), (4, "off"), (3, "prompt-lookup"), (0, "prompt-lookup")):
+        resolved = resolve_model_settings(ModelSettings(model_path=str(gguf), gpu_layers=layers))
+        assert resolved.draft == draft, layers
 
 
 def test_this_cpu_build_keeps_drafting_when_asked_for_every_layer(
