@@ -23,27 +23,12 @@ from typing import Any
 import pytest
 
 from .conftest import EDITORS
+from .next_edit_source import SHAPES
 
 pytestmark = [pytest.mark.editor]
 
 EMACS = shutil.which("emacs")
 TMUX = shutil.which("tmux")
-
-# `area` is used on line 2 (above its definition), defined on line 5, called on 10, 13.
-SHAPES = """def main():
-    print(area(2, 3))
-
-
-def area(width, height, depth):
-    return width * height
-
-
-def total(shapes):
-    return sum(area(w, h, 1) for w, h in shapes)
-
-
-print(area(2, 3, 4))
-"""
 
 
 class Screen:

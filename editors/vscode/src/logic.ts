@@ -1,8 +1,9 @@
 // The extension's logic that needs no VS Code: what the status bar says, which settings
 // to send, how to render a command's result, the doctor command line, the per-client
-// listeners a restart must dispose, and when a lspAssist/suggestionReady notice asks
-// again (early answers). extension.ts wires it to the VS Code API; the unit
-// tests (test/unit/*.test.mjs, node's test runner) import the compiled out/logic.js.
+// listeners a restart must dispose, when a lspAssist/suggestionReady notice asks
+// again (early answers), and which next edit shows and what its key does. extension.ts
+// wires it to the VS Code API; the unit tests (test/unit/*.test.mjs, node's test
+// runner) import the compiled out/logic.js.
 
 /** Settings that go to the server, as its flat camelCase keys. */
 export const SERVER_KEYS = [
@@ -425,4 +426,112 @@ export function partialParams(
 /** lspAssist/didDismissCompletion's params (copilot.el's shape: the command alone). */
 export function dismissParams(item: WireItem | undefined): { item: { command: unknown } } | undefined {
   return item && itemId(item) ? { item: { command: item.command } } : undefined;
+}
+
+// Next edits (issue 22): the server answers textDocument/copilotInlineEdit, GitHub
+// Copilot's method, with edits anywhere in the file (a rename's remaining references, a
+// removed parameter's arguments). The extension shows the first edit of the document at
+// its version, jumps to it on the key and applies it on the key again, then runs the
+// edit's command (github.copilot.didAcceptNextEditSuggestionItem) so the server counts it.
+
+export const NEXT_EDIT_METHOD = 'textDocument/copilotInlineEdit';
+export const DID_SHOW_NEXT_EDIT = 'textDocument/didShowInlineEdit';
+export const NEXT_EDIT_ACCEPT = 'github.copilot.didAcceptNextEditSuggestionItem';
+
+export interface LspRange {
+  start: LspPosition;
+  end: LspPosition;
+}
+
+/** One edit of the server's answer `{edits: [...]}`. */
+export interface NextEdit {
+  text: string;
+  textDocument: { uri: string; version: number };
+  range: LspRange;
+  command?: { title?: string; command: string; arguments?: unknown[] };
+}
+
+/** copilotInlineEdit's params: the document at the version the editor holds, the cursor. */
+export function nextEditParams(
+  uri: string,
+  version: number,
+  position: LspPosition,
+): { textDocument: { uri: string; version: number }; position: LspPosition } {
+  return { textDocument: { uri, version }, position };
+}
+
+/** Whether the server proposes next edits: it lists the accept command unless `nextEdit` is off. */
+export function nextEditOffered(capabilities: unknown): boolean {
+  const commands = (capabilities as { executeCommandProvider?: { commands?: unknown } } | undefined)
+    ?.executeCommandProvider?.commands;
+  return Array.isArray(commands) && commands.includes(NEXT_EDIT_ACCEPT);
+}
+
+function isRange(value: unknown): value is LspRange {
+  const r = value as LspRange | undefined;
+  return !!r && isPosition(r.start) && isPosition(r.end);
+}
+
+/** The edit to show: the first of the answer for `uri` at `version`; none when stale. */
+export function chooseNextEdit(answer: unknown, uri: string, version: number): NextEdit | undefined {
+  const edits = (answer as { edits?: unknown } | null | undefined)?.edits;
+  if (!Array.isArray(edits)) {
+    return undefined;
+  }
+  return edits.find(
+    (edit): edit is NextEdit =>
+      !!edit &&
+      typeof edit.text === 'string' &&
+      isRange(edit.range) &&
+      edit.textDocument?.uri === uri &&
+      edit.textDocument?.version === version,
+  );
+}
+
+/** The key: jump to the edit's start unless the cursor is there already, then apply. */
+export function nextEditAction(cursor: LspPosition, edit: { range: LspRange }): 'jump' | 'apply' {
+  const start = edit.range.start;
+  return cursor.line === start.line && cursor.character === start.character ? 'apply' : 'jump';
+}
+
+/** What the decorations show: the range (struck through for a deletion), the new text's
+ * first line after it (` …` when more lines follow), and the hint on the start line. */
+export interface NextEditView {
+  range: LspRange;
+  deletion: boolean;
+  after: string | undefined;
+  hint: string;
+}
+
+export function nextEditView(edit: NextEdit, key = 'Tab'): NextEditView {
+  const deletion = edit.text === '';
+  const [first, ...rest] = edit.text.split(/\r?\n/);
+  return {
+    range: edit.range,
+    deletion,
+    after: deletion ? undefined : first + (rest.length ? ' …' : ''),
+    hint: deletion ? `next edit: delete (${key})` : `next edit (${key})`,
+  };
+}
+
+/** Offset in `text` of an LSP position (UTF-16 units, as JavaScript strings count). */
+export function offsetAt(text: string, position: LspPosition): number {
+  let offset = 0;
+  for (let line = 0; line < position.line; line++) {
+    const newline = text.indexOf('\n', offset);
+    if (newline < 0) {
+      return text.length;
+    }
+    offset = newline + 1;
+  }
+  const end = text.indexOf('\n', offset);
+  const lineEnd = end < 0 ? text.length : end;
+  return Math.min(offset + position.character, lineEnd);
+}
+
+/** `text` with the edit applied (what the editor's edit does to the document). */
+export function applyNextEdit(text: string, edit: { range: LspRange; text: string }): string {
+  const start = offsetAt(text, edit.range.start);
+  const end = Math.max(start, offsetAt(text, edit.range.end));
+  return text.slice(0, start) + edit.text + text.slice(end);
 }

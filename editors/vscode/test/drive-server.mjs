@@ -14,7 +14,7 @@
 //        [--server lsp-assist] [--server-arg serve]... [--settings JSON]
 //        [--root DIR] [--timeout-ms 60000] [--change-settings JSON] [--retries N]
 //        [--status-poll-ms N] [--logic out/logic.js] [--early [--opt-in] [--early-wait-ms N]]
-//        [--telemetry]
+//        [--telemetry] [--next-edit [--rename-to NAME] [--remove-param NAME]]
 // --retries N asks for the inline completion again (up to N more times, 500 ms apart)
 // while the answer is empty, e.g. while the model is still loading.
 // --status-poll-ms N polls lspAssist.status every N ms from `initialized` until the
@@ -37,6 +37,19 @@
 // dismissed, then the first shown and its first word partly accepted
 // (textDocument/didShowCompletion, lspAssist/didDismissCompletion,
 // textDocument/didPartiallyAcceptCompletion); the report's `telemetry` lists them.
+// --next-edit (needs --logic) checks next edits (textDocument/copilotInlineEdit) as the
+// extension handles them, instead of the inline and completion requests: it renames the
+// definition whose name is at --line/--character to --rename-to (key by key, one
+// didChange per key as VS Code sends them), then, as long as the server proposes one,
+// asks at the cursor, picks the edit to show with --logic's chooseNextEdit, sends
+// textDocument/didShowInlineEdit, presses the key (--logic's nextEditAction: jump, then
+// apply), applies the edit to its copy of the text (applyNextEdit), sends the didChange
+// and runs the edit's command through workspace/executeCommand. A request with the
+// version before the rename's last key must get no edits (stale). With --remove-param it
+// then deletes that parameter from the definition's line and follows the deletions the
+// same way. The report's `nextEdit` holds each step and the texts; no edit after the
+// rename (or after the removal), a stale answer with edits, or more than 20 steps is an
+// error (exit 1).
 
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -55,6 +68,7 @@ import {
   InitializeRequest,
   InitializedNotification,
   DidOpenTextDocumentNotification,
+  DidChangeTextDocumentNotification,
   DidChangeConfigurationNotification,
   InlineCompletionRequest,
   InlineCompletionTriggerKind,
@@ -104,11 +118,17 @@ const { values } = parseArgs({
     'opt-in': { type: 'boolean', default: false },
     'early-wait-ms': { type: 'string', default: '60000' },
     telemetry: { type: 'boolean', default: false },
+    'next-edit': { type: 'boolean', default: false },
+    'rename-to': { type: 'string', default: 'renamed' },
+    'remove-param': { type: 'string' },
   },
 });
 
 if (!values.file) {
   usage('--file is required');
+}
+if (values['next-edit'] && !values.logic) {
+  usage('--next-edit needs --logic');
 }
 const file = path.resolve(values.file);
 const text = readFileSync(file, 'utf8');
@@ -379,6 +399,133 @@ async function sendTelemetry(items) {
   }
 }
 
+/** --next-edit: rename a definition, then follow the next edits as the extension does. */
+async function nextEditCheck(capabilities, position) {
+  const fail = (message) => report.errors.push({ request: 'next edit', message });
+  const out = { offered: logic.nextEditOffered(capabilities), shownNotifications: 0 };
+  report.nextEdit = out;
+  if (!out.offered) {
+    fail(`the server does not list ${logic.NEXT_EDIT_ACCEPT}`);
+    return;
+  }
+  let current = text;
+  let version = 1;
+  let cursor = { ...position };
+  const change = async (range, newText) => {
+    current = logic.applyNextEdit(current, { range, text: newText });
+    version += 1;
+    await connection.sendNotification(DidChangeTextDocumentNotification.type, {
+      textDocument: { uri, version },
+      contentChanges: [{ range, text: newText }],
+    });
+  };
+  const ask = (v) =>
+    call(logic.NEXT_EDIT_METHOD, logic.NEXT_EDIT_METHOD, logic.nextEditParams(uri, v, cursor));
+  const lineOf = (at) => current.split('\n')[at];
+  /** Ask, show, jump, apply, accept until the server proposes nothing; the steps. */
+  const follow = async () => {
+    const steps = [];
+    for (;;) {
+      // The extension asks 150 ms after the last change.
+      await sleep(150);
+      const answer = await ask(version);
+      const edit = logic.chooseNextEdit(answer, uri, version);
+      if (!edit) {
+        return steps;
+      }
+      if (steps.length >= 20) {
+        fail('more than 20 next edits in a row');
+        return steps;
+      }
+      const step = {
+        version,
+        proposed: answer.edits.length,
+        edit: { range: edit.range, text: edit.text, command: edit.command },
+        view: logic.nextEditView(edit),
+        cursorBefore: { ...cursor },
+        lineBefore: lineOf(edit.range.start.line),
+        keys: [],
+      };
+      steps.push(step);
+      await connection.sendNotification(logic.DID_SHOW_NEXT_EDIT, { item: edit });
+      out.shownNotifications += 1;
+      // The key, pressed until it applies (a jump first unless the cursor is there).
+      for (let press = 0; press < 3; press++) {
+        const action = logic.nextEditAction(cursor, edit);
+        step.keys.push(action);
+        if (action === 'apply') {
+          break;
+        }
+        cursor = { ...edit.range.start };
+      }
+      if (step.keys.at(-1) !== 'apply') {
+        fail('the key never applied the edit');
+        return steps;
+      }
+      await change(edit.range, edit.text);
+      cursor = { ...edit.range.start };
+      step.lineAfter = lineOf(edit.range.start.line);
+      step.accept = await call(edit.command.command, ExecuteCommandRequest.type, {
+        command: edit.command.command,
+        arguments: edit.command.arguments ?? [],
+      });
+    }
+  };
+
+  // Rename the definition at the cursor: select the name, then type the new one.
+  const line = lineOf(position.line);
+  const word = /^\w+/.exec(line.slice(position.character))?.[0] ?? '';
+  const start = position.character - (/\w*$/.exec(line.slice(0, position.character))?.[0].length ?? 0);
+  const from = line.slice(start, position.character) + word;
+  const to = values['rename-to'];
+  out.rename = { from, to, line: position.line };
+  cursor = { line: position.line, character: start };
+  for (const [i, ch] of [...to].entries()) {
+    const end = i === 0 ? start + from.length : start + i;
+    await change({ start: { line: position.line, character: start + i }, end: { line: position.line, character: end } }, ch);
+    cursor = { line: position.line, character: start + i + 1 };
+  }
+  out.rename.definition = lineOf(position.line);
+  // Stale: the version before the last key, asked when the current one has edits.
+  await sleep(150);
+  const staleAnswer = await ask(version - 1);
+  out.stale = { version: version - 1, current: version, answer: staleAnswer ?? null };
+  if (!staleAnswer || staleAnswer.edits?.length !== 0) {
+    fail(`a stale request (version ${version - 1}, the document is at ${version}) got edits`);
+  }
+  out.rename.steps = await follow();
+  out.rename.text = current;
+  if (out.rename.steps.length === 0) {
+    fail(`no next edit after renaming ${from} to ${to}`);
+  }
+
+  const param = values['remove-param'];
+  if (param) {
+    // Remove the parameter from the definition's line (with its comma), one change.
+    const def = lineOf(position.line);
+    const match = new RegExp(`,\\s*${param}\\b|\\b${param}\\s*,\\s*`).exec(def);
+    out.deletion = { param };
+    if (!match) {
+      fail(`no parameter ${param} on line ${position.line}: ${def}`);
+      return;
+    }
+    const at = (character) => ({ line: position.line, character });
+    await change({ start: at(match.index), end: at(match.index + match[0].length) }, '');
+    cursor = at(match.index);
+    out.deletion.definition = lineOf(position.line);
+    out.deletion.steps = await follow();
+    out.deletion.text = current;
+    if (out.deletion.steps.length === 0) {
+      fail(`no next edit after removing the parameter ${param}`);
+    }
+  }
+  out.final = current;
+  out.stats = await call('lspAssist.nextEditStats', ExecuteCommandRequest.type, {
+    command: 'lspAssist.nextEditStats',
+    arguments: [],
+  });
+}
+
 async function main() {
   const capabilities = {
     general: { positionEncodings: ['utf-16'] },
@@ -438,6 +585,13 @@ async function main() {
   const position = { line, character };
   if (!init.capabilities?.inlineCompletionProvider) {
     report.errors.push({ request: 'initialize', message: 'no inlineCompletionProvider' });
+  }
+  if (values['next-edit']) {
+    await nextEditCheck(init.capabilities, position);
+    shuttingDown = true;
+    await call('shutdown', ShutdownRequest.type, undefined);
+    await connection.sendNotification(ExitNotification.type);
+    return;
   }
   if (values.early) {
     await earlyCheck(position);

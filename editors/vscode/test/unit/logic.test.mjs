@@ -265,3 +265,96 @@ test('telemetry params: shown, partly accepted (UTF-16 units), dismissed', () =>
   assert.deepEqual(dismissParams(item), { item: { command: item.command } });
   assert.equal(dismissParams(undefined), undefined);
 });
+
+// Next edits: an answer of copilotInlineEdit as the server sends it.
+const URI = 'file:///ws/shapes.py';
+function nextEdit(line, character, length, text, uri = URI, version = 8) {
+  return {
+    text,
+    textDocument: { uri, version },
+    range: { start: { line, character }, end: { line, character: character + length } },
+    command: {
+      title: 'Accept next edit',
+      command: 'github.copilot.didAcceptNextEditSuggestionItem',
+      arguments: [`id-${line}`],
+    },
+    explain: { kind: 'rename', reason: 'renamed' },
+  };
+}
+
+test('next edits: asked with the document version; offered when the accept command is listed', () => {
+  const { NEXT_EDIT_ACCEPT, NEXT_EDIT_METHOD, DID_SHOW_NEXT_EDIT, nextEditOffered, nextEditParams } =
+    require('../../out/logic.js');
+  assert.equal(NEXT_EDIT_METHOD, 'textDocument/copilotInlineEdit');
+  assert.equal(DID_SHOW_NEXT_EDIT, 'textDocument/didShowInlineEdit');
+  assert.deepEqual(nextEditParams(URI, 3, { line: 4, character: 11 }), {
+    textDocument: { uri: URI, version: 3 },
+    position: { line: 4, character: 11 },
+  });
+  const caps = (commands) => ({ executeCommandProvider: { commands } });
+  assert.equal(nextEditOffered(caps(['lspAssist.accept', NEXT_EDIT_ACCEPT])), true);
+  assert.equal(nextEditOffered(caps(['lspAssist.accept'])), false, "the server's nextEdit is off");
+  assert.equal(nextEditOffered({}), false);
+  assert.equal(nextEditOffered(undefined), false);
+});
+
+test('chooseNextEdit: the first edit of this document at its version; none when stale', () => {
+  const { chooseNextEdit } = require('../../out/logic.js');
+  const other = nextEdit(0, 0, 4, 'surface', 'file:///ws/other.py');
+  const above = nextEdit(1, 10, 4, 'surface');
+  const below = nextEdit(9, 15, 4, 'surface');
+  assert.equal(chooseNextEdit({ edits: [other, above, below] }, URI, 8), above);
+  assert.equal(chooseNextEdit({ edits: [above, below] }, URI, 9), undefined, 'the document is newer');
+  assert.equal(chooseNextEdit({ edits: [] }, URI, 8), undefined);
+  assert.equal(chooseNextEdit({ edits: [other] }, URI, 8), undefined);
+  assert.equal(chooseNextEdit(null, URI, 8), undefined);
+  assert.equal(chooseNextEdit({ edits: 'x' }, URI, 8), undefined);
+  const noRange = { ...above, range: { start: { line: 1 } } };
+  assert.equal(chooseNextEdit({ edits: [noRange, below] }, URI, 8), below, 'a malformed edit is skipped');
+});
+
+test('nextEditAction: the key jumps to the edit, and applies it with the cursor at its start', () => {
+  const { nextEditAction } = require('../../out/logic.js');
+  const edit = nextEdit(1, 10, 4, 'surface');
+  assert.equal(nextEditAction({ line: 4, character: 11 }, edit), 'jump', 'below it');
+  assert.equal(nextEditAction({ line: 1, character: 12 }, edit), 'jump', 'on its line, elsewhere');
+  assert.equal(nextEditAction({ line: 1, character: 10 }, edit), 'apply');
+});
+
+test('nextEditView: new text after the range and a hint; a deletion struck through', () => {
+  const { nextEditView } = require('../../out/logic.js');
+  const rename = nextEdit(1, 10, 4, 'surface');
+  assert.deepEqual(nextEditView(rename), {
+    range: rename.range,
+    deletion: false,
+    after: 'surface',
+    hint: 'next edit (Tab)',
+  });
+  const deletion = nextEdit(9, 27, 3, '');
+  assert.deepEqual(nextEditView(deletion), {
+    range: deletion.range,
+    deletion: true,
+    after: undefined,
+    hint: 'next edit: delete (Tab)',
+  });
+  assert.equal(nextEditView(nextEdit(2, 0, 0, 'x = 1\ny = 2\n')).after, 'x = 1 …', 'first line only');
+  assert.equal(nextEditView(rename, 'Ctrl+Enter').hint, 'next edit (Ctrl+Enter)');
+});
+
+test('applyNextEdit: replaces, deletes and inserts at LSP positions (UTF-16 units)', () => {
+  const { applyNextEdit, offsetAt } = require('../../out/logic.js');
+  const text = 'def main():\n    print(area(2, 3))\n\nprint(area(2, 3, 4))\n';
+  assert.equal(
+    applyNextEdit(text, nextEdit(1, 10, 4, 'surface')),
+    'def main():\n    print(surface(2, 3))\n\nprint(area(2, 3, 4))\n',
+  );
+  assert.equal(applyNextEdit(text, nextEdit(3, 15, 3, '')), text.replace(', 3, 4', ', 3'));
+  const across = { range: { start: { line: 0, character: 11 }, end: { line: 2, character: 0 } }, text: '' };
+  assert.equal(applyNextEdit(text, across), 'def main():\nprint(area(2, 3, 4))\n');
+  assert.equal(applyNextEdit(text, nextEdit(4, 0, 0, 'main()\n')), text + 'main()\n', 'at the end');
+  const emoji = "s = '😀'; area(1)\n";
+  assert.equal(offsetAt(emoji, { line: 0, character: 10 }), 10, 'the emoji counts two units');
+  assert.equal(applyNextEdit(emoji, nextEdit(0, 10, 4, 'surface')), "s = '😀'; surface(1)\n");
+  assert.equal(offsetAt('ab\ncd', { line: 0, character: 99 }), 2, 'past the end of a line: its end');
+  assert.equal(offsetAt('ab\ncd', { line: 5, character: 0 }), 5, 'past the last line: the end');
+});
