@@ -218,10 +218,17 @@ def _fix_call(edit: UserEdit, arguments: Node) -> FollowUp | None:
         return FollowUp(start, start, inside, inside, edit.new, edit.kind, reason)
     if edit.index >= len(positional):
         return None
-    reason = (
-        f"parameter {edit.index + 1} removed from {edit.what} `{edit.old}` (line {edit.line + 1}):"
-        f" the call {where} still passes it"
-    )
+    if edit.kind == "argument-removed":
+        reason = (
+            f"argument {edit.index + 1} removed from a call of `{edit.old}` (line"
+            f" {edit.line + 1}), as its definition takes {edit.count - 1}:"
+            f" the call {where} still passes it"
+        )
+    else:
+        reason = (
+            f"parameter {edit.index + 1} removed from {edit.what} `{edit.old}`"
+            f" (line {edit.line + 1}): the call {where} still passes it"
+        )
     target = positional[edit.index]
     if edit.index + 1 < len(args):
         after = args[edit.index + 1]

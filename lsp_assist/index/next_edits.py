@@ -24,7 +24,9 @@ from lsp_assist.index.languages import parse
 
 __all__ = ["FollowUp", "UserEdit", "classify"]
 
-EditKind = Literal["rename", "parameter-added", "parameter-removed", "argument-added"]
+EditKind = Literal[
+    "rename", "parameter-added", "parameter-removed", "argument-added", "argument-removed"
+]
 
 _SCOPES = frozenset(
     {
@@ -478,12 +480,28 @@ def _arguments_changed(
     old = _items(language, (b"_", b"\n"), old_text, "argument_list")
     new = [_text(c) for c in arguments.named_children if c.type != "comment"]
     change = _one_difference(old, new)
-    if change is None or len(new) < len(old):
+    if change is None:
         return None
     index, item = change
     if "=" in item.split("(")[0] or item.startswith("*"):
         return None
     positional = [a for a in old if not _is_keyword_arg(a) and not a.startswith("*")]
+    if len(new) < len(old):
+        # one call brought in line with a definition that lost a parameter (an accepted
+        # follow-up of the removal, or the user's own): the other calls are next
+        if index >= len(positional) or not _defined_exactly(src, name, len(positional) - 1):
+            return None
+        return UserEdit(
+            "argument-removed",
+            name,
+            "",
+            "method" if method else "function",
+            (0, len(src)),
+            _key(arguments),
+            index=index,
+            count=len(positional),
+            line=arguments.start_point[0],
+        )
     if index > len(positional) or not _defined_with(src, name, len(positional) + 1):
         return None
     return UserEdit(
@@ -502,6 +520,17 @@ def _arguments_changed(
 def _is_keyword_arg(text: str) -> bool:
     head = text.split("=", 1)
     return len(head) == 2 and head[0].strip().isidentifier() and not head[1].startswith("=")
+
+
+def _defined_exactly(src: bytes, name: str, arity: int) -> bool:
+    """True when the file defines ``name`` with exactly ``arity`` parameters and no splat."""
+    pattern = re.compile(rb"def\s+" + re.escape(name.encode()) + rb"\s*\(([^)]*)\)")
+    for match in pattern.finditer(src):
+        params = [p.strip() for p in match.group(1).split(b",") if p.strip()]
+        plain = [p for p in params if p not in (b"self", b"cls", b"/", b"*")]
+        if not any(p.startswith(b"*") for p in plain) and len(plain) == arity:
+            return True
+    return False
 
 
 def _defined_with(src: bytes, name: str, arity: int) -> bool:

@@ -504,6 +504,9 @@ def test_vscode_next_edit_rename_and_deletion(
     assert removal["lineAfter"] == "    return sum(surface(w, h) for w, h in shapes)", context
     assert removal["accept"]["accepted"] is True, context
     assert all(step["edit"]["text"] == "" for step in deletion["steps"]), context
+    # the accepted deletion leads to the next call that still passes three arguments
+    assert len(deletion["steps"]) == 2, context
+    assert "print(surface(2, 3))" in deletion["text"] and ", 1)" not in deletion["text"], context
 
     # The server heard every show and every accept (and the stale request).
     stats = ne["stats"]

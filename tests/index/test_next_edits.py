@@ -108,6 +108,28 @@ def test_a_parameter_added_then_one_call_updated_gives_the_other_calls() -> None
     ]
 
 
+def test_a_parameter_removed_then_one_call_updated_gives_the_other_calls() -> None:
+    """``flag`` removed from ``helper``, then one call's argument deleted (an accepted
+    follow-up): the other calls that still pass two arguments follow."""
+    what, found = edit(CODE, "path, flag)", "path)")
+    assert what == "function" and [(row, old) for row, old, _ in found] == [
+        (6, ", flag"),
+        (11, ", 1"),
+        (18, ", 1"),
+        (22, ", 3"),
+    ]
+    updated = CODE.replace("path, flag)", "path)")
+    what, found = edit(updated, '"c", 3', '"c"')
+    assert what == "function"
+    assert [(row, old, text) for row, old, text in found] == [
+        (6, ", flag", ""),
+        (11, ", 1", ""),
+        (18, ", 1", ""),
+    ]
+    # removing an argument the definition still takes proposes nothing
+    assert edit(CODE, '"c", 3', '"c"') == ("", [])
+
+
 def test_a_rename_reaches_a_file_that_imports_it() -> None:
     src = CODE.replace("def helper", "def assist").encode()
     tree = parse("python", src)
