@@ -344,6 +344,9 @@ class Backend(ABC):
         """
         return 0
 
+    def prepare(self) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Do once, at load, the work the first request that needs it would pay."""
+
     def stats(self) -> dict[str, object]:
         """Backend counters for status and metrics (KV states held, drafting state...)."""
         return {}

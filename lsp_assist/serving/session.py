@@ -135,7 +135,8 @@ class Session:
 
         ``progress`` hears each phase as it starts: the weights (with their own checks
         of the model) at 5 %, the prompt-speed measurement at 50 % (skipped when the
-        user gave ``contextBudget``), loaded at 85 %.
+        user gave ``contextBudget``), the backend's one-time work (the token-healing
+        index) at 70 %, loaded at 85 %.
         """
         report = progress or (lambda _message, _percentage: None)
         with self._backend_lock:
@@ -162,6 +163,8 @@ class Session:
                 if not is_explicit(self.settings):
                     report("measuring prompt speed", 50)
                     calibrate(backend, self.adaptive)  # before the model counts as loaded
+                report("indexing the vocabulary", 70)
+                backend.prepare()
             report("loaded", 85)
             self.backend = backend
             return self.backend

@@ -91,3 +91,29 @@ def test_the_runners_up_are_the_best_of_the_agreeing_tokens() -> None:
     logits[4], logits[3], logits[6] = 3.0, 2.0, 1.0  # ' return', ' out', ' '
     assert forced.best(logits, 2) == [4, 3]
     assert forced.best(logits, 10) == [4, 3, 6]
+
+
+def test_the_session_builds_the_healing_index_at_load(
+    smol_path: object, tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Built on first use, the index cost the first healed keystroke ~1 s (``make demo``'s
+    ``print(`` with Qwen2.5-Coder-0.5B); the load builds it now, so a request finds it."""
+    from pathlib import Path
+
+    from lsp_assist.backends import healing
+    from lsp_assist.config import parse_settings
+    from lsp_assist.serving.session import Session
+
+    assert isinstance(smol_path, Path) and isinstance(tmp_path, Path)
+    settings, _ = parse_settings(
+        {"modelPath": str(smol_path), "contextBudget": 256, "metrics": False, "watch": False}
+    )
+    monkeypatch.setattr(healing, "_INDEXES", {})  # none built yet in this process
+    session = Session(settings, workspace=tmp_path)
+    try:
+        backend = session.load_backend()
+        assert backend is not None
+        key = f"{smol_path}:{backend._engine.n_vocab}"  # type: ignore[attr-defined]
+        assert key in healing._INDEXES
+    finally:
+        session.close()

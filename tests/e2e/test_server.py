@@ -223,7 +223,7 @@ async def test_model_load_is_reported_as_progress(client: LanguageClient) -> Non
     # each phase of the load is reported as it starts, so the percentage moves
     steps = [r for r in reports if isinstance(r, types.WorkDoneProgressReport)]
     messages = [r.message for r in steps]
-    assert messages[:2] == ["loading weights", "loaded"], messages
+    assert messages[:3] == ["loading weights", "indexing the vocabulary", "loaded"], messages
     percentages = [r.percentage for r in steps]
     assert percentages == sorted(percentages) and 0 < percentages[0] < 90, percentages
 

@@ -119,7 +119,9 @@ end }})
             for line in drawn
             if (
                 m := re.search(
-                    r"loading model (?:loading weights|measuring prompt speed|loaded) (\d+)%", line
+                    r"loading model (?:loading weights|measuring prompt speed"
+                    r"|indexing the vocabulary|loaded) (\d+)%",
+                    line,
                 )
             )
         ]

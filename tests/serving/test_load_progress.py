@@ -36,10 +36,16 @@ def test_each_phase_is_heard_before_it_runs(tmp_path: Path) -> None:
         ("loading weights", 5),
         ("factory", -1),
         ("measuring prompt speed", 50),
+        ("indexing the vocabulary", 70),
         ("loaded", 85),
     ]
 
 
 def test_a_given_budget_skips_the_speed_phase(tmp_path: Path) -> None:
     heard = _phases(tmp_path, {"contextBudget": 512})
-    assert [m for m, _ in heard] == ["loading weights", "factory", "loaded"]
+    assert [m for m, _ in heard] == [
+        "loading weights",
+        "factory",
+        "indexing the vocabulary",
+        "loaded",
+    ]
