@@ -486,28 +486,19 @@ def _arguments_changed(
     if "=" in item.split("(")[0] or item.startswith("*"):
         return None
     positional = [a for a in old if not _is_keyword_arg(a) and not a.startswith("*")]
-    if len(new) < len(old):
+    dropped = len(new) < len(old)
+    if dropped:
         # one call brought in line with a definition that lost a parameter (an accepted
         # follow-up of the removal, or the user's own): the other calls are next
-        if index >= len(positional) or not _defined_exactly(src, name, len(positional) - 1):
-            return None
-        return UserEdit(
-            "argument-removed",
-            name,
-            "",
-            "method" if method else "function",
-            (0, len(src)),
-            _key(arguments),
-            index=index,
-            count=len(positional),
-            line=arguments.start_point[0],
-        )
-    if index > len(positional) or not _defined_with(src, name, len(positional) + 1):
+        fits = index < len(positional) and _defined_exactly(src, name, len(positional) - 1)
+    else:
+        fits = index <= len(positional) and _defined_with(src, name, len(positional) + 1)
+    if not fits:
         return None
     return UserEdit(
-        "argument-added",
+        "argument-removed" if dropped else "argument-added",
         name,
-        item,
+        "" if dropped else item,
         "method" if method else "function",
         (0, len(src)),
         _key(arguments),
@@ -522,23 +513,22 @@ def _is_keyword_arg(text: str) -> bool:
     return len(head) == 2 and head[0].strip().isidentifier() and not head[1].startswith("=")
 
 
-def _defined_exactly(src: bytes, name: str, arity: int) -> bool:
-    """True when the file defines ``name`` with exactly ``arity`` parameters and no splat."""
+def _definition_arities(src: bytes, name: str) -> list[tuple[int, bool]]:
+    """Each ``def name(...)`` of the file: its plain parameter count, whether it splats."""
     pattern = re.compile(rb"def\s+" + re.escape(name.encode()) + rb"\s*\(([^)]*)\)")
+    found = []
     for match in pattern.finditer(src):
         params = [p.strip() for p in match.group(1).split(b",") if p.strip()]
         plain = [p for p in params if p not in (b"self", b"cls", b"/", b"*")]
-        if not any(p.startswith(b"*") for p in plain) and len(plain) == arity:
-            return True
-    return False
+        found.append((len(plain), any(p.startswith(b"*") for p in plain)))
+    return found
+
+
+def _defined_exactly(src: bytes, name: str, arity: int) -> bool:
+    """True when the file defines ``name`` with exactly ``arity`` parameters and no splat."""
+    return any(n == arity and not splat for n, splat in _definition_arities(src, name))
 
 
 def _defined_with(src: bytes, name: str, arity: int) -> bool:
     """True when the file defines ``name`` taking ``arity`` positional arguments (or more)."""
-    pattern = re.compile(rb"def\s+" + re.escape(name.encode()) + rb"\s*\(([^)]*)\)")
-    for match in pattern.finditer(src):
-        params = [p.strip() for p in match.group(1).split(b",") if p.strip()]
-        plain = [p for p in params if p not in (b"self", b"cls", b"/", b"*")]
-        if any(p.startswith(b"*") for p in plain) or len(plain) >= arity:
-            return True
-    return False
+    return any(splat or n >= arity for n, splat in _definition_arities(src, name))
