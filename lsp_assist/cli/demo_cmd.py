@@ -1,7 +1,8 @@
 """``lsp-assist demo``: drive ``lsp-assist serve`` as an editor would, over real JSON-RPC.
 
-Starts the server over stdio, initializes it, opens a file of the demo workspace, asks
-for an inline completion at a cursor, then types a character and asks again (the KV
+Starts the server over stdio, initializes it, opens a file of the demo workspace,
+reports the cursor where it rests (the server evaluates the prompt there), asks for an
+inline completion at it, then types a character and asks again (the KV
 cache should make the second one fast), and prints the suggestion, the latency and the
 tokens each context layer used.
 """
@@ -21,6 +22,7 @@ from lsp_assist.evaluation.client import (
     inline_request,
     line_edit,
     open_document,
+    rest_cursor,
     start_server,
     stop_server,
 )
@@ -103,6 +105,9 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
         if status.get("ready") or status["model"]["error"]:
             break
         await asyncio.sleep(0.25)
+    # The editor puts the cursor where the user will type and says so when it rests:
+    # the server evaluates the prompt there while the user reads.
+    prefill = await rest_cursor(client, uri, line, column)
     load_s = time.perf_counter() - started
 
     async def ask(line: int, column: int) -> tuple[str, float, dict[str, Any]]:
@@ -151,6 +156,7 @@ async def drive(args: argparse.Namespace) -> dict[str, Any]:
         "inline_completion_provider": init.capabilities.inline_completion_provider is not None,
         "completion_provider": init.capabilities.completion_provider is not None,
         "model_load_s": round(load_s, 2),
+        "prefill": prefill,
         "messages": messages,
         "model": status.get("model", {}).get("path", ""),
         "related": related,
@@ -183,8 +189,14 @@ def run(args: argparse.Namespace) -> int:
     )
     print(
         f"server advertises inlineCompletion: {report['inline_completion_provider']}, "
-        f"completion: {report['completion_provider']}; model loaded and file prefilled "
-        f"after {report['model_load_s']} s"
+        f"completion: {report['completion_provider']}; model loaded and the prompt at the "
+        f"cursor prefilled after {report['model_load_s']} s"
+        + (
+            f" ({prefill['prompt_tokens']} tokens, {prefill['evaluated']} evaluated "
+            f"in {prefill['ms']} ms)"
+            if (prefill := report["prefill"])
+            else ""
+        )
     )
     print(f"model: {report['model']}")
     for message in report["messages"]:

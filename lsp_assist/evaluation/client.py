@@ -166,6 +166,34 @@ def open_document(client: Any, uri: str, text: str, language: str, version: int 
     )
 
 
+async def rest_cursor(
+    client: Any, uri: str, line: int, character: int, *, version: int = 1, timeout: float = 60.0
+) -> dict[str, Any]:
+    """Report where the cursor rests (``lspAssist/didMoveCursor``), as lsp-assist's
+    editors do, and wait for the server's prefill there.
+
+    Returns the status's ``last_prefill`` for that line ({} when none came in time: no
+    model, or a request cancelled it).
+    """
+    position = {"line": line, "character": character}
+    client.protocol.notify(
+        "lspAssist/didMoveCursor",
+        {"textDocument": {"uri": uri, "version": version}, "position": position},
+    )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        record: dict[str, Any] = (await command(client, "lspAssist.status")).get(
+            "last_prefill"
+        ) or {}
+        if record.get("reason") == "cursor" and (record.get("uri"), record.get("line")) == (
+            uri,
+            line,
+        ):
+            return record
+        await asyncio.sleep(0.1)
+    return {}
+
+
 def close_document(client: Any, uri: str) -> None:
     """Send didClose for a buffer."""
     client.text_document_did_close(

@@ -43,7 +43,7 @@ from lsp_assist.serving.adaptive_budget import budget_for
 from lsp_assist.serving.alternatives import distinct, wanted
 from lsp_assist.serving.early import EarlyAnswer
 from lsp_assist.serving.infill_parts import infill_parts
-from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
+from lsp_assist.serving.model import CompletionOutcome, CompletionQuery, PrefillRecord
 from lsp_assist.serving.postprocess import decide_multiline, postprocess
 from lsp_assist.serving.records import metrics_record
 from lsp_assist.serving.session import Session
@@ -67,6 +67,8 @@ class CompletionEngine:
         self.last_outcomes: tuple[CompletionOutcome, ...] = ()
         """The last 20 outcomes, oldest first; replaced whole under ``_outcomes_lock``."""
         self._outcomes_lock = threading.Lock()
+        self.last_prefill: PrefillRecord | None = None
+        """The last prefill that ran to its end (replaced whole on the model thread)."""
 
     @property
     def settings(self) -> Settings:
@@ -417,20 +419,24 @@ class CompletionEngine:
         column: int = 0,
         *,
         cancel: CancelToken | None = None,
+        reason: str = "open",
     ) -> int:
-        """Evaluate a snapshot's stable prompt prefix ahead of time; return tokens evaluated.
+        """Evaluate a snapshot's stable prompt prefix at a position ahead of time; return
+        tokens evaluated.
 
         The snapshot is taken on the event loop; ``cancel`` lets a completion that arrives
-        meanwhile stop the prefill at once.
+        meanwhile stop the prefill at once. ``reason`` is recorded in ``last_prefill``.
         """
         session = self.session
-        if oversized_reason(doc, session.settings):
+        if (cancel is not None and cancel.cancelled) or oversized_reason(doc, session.settings):
             return 0
         backend = session.load_backend()
         if backend is None:
             return 0
+        began = time.perf_counter()
+        position = doc.clamp(line, column)
         try:
-            prompt = self.build_prompt(doc, doc.clamp(line, column))
+            prompt = self.build_prompt(doc, position)
         except LspAssistError as exc:
             logger.debug("prefill skipped: %s", exc)
             return 0
@@ -438,9 +444,19 @@ class CompletionEngine:
         if not stable or (cancel is not None and cancel.cancelled):
             return 0
         with session.foreground():  # the scan waits meanwhile, as for a completion
-            began = time.perf_counter()
+            evaluating = time.perf_counter()
             evaluated = backend.prefill(stable, cache_key=doc.uri, cancel=cancel)
-            session.adaptive.observe(evaluated, time.perf_counter() - began)
+            session.adaptive.observe(evaluated, time.perf_counter() - evaluating)
+        if cancel is None or not cancel.cancelled:
+            self.last_prefill = PrefillRecord(
+                uri=doc.uri,
+                line=position.line,
+                column=position.column,
+                reason=reason,
+                prompt_tokens=len(stable),
+                evaluated=evaluated,
+                ms=(time.perf_counter() - began) * 1000,
+            )
         return evaluated
 
     def explain(

@@ -138,3 +138,32 @@ class CompletionOutcome(RequestTimes, BackendUsage):
                 "accepted": self.draft_accepted,
             },
         }
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrefillRecord:
+    """One prefill: where its prompt was built, how long, and what it had to evaluate."""
+
+    uri: str
+    line: int
+    column: int
+    reason: str
+    """``open`` (didOpen or the end of the model's load: the file's start) or ``cursor``
+    (``lspAssist/didMoveCursor``: where the client says the cursor rests)."""
+    prompt_tokens: int
+    """The stable prefix's length: what a request at that position finds evaluated."""
+    evaluated: int
+    """Of those, how many the model evaluated (the rest were in its KV cache already)."""
+    ms: float
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the JSON form of the status command's ``last_prefill``."""
+        return {
+            "uri": self.uri,
+            "line": self.line,
+            "column": self.column,
+            "reason": self.reason,
+            "prompt_tokens": self.prompt_tokens,
+            "evaluated": self.evaluated,
+            "ms": round(self.ms, 1),
+        }

@@ -60,6 +60,8 @@ def _settle(future: asyncio.Future[CompletionOutcome], answer: CompletionOutcome
 
 COMPLETION_FIRST = "completion requested"
 """Why a completion cancels a prefill or a rewrite (the rewrite then runs again)."""
+CURSOR_MOVED = "cursor"
+"""The reason of a prefill at the position the client reported (``lspAssist/didMoveCursor``)."""
 REWRITE_RETRIES = 3
 """How often a rewrite cancelled by completions runs again."""
 
@@ -103,16 +105,31 @@ class Scheduler:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, func, *args)
 
-    async def prefill(self, snapshot: DocumentSnapshot) -> int:
-        """Evaluate a snapshot's stable prefix on the model thread; a completion cancels it.
+    async def prefill(
+        self,
+        snapshot: DocumentSnapshot,
+        line: int = 0,
+        column: int = 0,
+        *,
+        reason: str = "open",
+    ) -> int:
+        """Evaluate a snapshot's stable prefix at a position on the model thread.
 
-        The caller takes the snapshot on the event loop (the buffer as it is then)."""
+        The caller takes the snapshot on the event loop (the buffer as it is then). A
+        completion cancels it; a prefill at the cursor (``reason`` ``cursor``) cancels
+        the older prefills still queued or running, since the user has moved on."""
+        if reason == CURSOR_MOVED:
+            for older in list(self._prefills):
+                older.cancel("the cursor moved")
         token = CancelToken()
         self._prefills.add(token)
         try:
             loop = asyncio.get_running_loop()
             done: int = await loop.run_in_executor(
-                self.executor, lambda: token.call(self.engine.prefill, snapshot, cancel=token)
+                self.executor,
+                lambda: token.call(
+                    self.engine.prefill, snapshot, line, column, cancel=token, reason=reason
+                ),
             )
             return done
         finally:

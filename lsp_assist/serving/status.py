@@ -2,8 +2,8 @@
 
 Owns :func:`status_json`, the answer of ``lspAssist.status`` (model, index progress,
 budget, open documents, the last latencies, the type-through counters, the last
-outcome). It only reads: every value is taken once from the session and the engine,
-whose state other threads replace whole.
+outcome, the last prefill). It only reads: every value is taken once from the session
+and the engine, whose state other threads replace whole.
 """
 
 from __future__ import annotations
@@ -44,4 +44,5 @@ def status_json(engine: CompletionEngine) -> dict[str, Any]:
         "last_ttft_ms": [round(o.ttft_ms, 1) for o in recent],
         "typethrough": {"hits": typethrough.hits, "misses": typethrough.misses},
         "last": outcomes[-1].to_json() if outcomes else {},
+        "last_prefill": prefill.to_json() if (prefill := engine.last_prefill) else {},
     }

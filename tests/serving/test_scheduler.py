@@ -99,6 +99,24 @@ async def test_completion_cancels_a_running_prefill(tmp_path: Path) -> None:
     scheduler.shutdown()
 
 
+async def test_a_prefill_at_the_cursor_cancels_the_older_prefills(tmp_path: Path) -> None:
+    backend = SlowBackend(step_s=0.02)
+    engine, scheduler, uri = make(tmp_path, backend)
+    at_open = asyncio.ensure_future(scheduler.prefill(snapshot(engine, uri)))
+    await asyncio.sleep(0.1)
+    first = asyncio.ensure_future(scheduler.prefill(snapshot(engine, uri), 1, 4, reason="cursor"))
+    await asyncio.sleep(0)
+    second = await scheduler.prefill(snapshot(engine, uri), 3, 8, reason="cursor")
+    # the didOpen prefill stopped part-way; the first cursor report never ran (it was
+    # queued behind it when the second came); the second ran whole and is the record
+    assert await at_open < 50 and await first == 0 and second == 50
+    assert backend.prefill_cancelled == 1
+    record = engine.last_prefill
+    assert record is not None and (record.line, record.column, record.reason) == (3, 8, "cursor")
+    assert record.evaluated == 50 and record.prompt_tokens > 0
+    scheduler.shutdown()
+
+
 async def test_stale_version_is_not_sent_to_the_model(tmp_path: Path) -> None:
     backend = SlowBackend()
     engine, scheduler, uri = make(tmp_path, backend)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from lsp_assist.lsp.features import (
     commands,
     completion,
+    cursor,
     documents,
     inline_completion,
     lifecycle,
@@ -22,6 +23,7 @@ def register_all(server: LspAssistServer) -> None:
         inline_completion,
         completion,
         commands,
+        cursor,
         next_edit,
         shown,
     ):

@@ -87,6 +87,11 @@ M.defaults = {
   --- Ask on InsertEnter and on CursorMovedI, not only after a text change.
   trigger_on_insert_enter = true,
   trigger_on_cursor_moved = true,
+  --- Milliseconds the cursor rests in Normal mode (after a move, or on entering a buffer)
+  --- before the plugin tells the server where it is (lspAssist/didMoveCursor): the server
+  --- then evaluates the prompt there, so the first suggestion where the user starts to
+  --- type needs no cold prompt. 0 or false: never.
+  report_cursor_ms = 300,
   --- Milliseconds between lspAssist.status polls while the model loads (0: no polling).
   status_poll_ms = 1000,
   --- Use Neovim's own vim.lsp.inline_completion (0.12+) instead of the plugin's ghost
@@ -131,6 +136,9 @@ M.state = {
   --- accepted_length } for textDocument/didShowCompletion,
   --- textDocument/didPartiallyAcceptCompletion and lspAssist/didDismissCompletion.
   telemetry = {},
+  --- Cursor positions reported with lspAssist/didMoveCursor (the last 50): { bufnr, line,
+  --- character }.
+  cursor_reports = {},
   errors = {},
   --- The last lines the server wrote on stderr (at most STDERR_LINES), from its start:
   --- what the error state shows after it exited (a usage error, a traceback's end).
@@ -256,11 +264,17 @@ local function status_changed()
   end)
 end
 
+local schedule_cursor_report -- defined with on_attach; set_status calls it when ready
+
 local function set_status(state, message)
   local status = M.state.status
   if status.state ~= state or status.message ~= message then
+    local was = status.state
     status.state, status.message = state, message
     status_changed()
+    if state == 'ready' and was ~= 'ready' and schedule_cursor_report then
+      schedule_cursor_report(api.nvim_get_current_buf()) -- the model came: where is the cursor?
+    end
   end
 end
 
@@ -1165,6 +1179,53 @@ local function type_through(bufnr, char)
   return true
 end
 
+local cursor_timer = nil
+local last_report = nil -- { client_id, bufnr, line, character } of the last report sent
+
+--- Tell the server where the cursor rests (lspAssist/didMoveCursor), once per place.
+local function report_cursor(bufnr)
+  if bufnr ~= api.nvim_get_current_buf() or api.nvim_get_mode().mode ~= 'n' then
+    return
+  end
+  local client = get_client(bufnr)
+  if not client or M.state.status.state ~= 'ready' then
+    return
+  end
+  local params = vim.lsp.util.make_position_params(0, client.offset_encoding or 'utf-16')
+  local at = { client.id, bufnr, params.position.line, params.position.character }
+  if last_report and vim.deep_equal(last_report, at) then
+    return
+  end
+  last_report = at
+  local ok, err = pcall(client_call, client, 'notify', 'lspAssist/didMoveCursor', {
+    textDocument = { uri = params.textDocument.uri },
+    position = params.position,
+  })
+  if not ok then
+    record_error('lspAssist/didMoveCursor', err)
+    return
+  end
+  table.insert(M.state.cursor_reports, { bufnr = bufnr, line = at[3], character = at[4] })
+  if #M.state.cursor_reports > 50 then
+    table.remove(M.state.cursor_reports, 1)
+  end
+end
+
+--- Report the cursor once it has rested `report_cursor_ms` (a newer move restarts the wait).
+schedule_cursor_report = function(bufnr)
+  local wait = M.config.report_cursor_ms
+  if not wait or wait <= 0 then
+    return
+  end
+  cursor_timer = cursor_timer or uv.new_timer()
+  cursor_timer:stop()
+  cursor_timer:start(wait, 0, vim.schedule_wrap(function()
+    if api.nvim_buf_is_valid(bufnr) then
+      report_cursor(bufnr)
+    end
+  end))
+end
+
 local function on_attach(client, bufnr)
   M.state.attached[bufnr] = client.id
   local caps = client.server_capabilities or {}
@@ -1237,6 +1298,14 @@ local function on_attach(client, bufnr)
       end
     end,
   })
+  api.nvim_create_autocmd({ 'CursorMoved', 'BufEnter' }, {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      schedule_cursor_report(bufnr)
+    end,
+  })
+  schedule_cursor_report(bufnr) -- where the file opened (the cursor may rest there)
   api.nvim_create_autocmd('CursorMovedI', {
     group = group,
     buffer = bufnr,
