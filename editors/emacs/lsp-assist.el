@@ -103,6 +103,13 @@ See `lsp-assist-disable-in-major-mode' and `lsp-assist-enable-in-major-mode'."
   "Seconds point must rest before lsp-assist asks for a suggestion by itself."
   :type 'number)
 
+(defcustom lsp-assist-report-cursor-delay 0.3
+  "Seconds point must rest after a move (not an edit) before saying where.
+The server then evaluates the prompt there (lspAssist/didMoveCursor), so
+the first suggestion where you start typing needs no cold prompt.
+nil: never."
+  :type '(choice (const :tag "Never" nil) number))
+
 (defcustom lsp-assist-request-timeout 20
   "Seconds to wait for the server's answer.
 The first request of a session may wait for the model to load."
@@ -429,7 +436,8 @@ is shut down first."
   (with-current-buffer (window-buffer (selected-window))
     (when lsp-assist-mode
       (setq lsp-assist--last-key nil)
-      (lsp-assist--schedule))))
+      (lsp-assist--schedule)
+      (lsp-assist--schedule-cursor-report))))
 
 (cl-defmethod eglot-handle-notification :before
   (server (_method (eql $/progress)) &key token value &allow-other-keys)
@@ -982,8 +990,47 @@ asks for a suggestion there."
           (unless (lsp-assist--type-through)
             (lsp-assist--clear-preview)))
         (unless (equal key lsp-assist--last-key)
+          ;; Point moved without an edit, or the buffer was entered: say where it
+          ;; rests.  After an edit the request says it.
+          (if (or (null lsp-assist--last-key) (eql (cdr key) (cdr lsp-assist--last-key)))
+              (lsp-assist--schedule-cursor-report)
+            (when (timerp lsp-assist--cursor-timer)
+              (cancel-timer lsp-assist--cursor-timer)))
           (setq lsp-assist--last-key key)
           (lsp-assist--schedule))))))
+
+(defvar lsp-assist--cursor-timer nil)
+(defvar lsp-assist--last-report nil
+  "(SERVER BUFFER . KEY) of the last lspAssist/didMoveCursor sent.")
+(defvar lsp-assist-cursor-reports nil
+  "The cursor positions reported, newest first (the last 50).
+Each is a plist (:line :character).")
+
+(defun lsp-assist--schedule-cursor-report ()
+  "Report point once it has rested `lsp-assist-report-cursor-delay' seconds."
+  (when (timerp lsp-assist--cursor-timer)
+    (cancel-timer lsp-assist--cursor-timer))
+  (setq lsp-assist--cursor-timer
+        (and (numberp lsp-assist-report-cursor-delay)
+             (run-with-timer lsp-assist-report-cursor-delay nil
+                             #'lsp-assist--report-cursor (current-buffer)))))
+
+(defun lsp-assist--report-cursor (buffer)
+  "Tell BUFFER's server where point rests (lspAssist/didMoveCursor).
+Once per place."
+  (when (and (buffer-live-p buffer) (eq buffer (window-buffer (selected-window))))
+    (with-current-buffer buffer
+      (let ((server (lsp-assist--buffer-server)))
+        (when (and lsp-assist-mode server (jsonrpc-running-p server)
+                   (memq (car (lsp-assist-state)) '(ready thinking))
+                   (not (equal lsp-assist--last-report
+                               (cons server (cons buffer (lsp-assist--key))))))
+          (setq lsp-assist--last-report (cons server (cons buffer (lsp-assist--key))))
+          (eglot--signal-textDocument/didChange)
+          (let ((params (eglot--TextDocumentPositionParams)))
+            (push (plist-get params :position) lsp-assist-cursor-reports)
+            (setq lsp-assist-cursor-reports (seq-take lsp-assist-cursor-reports 50))
+            (ignore-errors (jsonrpc-notify server :lspAssist/didMoveCursor params))))))))
 
 (defun lsp-assist--schedule ()
   "Ask for a suggestion once point has rested `lsp-assist-delay' seconds."

@@ -37,6 +37,7 @@ from lsp_assist.documents import DocumentSnapshot
 from lsp_assist.serving.alternatives import wanted
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
+from lsp_assist.serving.triggers import skip_reason
 
 logger = logging.getLogger(__name__)
 
@@ -161,9 +162,10 @@ class Scheduler:
                 return result
             tries += 1
 
-    def _supersede(self, ticket: _Ticket, *, hit: bool = False) -> None:
-        """Cancel older work for a new query; a cache ``hit`` leaves early answers writing on."""
-        for token in list(self._prefills) + list(self._rewrites):
+    def _supersede(self, ticket: _Ticket, *, hit: bool = False, prefills: bool = True) -> None:
+        """Cancel older work for a new query; a cache ``hit`` leaves early answers writing
+        on; ``prefills`` False leaves the prefills and rewrites (the query will be skipped)."""
+        for token in (list(self._prefills) + list(self._rewrites)) if prefills else []:
             token.cancel(COMPLETION_FIRST)
         uri = ticket.query.uri
         previous = self._latest.get(uri)
@@ -189,7 +191,18 @@ class Scheduler:
         if hit is not None:
             self._supersede(ticket, hit=True)
             return hit
-        self._supersede(ticket)
+        # An automatic request the model will not see (mid-word, text right of the cursor:
+        # the rules that need no syntax tree) leaves the prefills running: in Emacs every
+        # rest of point asks, and a prefill where the cursor rests must survive it.
+        doc = query.snapshot
+        skipped = skip_reason(
+            doc,
+            doc.clamp(query.line, query.column),
+            query.trigger,
+            self.engine.settings.completion,
+            None,
+        )
+        self._supersede(ticket, prefills=not skipped)
         try:
             delay = self.engine.settings.completion.debounce_ms / 1000
             if delay > 0 and query.trigger == "automatic":

@@ -117,6 +117,21 @@ async def test_a_prefill_at_the_cursor_cancels_the_older_prefills(tmp_path: Path
     scheduler.shutdown()
 
 
+async def test_an_automatic_request_the_model_will_not_see_leaves_the_prefill(
+    tmp_path: Path,
+) -> None:
+    backend = SlowBackend(step_s=0.02)
+    engine, scheduler, uri = make(tmp_path, backend)
+    prefill = asyncio.ensure_future(scheduler.prefill(snapshot(engine, uri), 1, 0, reason="cursor"))
+    await asyncio.sleep(0.1)
+    # at the start of "    return 1": text right of the cursor, skipped before the model
+    query = dataclasses.replace(at(engine, uri, 1, 0), trigger="automatic")
+    outcome = await scheduler.complete(query)
+    assert outcome.skipped == "text right of cursor"
+    assert await prefill == 50 and backend.prefill_cancelled == 0
+    scheduler.shutdown()
+
+
 async def test_stale_version_is_not_sent_to_the_model(tmp_path: Path) -> None:
     backend = SlowBackend()
     engine, scheduler, uri = make(tmp_path, backend)
