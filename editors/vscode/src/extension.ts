@@ -57,7 +57,9 @@ import {
 
 import {
   ClientState,
+  CursorPlace,
   DID_DISMISS,
+  DID_MOVE_CURSOR,
   DID_PARTIALLY_ACCEPT,
   DID_SHOW,
   DisposableSlot,
@@ -76,6 +78,7 @@ import {
   addReadyCapability,
   changedSettings,
   chooseNextEdit,
+  cursorMoved,
   dismissParams,
   doctorCommand,
   itemId,
@@ -107,6 +110,13 @@ const inFlight = new InFlight();
 const refreshMarks = new RefreshMarks();
 /** The item last reported shown: its document and where its text starts. */
 let lastShown: { item: WireItem; uri: string; start: vscode.Position } | undefined;
+
+/** How long the cursor rests before the server is told where (lspAssist/didMoveCursor). */
+const CURSOR_REST_MS = 300;
+let cursorTimer: NodeJS.Timeout | undefined;
+/** The cursor at the last selection event, and the place last reported. */
+let cursorSeen: CursorPlace | undefined;
+let cursorReported: CursorPlace | undefined;
 
 const NEXT_EDIT_DEBOUNCE_MS = 150;
 const NEXT_EDIT_VISIBLE = 'lspAssist.nextEditVisible';
@@ -382,7 +392,13 @@ function schedulePoll(delay: number): void {
   pollTimer = setTimeout(async () => {
     pollTimer = undefined;
     try {
+      const was = status.state;
       status.applyStatus(await executeServerCommand('lspAssist.status', []));
+      if (was !== 'ready' && status.state === 'ready') {
+        cursorReported = undefined; // the model came: say where the cursor is
+        cursorSeen = undefined;
+        onCursorMoved(vscode.window.activeTextEditor);
+      }
     } catch {
       // Not running (any more): the state listener says so.
     }
@@ -659,6 +675,55 @@ async function nextEditJumpOrApply(): Promise<void> {
   }
 }
 
+function placeOf(editor: vscode.TextEditor): CursorPlace {
+  const active = editor.selection.active;
+  return {
+    uri: editor.document.uri.toString(),
+    version: editor.document.version,
+    line: active.line,
+    character: active.character,
+  };
+}
+
+/**
+ * The cursor moved, or another editor came to the front: once it rests CURSOR_REST_MS
+ * at a new place reached without an edit, tell the server, which evaluates the prompt
+ * there so the first suggestion where the user types needs no cold prompt.
+ */
+function onCursorMoved(editor: vscode.TextEditor | undefined): void {
+  if (!editor || !LANGUAGES.includes(editor.document.languageId)) {
+    return;
+  }
+  const place = placeOf(editor);
+  const action = cursorMoved(cursorSeen, cursorReported, place, editor.selection.isEmpty);
+  cursorSeen = place;
+  if (action === 'none') {
+    return;
+  }
+  clearTimeout(cursorTimer);
+  cursorTimer = undefined;
+  if (action === 'cancel') {
+    return;
+  }
+  cursorTimer = setTimeout(() => {
+    cursorTimer = undefined;
+    const current = client;
+    const now = vscode.window.activeTextEditor;
+    if (!current || !now || status.state !== 'ready') {
+      return;
+    }
+    const rest = placeOf(now);
+    if (JSON.stringify(rest) !== JSON.stringify(place)) {
+      return; // moved or edited since: a newer event decides
+    }
+    cursorReported = place;
+    void current.sendNotification(DID_MOVE_CURSOR, {
+      textDocument: { uri: place.uri, version: place.version },
+      position: { line: place.line, character: place.character },
+    });
+  }, CURSOR_REST_MS);
+}
+
 function onDocumentChanged(event: vscode.TextDocumentChangeEvent): void {
   if (event.contentChanges.length === 0) {
     return;
@@ -695,7 +760,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('lspAssist.nextEditJumpOrApply', nextEditJumpOrApply),
     vscode.commands.registerCommand('lspAssist.nextEditDismiss', clearNextEdit),
     vscode.workspace.onDidChangeTextDocument(onDocumentChanged),
-    vscode.window.onDidChangeActiveTextEditor(() => clearNextEdit()),
+    vscode.window.onDidChangeActiveTextEditor((editor) => {
+      clearNextEdit();
+      onCursorMoved(editor);
+    }),
+    vscode.window.onDidChangeTextEditorSelection((event) => onCursorMoved(event.textEditor)),
     vscode.commands.registerCommand('lspAssist.restartServer', async () => {
       await stopClient();
       await startClient();

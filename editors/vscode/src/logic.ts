@@ -389,6 +389,8 @@ export class RefreshMarks {
 export const DID_SHOW = 'textDocument/didShowCompletion';
 export const DID_PARTIALLY_ACCEPT = 'textDocument/didPartiallyAcceptCompletion';
 export const DID_DISMISS = 'lspAssist/didDismissCompletion';
+/** Where the cursor rests: the server evaluates the prompt there before the user types. */
+export const DID_MOVE_CURSOR = 'lspAssist/didMoveCursor';
 
 /** An inline completion item as the server sent it (what the notifications carry back). */
 export interface WireItem {
@@ -534,4 +536,39 @@ export function applyNextEdit(text: string, edit: { range: LspRange; text: strin
   const start = offsetAt(text, edit.range.start);
   const end = Math.max(start, offsetAt(text, edit.range.end));
   return text.slice(0, start) + edit.text + text.slice(end);
+}
+
+/** Where the cursor rests in a document at a version (lspAssist/didMoveCursor). */
+export interface CursorPlace {
+  uri: string;
+  version: number;
+  line: number;
+  character: number;
+}
+
+/**
+ * What to do when the selection moved: `report` after the rest, or `cancel` a pending
+ * report. An edit (the document's version moved since the last selection seen) cancels:
+ * the request at the new place says it. A place already reported, or a selection that is
+ * not a cursor, is `none`.
+ */
+export function cursorMoved(
+  seen: CursorPlace | undefined,
+  reported: CursorPlace | undefined,
+  place: CursorPlace,
+  empty: boolean,
+): 'report' | 'cancel' | 'none' {
+  if (seen && seen.uri === place.uri && seen.version !== place.version) {
+    return 'cancel';
+  }
+  if (!empty) {
+    return 'none';
+  }
+  const same =
+    reported !== undefined &&
+    reported.uri === place.uri &&
+    reported.version === place.version &&
+    reported.line === place.line &&
+    reported.character === place.character;
+  return same ? 'none' : 'report';
 }

@@ -15,6 +15,7 @@ const {
   StatusModel,
   addReadyCapability,
   changedSettings,
+  cursorMoved,
   doctorCommand,
   readyIgnored,
   render,
@@ -357,4 +358,16 @@ test('applyNextEdit: replaces, deletes and inserts at LSP positions (UTF-16 unit
   assert.equal(applyNextEdit(emoji, nextEdit(0, 10, 4, 'surface')), "s = '😀'; surface(1)\n");
   assert.equal(offsetAt('ab\ncd', { line: 0, character: 99 }), 2, 'past the end of a line: its end');
   assert.equal(offsetAt('ab\ncd', { line: 5, character: 0 }), 5, 'past the last line: the end');
+});
+
+test('cursorMoved: a move reports once per place, an edit cancels, a selection does not', () => {
+  const at = (line, character, version = 1, uri = 'file:///a.py') => ({ uri, version, line, character });
+  assert.equal(cursorMoved(undefined, undefined, at(3, 0), true), 'report');
+  assert.equal(cursorMoved(at(3, 0), at(3, 0), at(3, 0), true), 'none');
+  assert.equal(cursorMoved(at(3, 0), at(3, 0), at(9, 4), true), 'report');
+  // typing: the version moved since the selection seen last
+  assert.equal(cursorMoved(at(3, 0), at(3, 0), at(3, 1, 2), true), 'cancel');
+  // another document at another version is a move, not an edit
+  assert.equal(cursorMoved(at(3, 0), at(3, 0), at(3, 0, 5, 'file:///b.py'), true), 'report');
+  assert.equal(cursorMoved(at(3, 0), undefined, at(4, 0), false), 'none');
 });
