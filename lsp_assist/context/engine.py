@@ -500,7 +500,8 @@ class ContextEngine:
         total: int,
         rel: str,
     ) -> tuple[AssembledPrompt, Parts, Zone, int | None] | None:
-        """At a line below the last build's, keep that build's layers and zone start.
+        """At the last build's line after an edit there, or a line below it, keep that
+        build's layers and zone start.
 
         The first keystroke on a new line used to move the zone's first line (the zone
         is chosen around the cursor) and the file summary (it describes what the zone
@@ -521,12 +522,18 @@ class ContextEngine:
         the last build's line is its prefix), the lines typed since are written after
         the middle token instead, as the middle written so far: prefix, suffix and
         middle token stay as they were and the prompt only grows at its end.
+
+        At the last build's own line, when the text after the cursor changed (the rest of
+        the line or lines below deleted, as after a jump to a statement the user
+        rewrites; the within-line reuse needs it unchanged), the same layers and zone
+        start are kept: the prompt a prefill at the cursor evaluated keeps all but the
+        zone's end (``lspAssist/didMoveCursor``, docs/serving.md).
         Returns the prompt, its parts, its zone and the first line of the middle.
         """
         if state is None or not state.block_key:
             return None
-        if not 0 < cursor.line - state.line <= ANCHOR_STEP_LINES:
-            return None  # not the next line or two of the same typing: a fresh build
+        if not 0 <= cursor.line - state.line <= ANCHOR_STEP_LINES:
+            return None  # not this line or the next two of the same typing: a fresh build
         start, end = state.span
         if cursor.line - start + 1 > settings.editing_zone_lines:
             return None
@@ -569,9 +576,9 @@ class ContextEngine:
             if grown.before == state.before and grown.after == state.after:
                 zone, middle_from = grown, first
         if zone is None:
-            zone = zone_from_span(
-                lines, start, max(end, cursor.line), cursor.line, cursor.column, fim=fim
-            )
+            # lines the user removed or added below the cursor move the zone's end with them
+            last = min(max(end + len(lines) - state.n_lines, cursor.line), len(lines) - 1)
+            zone = zone_from_span(lines, start, last, cursor.line, cursor.column, fim=fim)
         zone_pieces(self.maker, parts, zone, rel)
         if cost(order(self.format, parts)) > total:
             return None  # the zone outgrew the budget: this line starts a new block

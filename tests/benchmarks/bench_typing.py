@@ -61,6 +61,7 @@ from lsp_assist.evaluation.client import (  # noqa: E402
     inline_request,
     line_edit,
     range_edit,
+    rest_cursor,
     start_server,
     stop_server,
     wait_loaded,
@@ -113,10 +114,14 @@ async def run(
     pause_s: float = 0.0,
     block: int = 1,
     root: Path | None = None,
+    rest_s: float = 0.0,
 ) -> dict[str, Any]:
     """Replay the typing and return one record per request.
 
     ``root`` is the workspace the files are relative to (default: the standard library).
+    ``rest_s``: at each jump the cursor rests this long before the user edits (the editor
+    reports it with lspAssist/didMoveCursor; the wait ends early when the server's
+    prefill there is done); 0: no rest, no report (the user types at once).
     """
     stdlib = root or Path(sysconfig.get_paths()["stdlib"]).resolve()
     tmp = Path(tempfile.mkdtemp(prefix="lsp-assist-typing-"))
@@ -175,6 +180,10 @@ async def run(
             )
         originals = texts[name].split("\n")[line : line + block]
         first_indent = len(originals[0]) - len(originals[0].lstrip())
+        if rest_s > 0:
+            await rest_cursor(
+                client, uri, line, first_indent, version=versions[name], timeout=rest_s
+            )
         versions[name] += 1
         # the block's lines deleted, the first one's indentation left
         client.text_document_did_change(
@@ -279,7 +288,11 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     new_line = [r for r in first if not r["jump"]]
     new_line_model = [r for r in new_line if r["prompt_tokens"] and not r["cache_hit"]]
     no_jump = [r["client_ms"] for r in records if not r["jump"]]
+    jumps = [r for r in records if r["jump"]]
     return {
+        "jumps": len(jumps),
+        "jump_client_ms": [round(r["client_ms"]) for r in jumps],
+        "jump_new_tokens": [r["prompt_tokens"] - r["reused_tokens"] for r in jumps],
         "new_lines": len(new_line),
         "new_line_client_p50": pct([r["client_ms"] for r in new_line], 50),
         "new_line_client_p90": pct([r["client_ms"] for r in new_line], 90),
@@ -356,6 +369,13 @@ def main() -> int:
         default=1,
         help="consecutive lines per pick, typed one after another (default 1: single lines)",
     )
+    parser.add_argument(
+        "--rest-ms",
+        type=float,
+        default=0.0,
+        help="at each jump the cursor rests this long before the user edits, reported with "
+        "lspAssist/didMoveCursor as the editors do (default 0: no rest, no report)",
+    )
     parser.add_argument("--json", default="")
     args = parser.parse_args()
     extra = parse_setting_args(args.setting)
@@ -369,6 +389,7 @@ def main() -> int:
             extra,
             pause_s=args.pause_ms / 1000,
             block=max(1, args.block),
+            rest_s=args.rest_ms / 1000,
         )
     )
     s = summarize(out["records"])
@@ -426,6 +447,8 @@ def main() -> int:
             ),
         ]
     rows += [
+        ("the jumps: client ms", " ".join(str(x) for x in s["jump_client_ms"]), ""),
+        ("the jumps: new tokens", " ".join(str(x) for x in s["jump_new_tokens"]), ""),
         ("chars shown per answer within a line, mean", f"{s['shown_chars_mean']:.1f}", ""),
         ("requests with an error (all)", f"{s['errors']}", "0"),
     ]

@@ -130,3 +130,28 @@ def test_a_new_line_keeps_the_related_layer_a_typed_call_would_change(tmp_path: 
     )
     assert "scale_total" in {layer.name: layer for layer in fresh.layers}["related"].text
     assert "scale_total" not in related.text  # so keeping the layer is what was tested
+
+
+def test_an_edit_after_the_cursor_keeps_the_head_of_the_build_at_that_line(
+    tmp_path: Path,
+) -> None:
+    # A prefill where the cursor rests (lspAssist/didMoveCursor), then the user deletes
+    # the statement there and the two lines below it and starts typing: the prompt keeps
+    # the prefilled head and zone start (only the zone's end and the suffix change).
+    for fmt in (GEMMA_LIKE, QWEN_LIKE):
+        root = tmp_path / fmt.name
+        index = scanned_index(root, {"pkg/long.py": BODY})
+        settings = dataclasses.replace(ContextSettings(), context_budget=400)
+        engine = ContextEngine(index, ApproxTokenizer(fmt.special_tokens), fmt, settings)
+        path = root / "pkg" / "long.py"
+        lines = BODY.split("\n")
+        row = 4 * 30 + 1  # "    total_30 = sum(values) * 30"
+        rested = engine.build(Cursor(path=path, language="python", text=BODY, line=row, column=4))
+        edited = [*lines[:row], "    ", *lines[row + 3 :]]
+        cursor = Cursor(path=path, language="python", text="\n".join(edited), line=row, column=4)
+        after = engine.build(cursor)
+        head = {layer.name: layer.tokens for layer in rested.layers}
+        before_zone = sum(v for k, v in head.items() if k != "editing_zone")
+        assert head["file_summary"] > 0, head
+        kept = _common(rested.tokens, after.tokens)
+        assert kept >= before_zone + 20, (fmt.name, kept, head)
