@@ -69,6 +69,8 @@ class CompletionEvents:
         self.attempt = attempt
         self.started = started
         """``generate``'s perf_counter start (``ttft_ms`` counts from it)."""
+        self.saw_timings = False
+        """A chunk carried llama-server's ``timings`` (the server is llama-server)."""
 
     def read(self, resp: httpx.Response) -> None:
         """Read server-sent events until done, cancelled, capped or the stream ends."""
@@ -149,6 +151,7 @@ class CompletionEvents:
         timings = chunk.get("timings")
         if isinstance(timings, dict) and "cache_n" in timings:
             self.result.reused_tokens = int(timings["cache_n"])
+            self.saw_timings = True
 
     def native(self, chunk: dict[str, object]) -> bool:
         """Handle one chunk of llama-server's own format; return True when it is the last."""

@@ -390,7 +390,9 @@ class RemoteBackend(Backend):
         else:
             prompt = self._prompt_payload(request.prompt_tokens, cancel, prompt_deadline)
             path = COMPLETIONS_PATH
-            payload = completions_body(request, prompt, self.settings.remote_model)
+            payload = completions_body(
+                request, prompt, self.settings.remote_model, timings=self.api.server_timings
+            )
         stream = TextStream(request)
         timeout = self._timeout(max(prompt_deadline - time.monotonic(), 0.0))
         try:
@@ -407,7 +409,10 @@ class RemoteBackend(Backend):
                     )
                 self.api.answered(infill)
                 check_event_stream(resp)
-                CompletionEvents(request, result, stream, attempt, t0).read(resp)
+                events = CompletionEvents(request, result, stream, attempt, t0)
+                events.read(resp)
+                if events.saw_timings:
+                    self.api.server_timings = True
                 if exchange is not None:
                     # before the response closes and its connection may go back to the
                     # pool, where a late cancel must not shut it down

@@ -45,6 +45,11 @@ class ApiChoice:
         self.setting = setting
         self.infill_offered: bool | None = None
         """``/infill`` answered (True), was absent (False), not asked yet (None)."""
+        self.server_timings = False
+        """The server is llama-server: ``/infill`` answered, or a chunk carried its
+        ``timings``. ``/v1/completions`` bodies then ask for them in every chunk
+        (``timings_per_token``): a stream closed at a stop loses its last chunk, the only
+        one that has them otherwise. Never sent before: other servers may refuse it."""
 
     @property
     def wants_parts(self) -> bool:
@@ -68,6 +73,7 @@ class ApiChoice:
         """Record an answer (from ``/infill`` when ``infill``)."""
         if infill:
             self.infill_offered = True
+            self.server_timings = True
 
     def forget(self) -> None:
         """Ask again at the next request (the server failed: it may come back as another)."""
@@ -93,11 +99,14 @@ def _sampling(request: GenerationRequest) -> dict[str, Any]:
 
 
 def completions_body(
-    request: GenerationRequest, prompt: str | list[int], model: str
+    request: GenerationRequest, prompt: str | list[int], model: str, *, timings: bool = False
 ) -> dict[str, Any]:
-    """The ``/v1/completions`` body of ``request`` with its prompt as ids or text."""
+    """The ``/v1/completions`` body of ``request`` with its prompt as ids or text;
+    ``timings``: ask llama-server for its counts in every chunk (ApiChoice.server_timings)."""
     body: dict[str, Any] = {"prompt": prompt, "max_tokens": max(1, request.max_tokens)}
     body.update(_sampling(request))
+    if timings:
+        body["timings_per_token"] = True
     if model:
         body["model"] = model
     return body

@@ -239,6 +239,33 @@ def test_an_answer_through_v1_completions(
         backend.close()
 
 
+def test_completions_closed_at_a_stop_still_count_what_the_server_reused(
+    llama_server: LlamaServer, smol_path: Path
+) -> None:
+    # remoteApi completions: llama-server sends its prompt cache count in the last chunk
+    # only, which a stream the client closes at its own stop never reads. Once a chunk
+    # showed the server is llama-server, every chunk is asked to carry it.
+    backend = RemoteBackend(
+        remote_settings(llama_server.url, remote_api="completions"),
+        model_path=smol_path,
+        tokenizer="local",
+    )
+    try:
+        tokens = backend.tokenize("def greet(name):\n    return")
+        whole = backend.generate(GenerationRequest(prompt_tokens=tokens, max_tokens=6))
+        assert whole.stop_reason in ("length", "eos", "stop"), whole
+        # the client stops at the first text, long before the server's last chunk
+        cut = backend.generate(
+            GenerationRequest(
+                prompt_tokens=tokens, max_tokens=24, stop_rule=lambda text: 0 if text else None
+            )
+        )
+        assert cut.stop_reason == "rule", cut
+        assert 0 < cut.reused_tokens <= len(tokens), cut
+    finally:
+        backend.close()
+
+
 # --- cancel ---------------------------------------------------------------------------------
 
 

@@ -205,6 +205,33 @@ def test_completions_never_asks_infill_and_a_request_without_parts_uses_completi
     assert handler.paths() == ["/v1/completions", "/v1/completions"]
 
 
+def test_completions_ask_for_timings_only_once_the_server_sent_llama_servers() -> None:
+    # llama-server's /v1/completions sends timings in its last chunk only, unless asked
+    # for them in every chunk; other servers may refuse the field, so it is sent only
+    # after a chunk showed the server is llama-server.
+    class Timed(Played):
+        def __call__(self, request: httpx.Request) -> httpx.Response:
+            body = json.loads(request.content or b"{}")
+            self.calls.append((request.url.path, body))
+            chunk: dict[str, Any] = {"choices": [{"text": " a + b", "finish_reason": "stop"}]}
+            chunk["timings"] = {"cache_n": 12, "prompt_n": 5}
+            sse = {"content-type": "text/event-stream"}
+            return httpx.Response(200, headers=sse, content=_sse([chunk], done=True))
+
+    plain = Played()
+    backend = _played(plain, "completions")
+    backend.generate(_request(backend))
+    backend.generate(_request(backend))
+    assert ["timings_per_token" in body for _, body in plain.calls] == [False, False]
+
+    timed = Timed()
+    backend = _played(timed, "completions")
+    first = backend.generate(_request(backend))
+    backend.generate(_request(backend))
+    assert first.reused_tokens == 12
+    assert [body.get("timings_per_token") for _, body in timed.calls] == [None, True]
+
+
 def test_auto_asks_again_after_the_server_failed() -> None:
     handler = Played(infill_status=404)
     backend = _played(handler, remote_retries=0)
