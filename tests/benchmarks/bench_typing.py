@@ -180,8 +180,9 @@ async def run(
             )
         originals = texts[name].split("\n")[line : line + block]
         first_indent = len(originals[0]) - len(originals[0].lstrip())
+        rested: dict[str, Any] = {}
         if rest_s > 0:
-            await rest_cursor(
+            rested = await rest_cursor(
                 client, uri, line, first_indent, version=versions[name], timeout=rest_s
             )
         versions[name] += 1
@@ -227,6 +228,8 @@ async def run(
                         "column": k + 1,
                         "first_at_line": k == indent,
                         "jump": j == 0 and k == indent,
+                        # the prefill the rest got done ({}: none, or not within the rest)
+                        "rest_prefill": rested if j == 0 and k == indent else {},
                         "client_ms": elapsed,
                         "suggestion": suggestion,
                         "cache_hit": bool(last.get("cache_hit")),
