@@ -21,11 +21,12 @@ from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import Change, CompletionOutcome, CompletionQuery
 from lsp_assist.serving.next_edit import NextEditAnswer, NextEdits, ProposedEdit
 from lsp_assist.serving.next_edit_model import RewriteJob, RewriteOutcome
-from lsp_assist.serving.scheduler import Scheduler
+from lsp_assist.serving.scheduler import CURSOR_MOVED, Scheduler
 from lsp_assist.serving.session import BackendFactory, Session
 from lsp_assist.serving.status import status_json
 
 __all__ = [
+    "CURSOR_MOVED",
     "AdaptiveBudget",
     "BackendFactory",
     "BudgetDecision",

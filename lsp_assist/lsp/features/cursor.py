@@ -16,7 +16,7 @@ from typing import Any
 
 from lsp_assist.lsp.params import field_of
 from lsp_assist.lsp.server import LspAssistServer
-from lsp_assist.serving.scheduler import CURSOR_MOVED
+from lsp_assist.serving import CURSOR_MOVED
 
 DID_MOVE_CURSOR = "lspAssist/didMoveCursor"
 
