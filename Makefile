@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml constraints.txt .ci/setup.sh .ci/llama_cmake_args.py
 	bash .ci/setup.sh
 	@touch $@
 
-$(EDITORS_STAMP): $(STAMP) editors/vscode/package-lock.json
+$(EDITORS_STAMP): $(STAMP) editors/vscode/package-lock.json .ci/code_server.sh tests/editors/vscode_real/package-lock.json
 	bash .ci/setup.sh --editors
 	@touch $@
 

@@ -95,5 +95,9 @@ if [ "$WITH_EDITORS" = 1 ]; then
     (cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error) \
       || say "WARNING: npm ci failed; the VS Code client test will be skipped"
   fi
+  # Real VS Code for tests/editors/test_vscode_real.py: code-server 4.96.4 (VS Code 1.96.4),
+  # playwright-core and Chromium, installed once into ~/.cache/lsp-assist/code-server. On
+  # failure it says WARNING and why, and those tests skip with that reason.
+  bash .ci/code_server.sh || true
 fi
 say "ready"
