@@ -1,6 +1,6 @@
 """Acceptance per shown suggestion from the VS Code extension's side, through its driver.
 
-VS Code itself cannot run here: ``drive-server.mjs --telemetry`` sends, against the
+Without VS Code (test_vscode_real.py has it): ``drive-server.mjs --telemetry`` sends, against the
 real server with SmolLM2, the notifications the extension sends (their params built by
 the compiled src/logic.ts): the second item shown and dismissed, the first shown, its
 first word partly accepted, then its accept command. The metrics log then holds a

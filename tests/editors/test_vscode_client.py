@@ -1,7 +1,7 @@
 """The VS Code extension: its protocol use, its logic's unit tests, its bundle.
 
-VS Code itself cannot run here, so editors/vscode/test/drive-server.mjs drives the
-server with the libraries vscode-languageclient 11 is built on (vscode-jsonrpc,
+Besides real VS Code (test_vscode_real.py, code-server), editors/vscode/test/drive-server.mjs
+drives the server with the libraries vscode-languageclient 11 is built on (vscode-jsonrpc,
 vscode-languageserver-protocol) in plain node: initialize with the inlineCompletion
 client capability, didOpen, textDocument/inlineCompletion, textDocument/completion, the
 lspAssist commands; it exits non-zero on any protocol error. The extension's logic
