@@ -25,7 +25,7 @@ from .test_emacs import (
     needs_tmux,
     tmux_env,
 )
-from .test_nvim_cursor import _first_after, _requests
+from .test_nvim_cursor import first_model_request_after, model_requests
 
 SOURCE = Path(asyncio.__file__).with_name("queues.py")
 
@@ -64,14 +64,14 @@ def test_emacs_nw_reports_where_point_rests_and_the_first_request_there_is_warm(
         tmux.keys(str(rested), literal=True)
         tmux.keys("Enter")
         time.sleep(4)  # the rest: the report after 0.3 s, then the prefill
-        before = len(_requests(cache))
+        before = len(model_requests(cache))
         tmux.keys("C-e", "Enter")
-        warm = _first_after(cache, before)
+        warm = first_model_request_after(cache, before)
 
         tmux.keys("M-g", "g")
         tmux.keys(f"{hurried}", literal=True)
         tmux.keys("Enter", "C-e", "Enter")  # queued at once: point never rests
-        cold = _first_after(cache, len(_requests(cache)))
+        cold = first_model_request_after(cache, len(model_requests(cache)))
     finally:
         tmux.close()
     assert warm["prompt_tokens"] > 200 and cold["prompt_tokens"] > 200, (warm, cold)

@@ -29,20 +29,20 @@ SOURCE = Path(asyncio.__file__).with_name("queues.py")
 CURSOR_SETTINGS = {**SETTINGS, "contextBudget": 512}
 
 
-def _requests(cache: Path) -> list[dict[str, Any]]:
+def model_requests(cache: Path) -> list[dict[str, Any]]:
     """The model requests of the metrics log (no shown lines, no type-through hits)."""
     return [x for x in metrics_lines(cache) if "event" not in x and not x["cache_hit"]]
 
 
-def _first_after(cache: Path, count: int, timeout: float = 120) -> dict[str, Any]:
+def first_model_request_after(cache: Path, count: int, timeout: float = 120) -> dict[str, Any]:
     """The first model request recorded after the first ``count``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        requests = _requests(cache)
+        requests = model_requests(cache)
         if len(requests) > count:
             return requests[count]
         time.sleep(0.1)
-    raise AssertionError(f"no model request after {count}: {_requests(cache)}")
+    raise AssertionError(f"no model request after {count}: {model_requests(cache)}")
 
 
 def test_nvim_reports_where_the_cursor_rests_and_the_first_request_there_is_warm(
@@ -66,13 +66,13 @@ def test_nvim_reports_where_the_cursor_rests_and_the_first_request_there_is_warm
         time.sleep(2)  # the prefill at the file's start, then the report where it opened
         tmux.send(f"{rested}G")
         time.sleep(4)  # the rest: the report after 300 ms, then the prefill
-        before = len(_requests(cache))
+        before = len(model_requests(cache))
         tmux.send("o")
-        warm = _first_after(cache, before)
+        warm = first_model_request_after(cache, before)
         tmux.send("Escape")
 
         tmux.send(f"{hurried}G", "o")  # no rest in Normal mode: no report
-        cold = _first_after(cache, len(_requests(cache)))
+        cold = first_model_request_after(cache, len(model_requests(cache)))
         tmux.send("Escape", ":qa!", "Enter")
     finally:
         tmux.close()

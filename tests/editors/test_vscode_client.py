@@ -331,6 +331,7 @@ def test_vscode_extension_compiles() -> None:
         "completionItems",
         "extraSettings",
         "nextEdit.enabled",
+        "reportCursorMs",
     }
     for name, schema in settings.items():
         key = name.removeprefix("lspAssist.")

@@ -32,6 +32,7 @@ import pytest
 
 from .conftest import CURSOR_LINE, MAIN, SETTINGS
 from .next_edit_source import SHAPES
+from .test_nvim_cursor import CURSOR_SETTINGS, SOURCE, first_model_request_after, model_requests
 from .test_shown_nvim import shown_lines
 from .vscode_harness import (
     USER_SETTINGS,
@@ -169,6 +170,13 @@ class Session:
         self.until(read, lambda s: "lsp-assist: ready" in s["label"], "status ready", timeout)
         return seen
 
+    def goto(self, line: int, column: int) -> None:
+        """Ctrl+G to a 1-based line and column, and wait until the cursor is there."""
+        self.wb("press", key="Control+G")
+        self.wb("type", text=f"{line}:{column}", delayMs=20)
+        self.wb("press", key="Enter")
+        self.wait_cursor(line, column)
+
     def settled_ghost(self) -> dict[str, Any]:
         """The ghost text once it shows and stays the same for a second."""
         last: list[Any] = [None, 0.0]
@@ -212,20 +220,29 @@ def vscode(
     extensions_dir: Path,
     server_command: str,
 ) -> Iterator[Callable[[Path, dict[str, Any], dict[str, str]], Session]]:
-    """Start VS Code on a folder: ``vscode(folder, server_settings, env)``."""
+    """Start VS Code on a folder: ``vscode(folder, server_settings, env[, user_settings])``
+    (a second one in the same test gets folders of its own under tmp_path)."""
     started: list[Session] = []
 
-    def start(folder: Path, server_settings: dict[str, Any], env: dict[str, str]) -> Session:
+    def start(
+        folder: Path,
+        server_settings: dict[str, Any],
+        env: dict[str, str],
+        user_settings: dict[str, Any] | None = None,
+    ) -> Session:
+        root = tmp_path / f"vscode-{len(started)}" if started else tmp_path
+        root.mkdir(exist_ok=True)
         user = {
             **USER_SETTINGS,
             "lspAssist.serverPath": server_command,
-            "lspAssist.serverArgs": ["serve", "--log-file", str(tmp_path / "server.log")],
+            "lspAssist.serverArgs": ["serve", "--log-file", str(root / "server.log")],
             "lspAssist.extraSettings": server_settings,
+            **(user_settings or {}),
         }
-        server = CodeServer(code_server, tmp_path / "code-server", extensions_dir, env, user)
-        shots = tmp_path / "screenshots"
+        server = CodeServer(code_server, root / "code-server", extensions_dir, env, user)
+        shots = root / "screenshots"
         shots.mkdir()
-        session = Session(tmp_path, server, Workbench(code_server, shots))
+        session = Session(root, server, Workbench(code_server, shots))
         started.append(session)
         session("launch", url=server.url(folder))
         return session
@@ -380,14 +397,8 @@ def test_vscode_real_next_edit_rename_jump_apply_dismiss_delete(
     vs("open", file="shapes.py")
     vs.until(vs.status, lambda s: "model file not found" in s["label"], "status: no model", 120)
 
-    def goto(line: int, column: int) -> None:
-        vs("press", key="Control+G")
-        vs("type", text=f"{line}:{column}", delayMs=20)
-        vs("press", key="Enter")
-        vs.wait_cursor(line, column)
-
     # `def area(` -> `def surface(`: select the word, type over it.
-    goto(5, 5)
+    vs.goto(5, 5)
     vs("press", key="Control+D")
     vs("type", text="surface", delayMs=50)
     use = "    print(area(2, 3))"
@@ -433,7 +444,7 @@ def test_vscode_real_next_edit_rename_jump_apply_dismiss_delete(
     assert vs.read("extensionDecorations") == NO_DECORATIONS
 
     # `, depth` removed from the definition: the third argument of the call on line 10.
-    goto(5, 26)
+    vs.goto(5, 26)
     vs("press", key="Shift+ArrowRight", times=7)
     vs("press", key="Delete")
     call = "    return sum(surface(w, h, 1) for w, h in shapes)"
@@ -462,3 +473,39 @@ def test_vscode_real_next_edit_rename_jump_apply_dismiss_delete(
         .replace(", 4))", "))")
     )
     assert text == expected, vs.context()
+
+
+def test_vscode_real_reports_where_the_cursor_rests(
+    vscode: Callable[..., Session], workspace: Path, server_env: dict[str, str]
+) -> None:
+    """The cursor jumps far down asyncio/queues.py (Ctrl+G) and rests: the extension
+    reports it (lspAssist/didMoveCursor after `lspAssist.reportCursorMs`, 300), the
+    server evaluates the prompt there, and the first request after End, Enter finds most
+    of its prompt in the KV cache. The control: a second VS Code with `reportCursorMs` 0
+    (never), the same rest and End, Enter: that first request evaluates a cold prompt."""
+    text = SOURCE.read_text()
+    (workspace / "queues.py").write_text(text)
+    lines = text.split("\n")
+    rested = next(i for i in range(len(lines) * 4 // 10, len(lines)) if lines[i].strip()) + 1
+    cache = Path(server_env["XDG_CACHE_HOME"])
+
+    def first_request_after_rest(report_ms: int) -> dict[str, Any]:
+        vs = vscode(workspace, CURSOR_SETTINGS, server_env, {"lspAssist.reportCursorMs": report_ms})
+        vs("open", file="queues.py")
+        vs.wait_ready()
+        time.sleep(2)  # the prefill at the file's start, then the report where it opened
+        vs.goto(rested, 1)
+        time.sleep(4)  # the rest: the report after 300 ms, then the prefill
+        before = len(model_requests(cache))
+        vs("press", key="End")
+        vs("press", key="Enter")
+        request = first_model_request_after(cache, before)
+        vs.wb.close()
+        vs.server.stop()
+        return request
+
+    warm = first_request_after_rest(300)
+    cold = first_request_after_rest(0)
+    assert warm["prompt_tokens"] > 200 and cold["prompt_tokens"] > 200, (warm, cold)
+    assert warm["reused_tokens"] >= warm["prompt_tokens"] * 0.8, warm
+    assert cold["reused_tokens"] < cold["prompt_tokens"] * 0.3, cold

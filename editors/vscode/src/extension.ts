@@ -112,7 +112,6 @@ const refreshMarks = new RefreshMarks();
 let lastShown: { item: WireItem; uri: string; start: vscode.Position } | undefined;
 
 /** How long the cursor rests before the server is told where (lspAssist/didMoveCursor). */
-const CURSOR_REST_MS = 300;
 let cursorTimer: NodeJS.Timeout | undefined;
 /** The cursor at the last selection event, and the place last reported. */
 let cursorSeen: CursorPlace | undefined;
@@ -686,7 +685,7 @@ function placeOf(editor: vscode.TextEditor): CursorPlace {
 }
 
 /**
- * The cursor moved, or another editor came to the front: once it rests CURSOR_REST_MS
+ * The cursor moved, or another editor came to the front: once it rests `reportCursorMs`
  * at a new place reached without an edit, tell the server, which evaluates the prompt
  * there so the first suggestion where the user types needs no cold prompt.
  */
@@ -702,7 +701,8 @@ function onCursorMoved(editor: vscode.TextEditor | undefined): void {
   }
   clearTimeout(cursorTimer);
   cursorTimer = undefined;
-  if (action === 'cancel') {
+  const rest = vscode.workspace.getConfiguration(SECTION).get<number>('reportCursorMs', 300);
+  if (action === 'cancel' || !(rest > 0)) {
     return;
   }
   cursorTimer = setTimeout(() => {
@@ -712,8 +712,7 @@ function onCursorMoved(editor: vscode.TextEditor | undefined): void {
     if (!current || !now || status.state !== 'ready') {
       return;
     }
-    const rest = placeOf(now);
-    if (JSON.stringify(rest) !== JSON.stringify(place)) {
+    if (JSON.stringify(placeOf(now)) !== JSON.stringify(place)) {
       return; // moved or edited since: a newer event decides
     }
     cursorReported = place;
@@ -721,7 +720,7 @@ function onCursorMoved(editor: vscode.TextEditor | undefined): void {
       textDocument: { uri: place.uri, version: place.version },
       position: { line: place.line, character: place.character },
     });
-  }, CURSOR_REST_MS);
+  }, rest);
 }
 
 function onDocumentChanged(event: vscode.TextDocumentChangeEvent): void {
