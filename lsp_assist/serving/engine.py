@@ -448,7 +448,7 @@ class CompletionEngine:
             evaluated = backend.prefill(stable, cache_key=doc.uri, cancel=cancel)
             session.adaptive.observe(evaluated, time.perf_counter() - evaluating)
         if cancel is None or not cancel.cancelled:
-            self.last_prefill = PrefillRecord(
+            self.last_prefill = record = PrefillRecord(
                 uri=doc.uri,
                 line=position.line,
                 column=position.column,
@@ -456,6 +456,16 @@ class CompletionEngine:
                 prompt_tokens=len(stable),
                 evaluated=evaluated,
                 ms=(time.perf_counter() - began) * 1000,
+            )
+            logger.debug(
+                "prefilled (%s) %s:%d:%d: %d of %d tokens evaluated in %.0f ms",
+                reason,
+                doc.uri,
+                record.line,
+                record.column,
+                evaluated,
+                record.prompt_tokens,
+                record.ms,
             )
         return evaluated
 

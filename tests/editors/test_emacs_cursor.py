@@ -25,7 +25,7 @@ from .test_emacs import (
     needs_tmux,
     tmux_env,
 )
-from .test_nvim_cursor import first_model_request_after, model_requests
+from .test_nvim_cursor import first_model_request_after, model_requests, wait_prefilled
 
 SOURCE = Path(asyncio.__file__).with_name("queues.py")
 
@@ -45,7 +45,12 @@ def test_emacs_nw_reports_where_point_rests_and_the_first_request_there_is_warm(
         for share in (4, 8)
     )
     init = tmp_path / "init.el"
-    init.write_text(install_snippet(REPO))
+    log = tmp_path / "server.log"
+    init.write_text(
+        install_snippet(REPO)
+        + "(setq lsp-assist-command (append lsp-assist-command\n"
+        + f'  \'("--log-file" "{log}" "--log-level" "DEBUG")))\n'
+    )
     env = tmux_env(server_env)
     env.update(env_settings({"contextBudget": 512}))
     cache = Path(server_env["XDG_CACHE_HOME"])
@@ -63,7 +68,7 @@ def test_emacs_nw_reports_where_point_rests_and_the_first_request_there_is_warm(
         tmux.keys("M-g", "g")
         tmux.keys(str(rested), literal=True)
         tmux.keys("Enter")
-        time.sleep(4)  # the rest: the report after 0.3 s, then the prefill
+        wait_prefilled(log, rested - 1)  # the rest: the report after 0.3 s, the prefill
         before = len(model_requests(cache))
         tmux.keys("C-e", "Enter")
         warm = first_model_request_after(cache, before)

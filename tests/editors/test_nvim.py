@@ -457,7 +457,7 @@ def plugin_in_tmux(
     server_env: dict[str, str],
     server_command: str,
     *,
-    server_args: str = "serve",
+    server_args: str | tuple[str, ...] = "serve",
     rows: int = 20,
     settings: dict[str, Any] | None = None,
     file: str = "main.py",
@@ -465,11 +465,12 @@ def plugin_in_tmux(
     """Neovim with the plugin's install snippet (``cmd`` = ``server_command server_args``,
     ``settings`` or the test settings, the statusline part) editing ``file`` (main.py),
     in a clean environment."""
+    args = (server_args,) if isinstance(server_args, str) else server_args
     init = tmp_path / "init.lua"
     init.write_text(
         f"vim.opt.runtimepath:append('{EDITORS / 'nvim'}')\n"
         "require('lsp-assist').setup({\n"
-        f"  cmd = {{ '{server_command}', '{server_args}' }},\n"
+        f"  cmd = {{ {', '.join(repr(a) for a in (server_command, *args))} }},\n"
         f"  settings = vim.json.decode([[{json.dumps(settings or SETTINGS)}]]),\n"
         "})\n"
         "vim.o.statusline = \"%f %= %{v:lua.require'lsp-assist'.statusline()} \"\n"

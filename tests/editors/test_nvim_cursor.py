@@ -12,6 +12,7 @@ jump was before.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from .conftest import SETTINGS
+from .test_emacs import one_thread
 from .test_nvim import NVIM, TMUX, plugin_in_tmux
 from .test_nvim_restart import status
 from .test_shown_nvim import metrics_lines
@@ -45,6 +47,20 @@ def first_model_request_after(cache: Path, count: int, timeout: float = 120) -> 
     raise AssertionError(f"no model request after {count}: {model_requests(cache)}")
 
 
+def wait_prefilled(log: Path, line: int, timeout: float = 180) -> str:
+    """The server log's line for a cursor prefill on ``line`` (0-based), once written
+    (``--log-level DEBUG``): a fixed rest was too short on two busy cores."""
+    pattern = re.compile(rf"prefilled \(cursor\) \S+:{line}:\d+: .*")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = pattern.search(log.read_text(errors="replace")) if log.exists() else None
+        if found:
+            return found.group(0)
+        time.sleep(0.1)
+    tail = log.read_text(errors="replace")[-3000:] if log.exists() else "(no log)"
+    raise AssertionError(f"no prefill at line {line} within {timeout} s:\n{tail}")
+
+
 def test_nvim_reports_where_the_cursor_rests_and_the_first_request_there_is_warm(
     tmp_path: Path, workspace: Path, server_env: dict[str, str], server_command: str
 ) -> None:
@@ -58,14 +74,21 @@ def test_nvim_reports_where_the_cursor_rests_and_the_first_request_there_is_warm
         for share in (4, 8)
     )
     cache = Path(server_env["XDG_CACHE_HOME"])
+    log = tmp_path / "server.log"
     tmux = plugin_in_tmux(
-        tmp_path, workspace, server_env, server_command, settings=CURSOR_SETTINGS, file="queues.py"
+        tmp_path,
+        workspace,
+        one_thread(server_env),
+        server_command,
+        server_args=("serve", "--log-file", str(log), "--log-level", "DEBUG"),
+        settings=CURSOR_SETTINGS,
+        file="queues.py",
     )
     try:
         tmux.wait_for(lambda ls: "lsp-assist: ready" in status(ls), timeout=180)
         time.sleep(2)  # the prefill at the file's start, then the report where it opened
         tmux.send(f"{rested}G")
-        time.sleep(4)  # the rest: the report after 300 ms, then the prefill
+        wait_prefilled(log, rested - 1)  # the rest: the report after 300 ms, the prefill
         before = len(model_requests(cache))
         tmux.send("o")
         warm = first_model_request_after(cache, before)

@@ -32,7 +32,14 @@ import pytest
 
 from .conftest import CURSOR_LINE, MAIN, SETTINGS
 from .next_edit_source import SHAPES
-from .test_nvim_cursor import CURSOR_SETTINGS, SOURCE, first_model_request_after, model_requests
+from .test_emacs import one_thread
+from .test_nvim_cursor import (
+    CURSOR_SETTINGS,
+    SOURCE,
+    first_model_request_after,
+    model_requests,
+    wait_prefilled,
+)
 from .test_shown_nvim import shown_lines
 from .vscode_harness import (
     USER_SETTINGS,
@@ -220,7 +227,8 @@ def vscode(
     extensions_dir: Path,
     server_command: str,
 ) -> Iterator[Callable[[Path, dict[str, Any], dict[str, str]], Session]]:
-    """Start VS Code on a folder: ``vscode(folder, server_settings, env[, user_settings])``
+    """Start VS Code on a folder: ``vscode(folder, server_settings, env[, user_settings,
+    log_level=...])``
     (a second one in the same test gets folders of its own under tmp_path)."""
     started: list[Session] = []
 
@@ -229,13 +237,20 @@ def vscode(
         server_settings: dict[str, Any],
         env: dict[str, str],
         user_settings: dict[str, Any] | None = None,
+        log_level: str = "INFO",
     ) -> Session:
         root = tmp_path / f"vscode-{len(started)}" if started else tmp_path
         root.mkdir(exist_ok=True)
         user = {
             **USER_SETTINGS,
             "lspAssist.serverPath": server_command,
-            "lspAssist.serverArgs": ["serve", "--log-file", str(root / "server.log")],
+            "lspAssist.serverArgs": [
+                "serve",
+                "--log-file",
+                str(root / "server.log"),
+                "--log-level",
+                log_level,
+            ],
             "lspAssist.extraSettings": server_settings,
             **(user_settings or {}),
         }
@@ -489,13 +504,19 @@ def test_vscode_real_reports_where_the_cursor_rests(
     rested = next(i for i in range(len(lines) * 4 // 10, len(lines)) if lines[i].strip()) + 1
     cache = Path(server_env["XDG_CACHE_HOME"])
 
+    env = one_thread(server_env)
+
     def first_request_after_rest(report_ms: int) -> dict[str, Any]:
-        vs = vscode(workspace, CURSOR_SETTINGS, server_env, {"lspAssist.reportCursorMs": report_ms})
+        user = {"lspAssist.reportCursorMs": report_ms}
+        vs = vscode(workspace, CURSOR_SETTINGS, env, user, log_level="DEBUG")
         vs("open", file="queues.py")
         vs.wait_ready()
         time.sleep(2)  # the prefill at the file's start, then the report where it opened
         vs.goto(rested, 1)
-        time.sleep(4)  # the rest: the report after 300 ms, then the prefill
+        if report_ms:  # the rest: the report after 300 ms, then the prefill
+            wait_prefilled(vs.server_log, rested - 1)
+        else:
+            time.sleep(4)  # as long a rest, with nothing reported
         before = len(model_requests(cache))
         vs("press", key="End")
         vs("press", key="Enter")
