@@ -128,8 +128,11 @@ step "trimming the built-in extensions' typescript" node "$VSCODE/extensions/pos
 mkdir -p "$VSCODE/node_modules/@vscode/ripgrep/bin"
 ln -sfn "$RG" "$VSCODE/node_modules/@vscode/ripgrep/bin/rg"
 
-version="$("$DIR/node_modules/.bin/code-server" --version 2>>"$log" | head -1)" \
+# The line that starts with the version: on the very first run on a machine code-server
+# first prints "[...] info  Wrote default config file to ~/.config/code-server/config.yaml".
+said="$("$DIR/node_modules/.bin/code-server" --version 2>>"$log")" \
   || fail "code-server --version failed (log: $log)"
+version="$(printf '%s\n' "$said" | grep -m1 "^$CODE_SERVER_VERSION " || printf '%s\n' "$said" | tail -1)"
 case "$version" in
   "$CODE_SERVER_VERSION "*) ;;
   *) fail "code-server --version said '$version'" ;;
