@@ -88,6 +88,13 @@ if [ "$WITH_EDITORS" = 1 ]; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends emacs-nox elpa-eglot tmux >/dev/null) \
       || say "WARNING: could not install Emacs/tmux; their editor tests will be skipped"
   fi
+  # javac/java: bench --safim compiles and runs the Java tasks (g++ is already there).
+  if ! command -v javac >/dev/null 2>&1 \
+     && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    say "installing default-jdk-headless (Debian)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends default-jdk-headless >/dev/null) \
+      || say "WARNING: could not install a JDK; bench --safim reports Java as not run"
+  fi
   if command -v npm >/dev/null 2>&1 && [ -f editors/vscode/package-lock.json ] \
      && { [ ! -f editors/vscode/node_modules/.package-lock.json ] \
           || [ editors/vscode/package-lock.json -nt editors/vscode/node_modules/.package-lock.json ]; }; then
