@@ -18,8 +18,8 @@ from lsp_assist.telemetry import (
     format_stats,
     metrics_dir,
     plot_stats,
+    read_outcomes,
     read_records,
-    read_shown,
 )
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
@@ -50,7 +50,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Print P50/P90/P99 time to first token and total latency per task type, mean "
             "prompt tokens, KV reuse, draft acceptance, user acceptance, type-through hits "
             "and cancellations, from the local metrics log; then acceptance, partial "
-            "acceptance and characters accepted per shown suggestion, by trigger and model."
+            "acceptance and characters accepted per shown suggestion, by trigger and model, the "
+            "accepted characters still present 30 s later and the share of keys with "
+            "nothing shown."
         ),
     )
     parser.add_argument(
@@ -92,11 +94,11 @@ def run(args: argparse.Namespace) -> int:
             sources = all_metrics_dirs(settings) or [metrics_dir(settings, None)]
     where = ", ".join(str(s) for s in sources)
     records = read_records(sources, since)
-    shown = read_shown(sources, since)
-    stats = compute_stats(records, shown)
+    outcomes = read_outcomes(sources, since)
+    stats = compute_stats(records, outcomes.shown, outcomes.retained, outcomes.keys)
     if args.json:
         output = json.dumps(stats, indent=2)
-    elif not records and not shown:
+    elif not records and not outcomes.shown and not outcomes.keys:
         output = f"no requests recorded in {where}"
     else:
         output = format_stats(stats)

@@ -32,7 +32,7 @@ from lsp_assist.index import EmptyIndex, VectorIndex, WorkspaceIndex
 from lsp_assist.serving.adaptive_budget import AdaptiveBudget, calibrate, is_explicit
 from lsp_assist.serving.buffers import Buffers
 from lsp_assist.serving.vectors_wiring import start_workspace_vectors
-from lsp_assist.telemetry import MetricsLog, ShownRecord, ShownSuggestions, metrics_dir
+from lsp_assist.telemetry import MetricsLog, ShownSuggestions, TelemetryEvent, metrics_dir
 
 __all__ = ["BackendFactory", "LoadProgress", "Session"]
 
@@ -81,8 +81,9 @@ class Session:
             on_edited=self._note_edited,
         )
         """The open documents (the engine's own copy of each editor buffer)."""
-        self.shown = ShownSuggestions(self._record_shown)
-        """What became of each suggestion the editor showed (written to the metrics log)."""
+        self.shown = ShownSuggestions(self._record_shown, document_of=self.buffers.get)
+        """What became of each suggestion the editor showed, what users kept of the ones
+        they accepted, the keys with nothing shown (written to the metrics log)."""
 
     # -- set-up -------------------------------------------------------------------
 
@@ -264,7 +265,7 @@ class Session:
         if context is not None:
             attach_vectors(context, vectors, self.index if self.index is not None else EmptyIndex())
 
-    def _record_shown(self, record: ShownRecord) -> None:
+    def _record_shown(self, record: TelemetryEvent) -> None:
         metrics = self.metrics
         if metrics is not None:
             metrics.record_shown(record)

@@ -36,7 +36,8 @@ from typing import Any
 
 from lsp_assist.backends.base import BACKEND_USAGE_FIELDS, BackendUsage
 from lsp_assist.config import Settings, cache_root, workspace_cache_dir
-from lsp_assist.telemetry.shown import SHOWN_EVENT, ShownRecord
+from lsp_assist.telemetry.retention import KEYS_EVENT, RETAINED_EVENT, KeysRecord, RetainedRecord
+from lsp_assist.telemetry.shown import SHOWN_EVENT, ShownRecord, TelemetryEvent
 
 log = logging.getLogger(__name__)
 
@@ -207,8 +208,9 @@ class MetricsLog:
         """Queue an acceptance event for ``request_id`` (joined by :func:`read_records`)."""
         self._put({"event": ACCEPT_EVENT, "request_id": request_id, "ts": round(time.time(), 6)})
 
-    def record_shown(self, shown: ShownRecord) -> None:
-        """Queue a shown suggestion's outcome (read back by :func:`read_shown`)."""
+    def record_shown(self, shown: TelemetryEvent) -> None:
+        """Queue a shown suggestion's outcome, a retention measurement or a count of keys
+        (read back by :func:`read_shown`, :func:`read_outcomes`)."""
         self._put(shown.to_json())
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -379,14 +381,45 @@ def read_records(
 
 def read_shown(dir_or_file: Path | Sequence[Path], since: float | None = None) -> list[ShownRecord]:
     """Return the shown suggestions' outcomes of metrics directories or files, by time."""
+    return read_outcomes(dir_or_file, since).shown
+
+
+@dataclass
+class Outcomes:
+    """What became of the suggestions shown: the lines :func:`read_outcomes` reads."""
+
+    shown: list[ShownRecord] = field(default_factory=list)
+    retained: list[RetainedRecord] = field(default_factory=list)
+    """One per accepted suggestion (the last, if a late accept measured one twice)."""
+    keys: list[KeysRecord] = field(default_factory=list)
+
+
+def read_outcomes(dir_or_file: Path | Sequence[Path], since: float | None = None) -> Outcomes:
+    """Return the shown, retained and keys lines of metrics directories or files, by time."""
     sources = [dir_or_file] if isinstance(dir_or_file, str | Path) else list(dir_or_file)
     paths = [p for source in sources for p in log_files(Path(source))]
-    objects = _iter_objects(paths)
-    shown = [ShownRecord.from_json(obj) for obj in objects if obj.get("event") == SHOWN_EVENT]
+    out = Outcomes()
+    retained: dict[str, RetainedRecord] = {}
+    for obj in _iter_objects(paths):
+        event = obj.get("event")
+        if event == SHOWN_EVENT:
+            out.shown.append(ShownRecord.from_json(obj))
+        elif event == RETAINED_EVENT:
+            record = RetainedRecord.from_json(obj)
+            key = record.item or f"#{len(retained)}"
+            if key not in retained or retained[key].ts <= record.ts:
+                retained[key] = record
+        elif event == KEYS_EVENT:
+            out.keys.append(KeysRecord.from_json(obj))
+    out.retained = list(retained.values())
     if since is not None:
-        shown = [s for s in shown if s.ts >= since]
-    shown.sort(key=lambda s: s.ts)
-    return shown
+        out.shown = [s for s in out.shown if s.ts >= since]
+        out.retained = [r for r in out.retained if r.ts >= since]
+        out.keys = [k for k in out.keys if k.ts >= since]
+    out.shown.sort(key=lambda s: s.ts)
+    out.retained.sort(key=lambda r: r.ts)
+    out.keys.sort(key=lambda k: k.ts)
+    return out
 
 
 def metrics_dir(settings: Settings, workspace: Path | None = None) -> Path:

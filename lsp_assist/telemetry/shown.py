@@ -15,6 +15,14 @@ suggestion, another place). A suggestion whose
 end nobody saw (the document closed, the session ended) is ``ignored``.
 
 One :class:`ShownRecord` per shown suggestion is written when its outcome is known.
+With the session's documents (``document_of``) it also measures what users keep
+(telemetry/retention.py): each accept's text is followed through the document's edits
+(:meth:`ShownSuggestions.changed`) and :data:`~lsp_assist.telemetry.retention.RETAIN_AFTER_S`
+later (:meth:`ShownSuggestions.measure_due`, on a timer the server sets) a
+:class:`~lsp_assist.telemetry.retention.RetainedRecord` says how much of it is still
+there; and it counts the keys (document changes) of the documents the client asked
+inline completions for (:meth:`ShownSuggestions.asked`) after which nothing showed
+(:class:`~lsp_assist.telemetry.retention.KeysRecord`).
 The LSP handlers call it on the event loop and the session's close on a thread of its
 own: one lock around each call.
 """
@@ -27,6 +35,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from lsp_assist.documents import Position, TextView
+from lsp_assist.telemetry.retention import (
+    KEYS_FLUSH,
+    KeysRecord,
+    Probe,
+    RetainedRecord,
+    locate,
+    retain_after_s,
+    utf16_len,
+    utf16_prefix,
+)
 
 SHOWN_EVENT = "shown"
 """The ``event`` of a shown suggestion's line in the metrics log."""
@@ -49,11 +69,6 @@ def item_id(request_id: str, index: int) -> str:
 def request_of(item: str) -> str:
     """Return the request id an item id belongs to."""
     return item.split(ITEM_SEPARATOR, 1)[0]
-
-
-def utf16_len(text: str) -> int:
-    """Return the length of ``text`` in UTF-16 code units (LSP's default measure)."""
-    return len(text.encode("utf-16-le")) // 2
 
 
 def trigger_kind(trigger: str) -> str:
@@ -162,19 +177,37 @@ class _Suggestion:
     accepted_chars: int = 0
 
 
+TelemetryEvent = ShownRecord | RetainedRecord | KeysRecord
+"""A line ``ShownSuggestions`` writes to the metrics log."""
+
+
 class ShownSuggestions:
-    """The per-item outcome of the items an editor showed; one record per suggestion."""
+    """The per-item outcome of the items an editor showed; one record per suggestion;
+    with ``document_of``, the accepted characters retained and the quiet keys."""
 
     def __init__(
         self,
-        write: Callable[[ShownRecord], None],
+        write: Callable[[TelemetryEvent], None],
         *,
+        document_of: Callable[[str], TextView | None] | None = None,
+        retain_after: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         max_offered: int = MAX_OFFERED,
     ) -> None:
         self._write = write
+        self._document_of = document_of
+        self.retain_after = retain_after_s() if retain_after is None else retain_after
+        """Seconds from an accept to its retention measurement (``RETAIN_AFTER_S``)."""
         self._clock = clock
         self._max_offered = max_offered
+        self._probes: dict[str, Probe] = {}
+        """The accepted suggestions whose retention is not measured yet, by first item."""
+        self._inline: set[str] = set()
+        """Documents the client asked inline completions for: their changes are keys."""
+        self._pending: dict[str, bool] = {}
+        """Each such document's last change, not counted yet: whether something showed since."""
+        self._keys = KeysRecord()
+        """Keys counted and not yet written."""
         self._offered: OrderedDict[str, OfferedItem] = OrderedDict()
         self._open: dict[str, _Suggestion] = {}
         """The open suggestion of each document, by URI."""
@@ -197,6 +230,8 @@ class ShownSuggestions:
             offered = self._offered.pop(item, None)
             if offered is None:
                 return False
+            if offered.uri in self._pending:
+                self._pending[offered.uri] = True
             now = self._clock()
             previous = self._open.get(offered.uri)
             if previous is not None:
@@ -232,6 +267,7 @@ class ShownSuggestions:
                 return False
             end = suggestion.offsets[item] + accepted_length
             suggestion.accepted_chars = max(suggestion.accepted_chars, end)
+            self._accepted_text(suggestion, item, accepted_length)
             return True
 
     def accepted(self, item: str) -> bool:
@@ -242,6 +278,7 @@ class ShownSuggestions:
                 return False
             end = suggestion.offsets[item] + utf16_len(suggestion.items[item].text)
             suggestion.accepted_chars = max(suggestion.accepted_chars, end)
+            self._accepted_text(suggestion, item, None)
             self._end(suggestion, "accepted", self._clock())
             return True
 
@@ -257,8 +294,16 @@ class ShownSuggestions:
     def edited(self, uri: str, line_text: Callable[[int], str]) -> None:
         """The document changed: when its shown suggestion's line now holds, between
         the text that was before and after the cursor, something that does not start the
-        suggestion, the user typed over it. ``line_text(n)`` is line ``n`` as it is now."""
+        suggestion, the user typed over it. ``line_text(n)`` is line ``n`` as it is now.
+
+        In a document the client asked inline completions for, the change is a key: the
+        one before it is counted (quiet when nothing showed since), and this one waits
+        for a show (typing the suggestion's next characters shows its rest: not quiet).
+        """
         with self._lock:
+            if uri in self._inline:
+                self._count_key(uri)
+                self._pending[uri] = False
             suggestion = self._open.get(uri)
             if suggestion is None:
                 return
@@ -272,13 +317,57 @@ class ShownSuggestions:
             typed = line[len(current.before) : inner]
             if typed and not current.text.startswith(typed):
                 self._end(suggestion, "typed_over", self._clock())
+            elif typed and typed != current.text and uri in self._pending:
+                self._pending[uri] = True  # typed through: the client shows the rest
+
+    def changed(self, uri: str, start: int, end: int, new_text: str) -> None:
+        """One edit of ``uri``: code points ``[start, end)`` of the text before it became
+        ``new_text``; the accepted spans in it follow."""
+        with self._lock:
+            for probe in self._probes.values():
+                if probe.uri == uri:
+                    probe.edit(start, end, len(new_text))
+
+    def follows(self, uri: str) -> bool:
+        """True when an accepted text in ``uri`` waits for its measurement (edits matter)."""
+        with self._lock:
+            return any(probe.uri == uri for probe in self._probes.values())
+
+    def asked(self, uri: str) -> None:
+        """The client asked an inline completion for ``uri``: its changes are keys."""
+        with self._lock:
+            self._inline.add(uri)
+
+    def next_due(self) -> float | None:
+        """Seconds until the next retention measurement is due (0: now); None: none waits."""
+        with self._lock:
+            if not self._probes:
+                return None
+            deadline = min(probe.deadline for probe in self._probes.values())
+            return max(0.0, deadline - self._clock())
+
+    def measure_due(self) -> int:
+        """Measure the retention of the accepts :attr:`retain_after` old; return how many."""
+        with self._lock:
+            now = self._clock()
+            due = [key for key, probe in self._probes.items() if probe.deadline <= now]
+            for key in due:
+                self._measure(self._probes.pop(key), "on_time", now)
+            return len(due)
 
     def closed(self, uri: str) -> None:
-        """The document closed: its open suggestion ends unseen."""
+        """The document closed (call it while its text can still be read): its open
+        suggestion ends unseen, its accepts are measured early, its last key is counted."""
         with self._lock:
+            now = self._clock()
             suggestion = self._open.get(uri)
             if suggestion is not None:
-                self._end(suggestion, "ignored", self._clock())
+                self._end(suggestion, "ignored", now)
+            for key in [key for key, probe in self._probes.items() if probe.uri == uri]:
+                self._measure(self._probes.pop(key), "early", now)
+            if uri in self._inline:
+                self._count_key(uri)
+                self._inline.discard(uri)
 
     def close(self) -> None:
         """The session ends: every open suggestion is written as ``ignored``."""
@@ -287,6 +376,77 @@ class ShownSuggestions:
             for suggestion in list(self._open.values()):
                 self._end(suggestion, "ignored", now)
             self._offered.clear()
+            for probe in list(self._probes.values()):
+                self._measure(probe, "early", now)
+            self._probes.clear()
+            for uri in list(self._pending):
+                self._count_key(uri)
+            self._inline.clear()
+            self._flush_keys()
+
+    def _count_key(self, uri: str) -> None:
+        """Count ``uri``'s last change, if one waits: quiet when nothing showed after it."""
+        showed = self._pending.pop(uri, None)
+        if showed is None:
+            return
+        self._keys.keys += 1
+        self._keys.quiet += not showed
+        if self._keys.keys >= KEYS_FLUSH:
+            self._flush_keys()
+
+    def _flush_keys(self) -> None:
+        if self._keys.keys:
+            self._keys.ts = time.time()
+            self._write(self._keys)
+        self._keys = KeysRecord()
+
+    def _accepted_text(self, suggestion: _Suggestion, item: str, units: int | None) -> None:
+        """Follow what an accept of ``item`` (``units`` of its text; None: all) put in.
+
+        The span starts at the suggestion's start: the characters typed through before
+        ``item`` showed are in it, as they are in ``accepted_chars``. The document gets
+        the accepted text before the accept is heard: it is looked for where the
+        suggestion was shown (or where an earlier accept of it is now) and near there.
+        """
+        # an accept is not a key: the change that put its text in is not counted
+        self._pending.pop(suggestion.root.uri, None)
+        if self._document_of is None:
+            return
+        root, current = suggestion.root, suggestion.items[item]
+        typed = current.before[root.column :] if current.line == root.line else ""
+        text = typed + (current.text if units is None else utf16_prefix(current.text, units))
+        probe = self._probes.get(root.item)
+        if probe is None:
+            probe = Probe(
+                item=root.item,
+                request_id=root.request_id,
+                trigger=root.trigger,
+                model=root.model,
+                language=root.language,
+                uri=root.uri,
+            )
+            self._probes[root.item] = probe
+        if len(text) < len(probe.text):
+            text = probe.text  # an accept of less than before (a late partial) keeps the span
+        now = self._clock()
+        probe.accepted_at, probe.deadline = now, now + self.retain_after
+        document = self._document_of(root.uri)
+        if document is None:
+            probe.text, probe.start = text, None
+            return
+        hint = (
+            probe.start
+            if probe.start is not None
+            else document.offset_at(Position(root.line, root.column))
+        )
+        start = locate(document.text, text, hint)
+        probe.text, probe.start = text, start
+        probe.end = (start or 0) + len(text)
+
+    def _measure(self, probe: Probe, measured: str, now: float) -> None:
+        document = self._document_of(probe.uri) if self._document_of is not None else None
+        text = document.text if document is not None else None
+        self._write(probe.measure(text, measured, now))
 
     def _showing(self, item: str) -> _Suggestion | None:
         """The open suggestion ``item`` belongs to; an accept of an item never shown shows it."""

@@ -21,7 +21,13 @@ Definitions (docs/telemetry.md):
 - ``shown``: per shown suggestion (the editor's ``didShowCompletion``, one
   :class:`~lsp_assist.telemetry.shown.ShownRecord` each): ``acceptance`` (accepted
   whole), ``partial_acceptance`` (part of it accepted), ``accepted_chars_mean``, and each
-  outcome's share, overall, ``by_trigger`` (automatic, explicit) and ``by_model``.
+  outcome's share, overall, ``by_trigger`` (automatic, explicit) and ``by_model``;
+  what users keep: ``accepted_chars`` (all characters accepted), ``retained_chars``
+  (of the accepts measured at ``RETAIN_AFTER_S``, the characters still there),
+  ``retained_share`` (those over the characters those accepts took), and how many
+  were measured early (``retention_early``) or not at all (``retention_unmeasured``);
+  overall only, ``keys`` and ``quiet_rate``: the share of keys (document changes of
+  documents with inline completion) after which nothing was shown.
 
 A rate whose denominator is zero is ``None``.
 """
@@ -36,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_assist.telemetry.metrics import MetricsRecord
+from lsp_assist.telemetry.retention import RETAIN_AFTER_S, KeysRecord, RetainedRecord
 from lsp_assist.telemetry.shown import OUTCOMES, ShownRecord
 
 log = logging.getLogger(__name__)
@@ -125,36 +132,64 @@ def _summary(records: Sequence[MetricsRecord]) -> dict[str, Any]:
     }
 
 
-def _shown_summary(shown: Sequence[ShownRecord]) -> dict[str, Any]:
+def _shown_summary(
+    shown: Sequence[ShownRecord], retained: Sequence[RetainedRecord] = ()
+) -> dict[str, Any]:
     n = len(shown)
+    on_time = [r for r in retained if r.measured == "on_time"]
+    kept = sum(r.retained_chars or 0 for r in on_time)
     summary: dict[str, Any] = {
         "shown": n,
         "acceptance": _ratio(sum(s.outcome == "accepted" for s in shown), n),
         "partial_acceptance": _ratio(sum(s.partial for s in shown), n),
         "accepted_chars_mean": round(sum(s.accepted_chars for s in shown) / n, 2) if n else None,
         "shown_chars_mean": round(sum(s.shown_chars for s in shown) / n, 2) if n else None,
+        "accepted_chars": sum(s.accepted_chars for s in shown),
+        "retained_chars": kept if on_time else None,
+        "retained_share": _ratio(kept, sum(r.accepted_chars for r in on_time)),
+        "retention_measured": len(on_time),
+        "retention_early": sum(r.measured == "early" for r in retained),
+        "retention_unmeasured": sum(r.measured == "none" for r in retained),
     }
     for outcome in OUTCOMES:
         summary[outcome] = _ratio(sum(s.outcome == outcome for s in shown), n)
     return summary
 
 
-def shown_stats(shown: Sequence[ShownRecord]) -> dict[str, Any]:
-    """Return acceptance per shown suggestion, overall, ``by_trigger`` and ``by_model``."""
-    stats = _shown_summary(shown)
+def shown_stats(
+    shown: Sequence[ShownRecord],
+    retained: Sequence[RetainedRecord] = (),
+    keys: Sequence[KeysRecord] = (),
+) -> dict[str, Any]:
+    """Return acceptance and retention per shown suggestion, overall, ``by_trigger`` and
+    ``by_model``, and the quiet keys (overall)."""
+    stats = _shown_summary(shown, retained)
+    n_keys = sum(k.keys for k in keys)
+    quiet = min(n_keys, sum(k.quiet for k in keys))
+    stats["keys"] = n_keys
+    stats["quiet_keys"] = quiet
+    stats["quiet_rate"] = _ratio(quiet, n_keys)
     for key, name in (("by_trigger", "trigger"), ("by_model", "model")):
-        groups: dict[str, list[ShownRecord]] = {}
+        groups: dict[str, tuple[list[ShownRecord], list[RetainedRecord]]] = {}
         for record in shown:
-            groups.setdefault(getattr(record, name) or "unknown", []).append(record)
-        stats[key] = {group: _shown_summary(recs) for group, recs in sorted(groups.items())}
+            groups.setdefault(getattr(record, name) or "unknown", ([], []))[0].append(record)
+        for measure in retained:
+            groups.setdefault(getattr(measure, name) or "unknown", ([], []))[1].append(measure)
+        stats[key] = {
+            group: _shown_summary(recs, kept) for group, (recs, kept) in sorted(groups.items())
+        }
     return stats
 
 
 def compute_stats(
-    records: Sequence[MetricsRecord], shown: Sequence[ShownRecord] = ()
+    records: Sequence[MetricsRecord],
+    shown: Sequence[ShownRecord] = (),
+    retained: Sequence[RetainedRecord] = (),
+    keys: Sequence[KeysRecord] = (),
 ) -> dict[str, Any]:
     """Return the aggregate statistics of ``records``, overall and ``by_task_type``, and
-    of the ``shown`` suggestions (``shown``)."""
+    of the ``shown`` suggestions, their ``retained`` characters and the quiet ``keys``
+    (under ``shown``)."""
     stats = _summary(records)
     if records:
         stats["first_ts"] = min(r.ts for r in records)
@@ -163,7 +198,7 @@ def compute_stats(
     for rec in records:
         by_task.setdefault(rec.task_type or "unknown", []).append(rec)
     stats["by_task_type"] = {task: _summary(recs) for task, recs in sorted(by_task.items())}
-    stats["shown"] = shown_stats(shown)
+    stats["shown"] = shown_stats(shown, retained, keys)
     return stats
 
 
@@ -220,10 +255,17 @@ _SHOWN_ROWS: tuple[tuple[str, str, str | None, str], ...] = (
     ("partly accepted", "partial_acceptance", None, "pct"),
     ("chars accepted (mean)", "accepted_chars_mean", None, "float"),
     ("chars shown (mean)", "shown_chars_mean", None, "float"),
+    ("chars accepted", "accepted_chars", None, "int"),
+    (f"chars retained ({RETAIN_AFTER_S:.0f} s)", "retained_chars", None, "int"),
+    ("retained share", "retained_share", None, "pct"),
+    ("retention measured early", "retention_early", None, "int"),
+    ("retention not measured", "retention_unmeasured", None, "int"),
     ("typed over", "typed_over", None, "pct"),
     ("dismissed", "dismissed", None, "pct"),
     ("superseded", "superseded", None, "pct"),
     ("ignored", "ignored", None, "pct"),
+    ("keys", "keys", None, "int"),
+    ("quiet keys", "quiet_rate", None, "pct"),
 )
 
 
@@ -235,12 +277,13 @@ def format_stats(stats: dict[str, Any]) -> str:
     if len(by_task) > 1 or (by_task and next(iter(by_task)) != "completion"):
         columns += sorted(by_task.items())
     shown = stats.get("shown") or {}
-    lines = _table(columns, _ROWS) if stats.get("requests") or not shown.get("shown") else []
+    quiet = not shown.get("shown") and not shown.get("keys")
+    lines = _table(columns, _ROWS) if stats.get("requests") or quiet else []
     if stats.get("first_ts") is not None:
         first = datetime.fromtimestamp(stats["first_ts"]).isoformat(sep=" ", timespec="seconds")
         last = datetime.fromtimestamp(stats["last_ts"]).isoformat(sep=" ", timespec="seconds")
         lines.append(f"period: {first} .. {last}")
-    if shown.get("shown"):
+    if shown.get("shown") or shown.get("keys"):
         columns = [("all", shown)]
         columns += [(name, col) for name, col in (shown.get("by_trigger") or {}).items()]
         columns += [(name, col) for name, col in (shown.get("by_model") or {}).items()]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lsp_assist.errors import LspAssistError
+from lsp_assist.lsp.features.shown import measure_later
 from lsp_assist.lsp.server import LspAssistServer
 from lsp_assist.serving import explain_with_budget, status_json
 from lsp_assist.telemetry import request_of
@@ -20,8 +21,8 @@ def register(server: LspAssistServer) -> None:
         request_id = request_of(item)
         session = ls.session
         counted = bool(request_id) and session is not None and session.accept(request_id)
-        if session is not None and item:
-            session.shown.accepted(item)
+        if session is not None and item and session.shown.accepted(item):
+            measure_later(ls)  # how much of it is still there, RETAIN_AFTER_S later
         return {"accepted": counted, "request_id": request_id}
 
     @server.command("lspAssist.explainContext")

@@ -17,6 +17,8 @@ def register(server: LspAssistServer) -> None:
     ) -> types.InlineCompletionList:
         automatic = params.context.trigger_kind == types.InlineCompletionTriggerKind.Automatic
         uri, position = params.text_document.uri, params.position
+        if ls.session is not None:
+            ls.session.shown.asked(uri)  # its changes are keys (the quiet rate)
         found = await suggest(ls, uri, position, automatic=automatic, alternatives=True, early=True)
         if found is None:
             return types.InlineCompletionList(items=[])
