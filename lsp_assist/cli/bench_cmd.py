@@ -112,6 +112,36 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="with --humaneval: comma-separated subset of plain (the model alone, plain FIM) "
         "and server (lsp-assist serve) (default both)",
     )
+    replay = parser.add_argument_group(
+        "acceptance replay (--replay)",
+        "a user retypes regions of real code at a fixed pace without waiting for answers; "
+        "how much of it the suggestions write (docs/evaluation.md, \"Acceptance replay\"); "
+        "--rows: default,plain,llamavim (default: default,plain)",
+    )
+    replay.add_argument(
+        "--replay",
+        action="store_true",
+        help="the acceptance replay instead: writes table.md, results.json and replay.png to --out",
+    )
+    replay.add_argument(
+        "--regions", type=int, default=8, metavar="N", help="regions of 3-8 lines (default 8)"
+    )
+    replay.add_argument(
+        "--pace-ms", type=float, default=180.0, metavar="MS", help="time between keys (180)"
+    )
+    replay.add_argument(
+        "--pace",
+        choices=("steady", "bursty", "both"),
+        default="steady",
+        help="bursty: a 600 ms pause after each line end and each ( and . (default steady)",
+    )
+    replay.add_argument(
+        "--rest-ms",
+        type=float,
+        default=2000.0,
+        metavar="MS",
+        help="the cursor rests at the region before the first key (2000)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -142,6 +172,8 @@ def run(args: argparse.Namespace) -> int:
         return write_outputs(args.out, report.read_results(args.from_json))
     if args.humaneval:
         return run_humaneval(args)
+    if args.replay:
+        return run_replay(args)
     if args.tasks is None:
         args.tasks = DEFAULT_TASKS
     if args.tasks < 1 or args.typing_lines < 0:
@@ -194,6 +226,68 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return write_outputs(args.out, result)
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """Run the acceptance replay; write table.md, results.json and replay.png to --out."""
+    from lsp_assist.backends.models import resolve_model
+    from lsp_assist.errors import LspAssistError
+    from lsp_assist.evaluation.replay import (
+        DEFAULT_ROWS,
+        PACES,
+        ReplayConfig,
+        check_rows,
+        run_replay,
+        write_outputs,
+    )
+    from lsp_assist.evaluation.workspace import STDLIB_EXCLUDE
+
+    if args.regions < 1 or args.pace_ms <= 0 or args.rest_ms < 0:
+        print("error: --regions must be >= 1, --pace-ms > 0, --rest-ms >= 0", file=sys.stderr)
+        return 2
+    rows = tuple(r.strip() for r in args.rows.split(",") if r.strip()) if args.rows else DEFAULT_ROWS
+    why = check_rows(rows)
+    if why:
+        print(f"error: --rows: {why}", file=sys.stderr)
+        return 2
+    if args.workspace is None:
+        workspace = Path(sysconfig.get_paths()["stdlib"]).resolve()
+        exclude = [*STDLIB_EXCLUDE, *args.exclude]
+    else:
+        workspace = args.workspace.resolve()
+        exclude = list(args.exclude)
+    if not workspace.is_dir():
+        print(f"error: not a folder: {workspace}", file=sys.stderr)
+        return 2
+    try:
+        model = resolve_model(args.model or "")[0].resolve()
+    except LspAssistError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    config = ReplayConfig(
+        workspace=workspace,
+        model=model,
+        exclude=exclude,
+        regions=args.regions,
+        pace_ms=args.pace_ms,
+        paces=PACES if args.pace == "both" else (args.pace,),
+        rest_ms=args.rest_ms,
+        rows=rows,
+        settings=dict(item.partition("=")[::2] for item in args.setting),
+        seed=args.seed,
+        scratch=args.work.resolve() if args.work else None,
+        keep=args.keep,
+    )
+    command = "lsp-assist " + shlex.join(getattr(args, "argv", ["bench", "--replay"]))
+    try:
+        result = run_replay(config, command.strip())
+    except (LspAssistError, RuntimeError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    written = write_outputs(args.out, result)
+    print((args.out / "table.md").read_text(encoding="utf-8"))
+    print("wrote " + ", ".join(map(str, written)))
+    return 1 if any(r.get("error") for r in result["rows"]) else 0
 
 
 def second_model(model: Path, value: str, values: dict[str, str]) -> Path:

@@ -94,12 +94,16 @@ async def start_server(
     env: dict[str, str] | None = None,
     args: tuple[str, ...] = ("--log-level", "WARNING"),
     on_message: Callable[[str], None] | None = None,
+    experimental: dict[str, Any] | None = None,
+    notifications: dict[str, Callable[..., None]] | None = None,
 ) -> tuple[Any, types.InitializeResult]:
     """Start ``lsp-assist serve`` over stdio and initialize it on ``root``.
 
     ``options`` are the initializationOptions (the settings an editor sends), ``args``
-    extra command-line flags, ``on_message`` receives each window/showMessage text.
-    Returns the client and the server's InitializeResult.
+    extra command-line flags, ``on_message`` receives each window/showMessage text,
+    ``experimental`` goes into the client capabilities (``lspAssistSuggestionReady``
+    opts in to early-answer notices) and ``notifications`` maps more server
+    notifications to handlers. Returns the client and the server's InitializeResult.
     """
     from pygls.lsp.client import LanguageClient
 
@@ -116,6 +120,8 @@ async def start_server(
     client.feature(types.WINDOW_SHOW_MESSAGE)(show_message)
     client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)(ignore)
     client.feature(types.PROGRESS)(ignore)
+    for method, handler in (notifications or {}).items():
+        client.feature(method)(handler)
     await client.start_io(*SERVE, *args, env=env)
     init = await client.initialize_async(
         types.InitializeParams(
@@ -124,6 +130,7 @@ async def start_server(
                     inline_completion=types.InlineCompletionClientCapabilities()
                 ),
                 window=types.WindowClientCapabilities(work_done_progress=True),
+                experimental=experimental,
             ),
             root_uri=root.as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],

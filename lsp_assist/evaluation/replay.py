@@ -1,0 +1,327 @@
+"""``lsp-assist bench --replay``: how much of a user's code the suggestions write at typing pace.
+
+A simulated user retypes regions of real code (replay_tasks.py) at a fixed pace and
+never waits for an answer; at every key the row's :class:`Suggester` hears of the change
+and answers when it can; at each key moment the user sees what the screen shows
+(replay_user.py) and takes it (Tab, word by word) or types over it. Every row runs the
+same regions and keys with the same model: ``default`` and ``plain`` are lsp-assist
+servers (replay_client.py) with their settings as initializationOptions, ``llamavim``
+is llama.vim's algorithm against llama-server (llamavim.py). Figures, table and plot:
+replay_report.py. docs/evaluation.md, "Acceptance replay".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsp_assist.evaluation.progress import Progress
+from lsp_assist.evaluation.replay_tasks import Region, choose_regions, key_sequence, region_buffers, within_line
+from lsp_assist.evaluation.replay_user import Screen, decide
+from lsp_assist.evaluation.suggester import Suggester
+
+ROW_NAMES = ("default", "plain", "llamavim")
+DEFAULT_ROWS = ("default", "plain")
+PACES = ("steady", "bursty")
+PAUSE_MS = 600
+"""The bursty pace's pause after a line end and after ``(`` and ``.``."""
+PLAIN_SETTINGS = {
+    "layerFileSummary": False,
+    "layerProjectSummary": False,
+    "layerRelated": False,
+    "layerSimilar": False,
+}
+"""The ``plain`` row: the editing zone alone (plain FIM of the file around the cursor)."""
+LLAMAVIM_MODULE = "lsp_assist.evaluation.llamavim"
+
+
+@dataclass
+class ReplayConfig:
+    """What one ``bench --replay`` runs."""
+
+    workspace: Path
+    model: Path
+    exclude: list[str] = field(default_factory=list)
+    regions: int = 8
+    pace_ms: float = 180.0
+    paces: tuple[str, ...] = ("steady",)
+    rest_ms: float = 2000.0
+    rows: tuple[str, ...] = DEFAULT_ROWS
+    settings: dict[str, str] = field(default_factory=dict)
+    seed: int = 14
+    scratch: Path | None = None
+    keep: bool = False
+
+
+def gap_after(key: str, pace: str, pace_ms: float) -> float:
+    """Return the seconds between a key that inserted ``key`` and the next one."""
+    if pace == "bursty" and ("\n" in key or key.rstrip().endswith(("(", "."))):
+        return PAUSE_MS / 1000
+    return pace_ms / 1000
+
+
+def cursor_at(region: Region, p: int) -> tuple[int, int]:
+    """Return the (line, character) of the cursor once ``p`` characters of the region are typed."""
+    typed = region.target[:p]
+    newlines = typed.count("\n")
+    if not newlines:
+        return region.start, len(region.indent) + p
+    return region.start + newlines, p - (typed.rfind("\n") + 1)
+
+
+async def replay_region(
+    suggester: Suggester,
+    path: Path,
+    text: str,
+    region: Region,
+    *,
+    pace: str,
+    pace_ms: float,
+    rest_s: float,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Retype one region through ``suggester``; return its key records and distinct suggestions.
+
+    ``text`` is the file as it is; the buffer opens with the region removed.
+    """
+    before, after = region_buffers(text, region)
+    version = 1
+    await suggester.open(path, before + after, version)
+    await suggester.rest(path, region.start, len(region.indent), rest_s)
+    screen = Screen()
+    target = region.target
+    p = 0
+    plan: tuple[str, ...] = ()
+    keys: list[dict[str, Any]] = []
+    t0 = deadline = time.perf_counter()
+    while p < len(target):
+        moment = time.perf_counter()
+        shown = screen.at(version, moment)
+        new = shown is not None and not any(k["shown_id"] == shown.id for k in keys)
+        action = decide(target, p, shown.text if shown else None, plan)
+        plan = action.plan if action.kind == "word" else ()
+        keys.append(
+            {
+                "region": region.id,
+                "i": len(keys),
+                "at_ms": round((moment - t0) * 1000, 1),
+                "pos": p,
+                "version": version,
+                "first": p == 0,
+                "within_line": within_line(target, p),
+                "shown": shown.text if shown else None,
+                "shown_id": shown.id if shown else None,
+                "new": new,
+                "latency_ms": round(shown.latency_ms, 1) if shown and new else None,
+                "kind": action.kind,
+                "text": action.text,
+            }
+        )
+        p += len(action.text)
+        version += 1
+        line, column = cursor_at(region, p)
+        now = time.perf_counter()
+        screen.key_times[version] = now
+        screen.after_key(action.text, version, action.kind)
+        suggester.key(path, before + target[:p] + after, line, column, version, screen.add)
+        deadline += gap_after(action.text, pace, pace_ms)
+        await asyncio.sleep(max(0.0, deadline - time.perf_counter()))
+    shown_records = [
+        {
+            "region": region.id,
+            "id": d.id,
+            "text": d.text,
+            "latency_ms": round(d.latency_ms, 1),
+            "accepted": d.accepted,
+        }
+        for d in screen.distinct
+    ]
+    return keys, shown_records
+
+
+async def replay_row(
+    suggester: Suggester,
+    root: Path,
+    regions: Sequence[Region],
+    *,
+    pace: str,
+    pace_ms: float,
+    rest_s: float,
+    progress: Progress | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Start ``suggester`` on ``root``, replay every region, stop it; return keys and shown.
+
+    Each region is deleted on disk in ``root`` (the workspace copy) while it is typed and
+    restored before its buffer closes, so that nothing the server reads holds it.
+    """
+    keys: list[dict[str, Any]] = []
+    shown: list[dict[str, Any]] = []
+    await suggester.start(root)
+    try:
+        for region in regions:
+            path = root / region.path
+            original = path.read_bytes()
+            text = original.decode("utf-8")
+            before, after = region_buffers(text, region)
+            path.write_text(before + after, encoding="utf-8")
+            try:
+                k, s = await replay_region(
+                    suggester, path, text, region, pace=pace, pace_ms=pace_ms, rest_s=rest_s
+                )
+            finally:
+                path.write_bytes(original)
+            await suggester.close_file(path, text)
+            keys += k
+            shown += s
+            if progress is not None:
+                progress.step(f"{suggester.label} {pace} {region.id}")
+    finally:
+        await suggester.stop()
+    return keys, shown
+
+
+def threads_of(settings: dict[str, str]) -> int:
+    """Return the threads a row's model runs with (``--setting threads``, else the machine's)."""
+    from lsp_assist.config import machine_cpus, parse_settings
+
+    parsed, _ = parse_settings(settings)
+    return parsed.model.threads or machine_cpus()
+
+
+def check_rows(rows: Sequence[str]) -> str:
+    """Return why ``rows`` cannot run ('' when they can): unknown names, llama.vim missing."""
+    unknown = sorted(set(rows) - set(ROW_NAMES))
+    if unknown or not rows:
+        return f"unknown rows {','.join(unknown) or '(none)'} (rows: {','.join(ROW_NAMES)})"
+    if "llamavim" in rows and importlib.util.find_spec(LLAMAVIM_MODULE) is None:
+        return (
+            f"row llamavim needs {LLAMAVIM_MODULE} (LlamaVimSuggester), which this checkout "
+            "does not have yet"
+        )
+    return ""
+
+
+def make_suggester(name: str, config: ReplayConfig, base: dict[str, Any]) -> Suggester:
+    """Return a fresh suggester for row ``name`` (a server, or llama.vim's algorithm)."""
+    if name == "llamavim":
+        module = importlib.import_module(LLAMAVIM_MODULE)
+        suggester: Suggester = module.LlamaVimSuggester(
+            model_path=config.model, threads=threads_of(config.settings), seed=config.seed
+        )
+        return suggester
+    from lsp_assist.evaluation.replay_client import ServerSuggester
+    from lsp_assist.evaluation.server_row import clean_env
+
+    options = {**base, **(PLAIN_SETTINGS if name == "plain" else {}), **config.settings}
+    options["modelPath"] = str(config.model)
+    return ServerSuggester(name, options, env=clean_env(False))
+
+
+def row_settings(name: str, config: ReplayConfig) -> dict[str, Any]:
+    """Return what a row's table line says it ran with."""
+    if name == "llamavim":
+        return {"threads": threads_of(config.settings), "seed": config.seed}
+    return {**(PLAIN_SETTINGS if name == "plain" else {}), **config.settings}
+
+
+def run_replay(config: ReplayConfig, command: str) -> dict[str, Any]:
+    """Copy the workspace, choose the regions, run every row at every pace; return the result."""
+    from lsp_assist.evaluation import report, replay_report
+    from lsp_assist.evaluation.workspace import prepare_workspace
+
+    workspace, _ = prepare_workspace(
+        config.workspace,
+        config.exclude,
+        cross_file=0,
+        in_file=0,
+        typing=0,
+        seed=config.seed,
+        scratch=config.scratch,
+    )
+    try:
+        regions = choose_regions(workspace.root, workspace.files, config.regions, config.seed)
+        if not regions:
+            raise RuntimeError(f"no region of 3-8 lines inside a function body in {config.workspace}")
+        base = {**workspace.options(), "logPrompts": False}
+        progress = Progress(len(regions) * len(config.rows) * len(config.paces))
+        rows: list[dict[str, Any]] = []
+        for name in config.rows:
+            for pace in config.paces:
+                started = time.perf_counter()
+                row: dict[str, Any] = {
+                    "name": name,
+                    "label": name,
+                    "pace": pace,
+                    "settings": row_settings(name, config),
+                }
+                try:
+                    suggester = make_suggester(name, config, base)
+                    row["label"] = getattr(suggester, "label", name)
+                    keys, shown = asyncio.run(
+                        replay_row(
+                            suggester,
+                            workspace.root,
+                            regions,
+                            pace=pace,
+                            pace_ms=config.pace_ms,
+                            rest_s=config.rest_ms / 1000,
+                            progress=progress,
+                        )
+                    )
+                except (RuntimeError, OSError, TimeoutError) as exc:
+                    progress.note(f"row {name} ({pace}) failed: {exc}")
+                    row.update(error=str(exc), summary={}, keys=[], shown=[])
+                    rows.append(row)
+                    continue
+                row["stats"] = dict(getattr(suggester, "stats", {}))
+                row["messages"] = list(getattr(suggester, "messages", []))
+                row["wall_s"] = round(time.perf_counter() - started, 1)
+                row["summary"] = replay_report.summarize(keys, shown, regions)
+                row["keys"], row["shown"] = keys, shown
+                rows.append(row)
+        progress.close()
+    finally:
+        if not config.keep:
+            workspace.cleanup()
+    return {
+        "meta": {
+            "command": command,
+            "date": report.now(),
+            "machine": report.machine(),
+            "commit": report.commit(),
+            "load": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+            "model": str(config.model),
+            "workspace": str(config.workspace),
+            "seed": config.seed,
+            "pace_ms": config.pace_ms,
+            "pause_ms": PAUSE_MS,
+            "paces": list(config.paces),
+            "rest_ms": config.rest_ms,
+            "settings": dict(config.settings),
+            "regions": len(regions),
+            "keys_needed": sum(len(key_sequence(r.target)) for r in regions),
+            "chars": sum(len(r.target) for r in regions),
+            "work": str(workspace.scratch) if config.keep else "",
+        },
+        "regions": [r.to_json() for r in regions],
+        "rows": rows,
+    }
+
+
+def write_outputs(out: Path, result: dict[str, Any]) -> list[Path]:
+    """Write results.json, table.md and replay.png to ``out``; return their paths."""
+    from lsp_assist.evaluation import report, replay_report
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = [report.write_json(out / "results.json", result)]
+    table = out / "table.md"
+    table.write_text(replay_report.markdown(result), encoding="utf-8")
+    written.append(table)
+    written += replay_report.plot(result, out)
+    return written

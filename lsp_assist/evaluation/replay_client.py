@@ -1,0 +1,249 @@
+"""lsp-assist's own client as the acceptance replay drives it: a :class:`Suggester` over JSON-RPC.
+
+It does what lsp-assist's editor clients do while the user types: at every key it
+sends ``$/cancelRequest`` for the inline request still out, the ``didChange`` (the
+range that changed, as an editor sends it) and an automatic
+``textDocument/inlineCompletion``; it opts in to ``lspAssist/suggestionReady`` and
+asks again (automatic) when a notice comes for where the cursor is and nothing is
+asked. ``rest`` reports the resting cursor (``lspAssist/didMoveCursor``) and only waits:
+a user does not wait for the prefill. pygls 2.1's request future sends no
+``$/cancelRequest`` when cancelled (checked in ``JsonRPCProtocol.send_request``), so the
+notice is sent here, with the id the request went out with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from lsp_assist.evaluation.client import (
+    close_document,
+    open_document,
+    range_edit,
+    start_server,
+    stop_server,
+    wait_loaded,
+)
+from lsp_assist.evaluation.suggester import Answer, AnswerCallback
+
+READY_NOTIFICATION = "lspAssist/suggestionReady"
+READY_CAPABILITY = "lspAssistSuggestionReady"
+"""As lsp_assist.lsp.server (not imported: the replay does not load the server)."""
+
+
+def offset_position(text: str, offset: int) -> tuple[int, int]:
+    """Return the (line, character) of ``offset`` in ``text`` (characters, not UTF-16)."""
+    line = text.count("\n", 0, offset)
+    return line, offset - (text.rfind("\n", 0, offset) + 1)
+
+
+def diff_edit(old: str, new: str) -> tuple[tuple[int, int], tuple[int, int], str]:
+    """Return the one range edit that turns ``old`` into ``new``: start, end (in ``old``), text."""
+    limit = min(len(old), len(new))
+    a = 0
+    while a < limit and old[a] == new[a]:
+        a += 1
+    b = 0
+    while b < limit - a and old[len(old) - 1 - b] == new[len(new) - 1 - b]:
+        b += 1
+    return offset_position(old, a), offset_position(old, len(old) - b), new[a : len(new) - b]
+
+
+def answer_from(
+    result: Any, version: int, line: int, column: int, line_text: str, arrived: float
+) -> Answer | None:
+    """Return the suggestion an inline completion result shows at (line, column), or None.
+
+    The first item counts (what an editor shows). Its ``range``, when given, must be on
+    the cursor's line and start at or before the cursor with the text typed since
+    repeated at the start of ``insertText`` (else an editor would not show it as ghost
+    text here); the end of the range right of the cursor is what it replaces.
+    """
+    items = result.items if isinstance(result, types.InlineCompletionList) else (result or [])
+    if not items:
+        return None
+    item = items[0]
+    raw = item.insert_text
+    text = raw.value if isinstance(raw, types.StringValue) else str(raw)
+    replaces = 0
+    span = item.range
+    if span is not None:
+        if span.start.line != line or span.end.line != line or span.start.character > column:
+            return None
+        typed = line_text[span.start.character : column]
+        if not text.startswith(typed):
+            return None
+        text = text[len(typed) :]
+        replaces = max(0, span.end.character - column)
+    if not text.strip():
+        return None
+    return Answer(version=version, text=text, arrived=arrived, replaces=replaces)
+
+
+class ServerSuggester:
+    """``lsp-assist serve`` over stdio with the row's settings, driven as an editor drives it."""
+
+    def __init__(self, label: str, options: dict[str, Any], env: dict[str, str] | None = None):
+        self.label = label
+        self.options = options
+        self.env = env
+        self.client: Any = None
+        self.messages: list[str] = []
+        self.stats = {"requests": 0, "cancelled": 0, "ready_notices": 0, "asked_again": 0}
+        self._uri = ""
+        self._text = ""
+        self._version = 0
+        self._cursor = (0, 0)
+        self._on_answer: AnswerCallback | None = None
+        self._pending = ""
+        """The id of the inline request still out ('' none)."""
+        self._stale: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._serial = 0
+
+    async def start(self, workspace: Path) -> None:
+        """Start the server on ``workspace``; return once the model and the index are ready."""
+        self.client, _ = await start_server(
+            f"replay-{self.label}",
+            workspace,
+            self.options,
+            env=self.env,
+            on_message=self.messages.append,
+            experimental={READY_CAPABILITY: True},
+            notifications={READY_NOTIFICATION: self._on_ready},
+        )
+        await wait_loaded(self.client)
+
+    async def open(self, path: Path, text: str, version: int) -> None:
+        """Send didOpen for the buffer with the region removed."""
+        from lsp_assist.documents import language_for_path
+
+        self._uri, self._text, self._version = path.as_uri(), text, version
+        open_document(self.client, self._uri, text, language_for_path(path) or "", version)
+
+    async def rest(self, path: Path, line: int, column: int, seconds: float) -> None:
+        """Report the resting cursor (lspAssist/didMoveCursor) and wait ``seconds``."""
+        self._cursor = (line, column)
+        self.client.protocol.notify(
+            "lspAssist/didMoveCursor",
+            {
+                "textDocument": {"uri": path.as_uri(), "version": self._version},
+                "position": {"line": line, "character": column},
+            },
+        )
+        await asyncio.sleep(seconds)
+
+    def key(
+        self,
+        path: Path,
+        text: str,
+        line: int,
+        column: int,
+        version: int,
+        on_answer: AnswerCallback,
+    ) -> None:
+        """Cancel the request still out, send the change, ask for a suggestion (automatic)."""
+        self._cancel()
+        start, end, inserted = diff_edit(self._text, text)
+        self._text, self._version, self._cursor = text, version, (line, column)
+        self._on_answer = on_answer
+        self.client.text_document_did_change(range_edit(self._uri, version, start, end, inserted))
+        self._ask()
+
+    async def close_file(self, path: Path, text: str) -> None:
+        """Cancel what is out and close the buffer (the file is restored on disk first)."""
+        self._cancel()
+        self._on_answer = None
+        close_document(self.client, path.as_uri())
+        await asyncio.sleep(0)
+
+    async def stop(self) -> None:
+        """Shut the server down."""
+        self._cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        if self.client is not None:
+            with contextlib.suppress(Exception):
+                await stop_server(self.client)
+
+    # -- requests ---------------------------------------------------------------------
+
+    def _cancel(self) -> None:
+        if self._pending:
+            self.client.protocol.notify(
+                types.CANCEL_REQUEST, types.CancelParams(id=self._pending)
+            )
+            self._stale.add(self._pending)
+            self.stats["cancelled"] += 1
+            self._pending = ""
+
+    def _ask(self) -> None:
+        self._serial += 1
+        msg_id = f"replay-{self._serial}"
+        line, column = self._cursor
+        params = types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=self._uri),
+            position=types.Position(line=line, character=column),
+            context=types.InlineCompletionContext(
+                trigger_kind=types.InlineCompletionTriggerKind.Automatic
+            ),
+        )
+        future = self.client.protocol.send_request_async(
+            types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id
+        )
+        self._pending = msg_id
+        self.stats["requests"] += 1
+        task = asyncio.ensure_future(self._receive(future, msg_id, self._version, line, column))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _receive(self, future: Any, msg_id: str, version: int, line: int, column: int) -> None:
+        try:
+            result = await future
+        except Exception:  # cancelled by us or failed: nothing shows
+            result = None
+        arrived = time.perf_counter()
+        if self._pending == msg_id:
+            self._pending = ""
+        if msg_id in self._stale:
+            self._stale.discard(msg_id)
+            return
+        callback = self._on_answer
+        if result is None or callback is None or version != self._version:
+            return
+        line_text = _line_of(self._text, line)
+        answer = answer_from(result, version, line, column, line_text, arrived)
+        if answer is not None:
+            callback(answer)
+
+    def _on_ready(self, *args: Any) -> None:
+        """lspAssist/suggestionReady: ask again at the cursor if the notice is for where it is."""
+        params = args[-1]
+        self.stats["ready_notices"] += 1
+        try:
+            uri = params.textDocument.uri
+            version = params.textDocument.version
+            at = (params.position.line, params.position.character)
+        except AttributeError:
+            return
+        if uri != self._uri or self._pending or self._on_answer is None:
+            return
+        if version is not None and version > self._version or self._cursor < at:
+            return
+        self.stats["asked_again"] += 1
+        self._ask()
+
+
+def _line_of(text: str, line: int) -> str:
+    start = 0
+    for _ in range(line):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return ""
+    end = text.find("\n", start)
+    return text[start:] if end < 0 else text[start:end]
