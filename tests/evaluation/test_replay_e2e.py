@@ -1,0 +1,83 @@
+"""``lsp-assist bench --replay`` end to end: the real server over stdio with SmolLM2, one region.
+
+Slow: it starts ``lsp-assist serve`` with the model. It checks the path (flags, the
+workspace copy, the keys through the server, the records, the outputs), not the score.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lsp_assist.cli.main import main
+from lsp_assist.evaluation.replay_tasks import key_sequence
+
+pytestmark = pytest.mark.slow
+
+CODE = '''"""Orders."""
+
+
+def order_total(lines: list[tuple[str, float]], rate: float) -> float:
+    """Return the total of an order with its tax."""
+    subtotal = 0.0
+    for name, price in lines:
+        subtotal += price
+    tax = subtotal * rate
+    return round(subtotal + tax, 2)
+'''
+
+
+@pytest.mark.timeout(600)
+def test_bench_replay_runs_one_region_through_the_server(tmp_path: Path) -> None:
+    from lsp_assist.backends import small_model_path
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "orders.py").write_text(CODE, encoding="utf-8")
+    out = tmp_path / "out"
+    code = main(
+        [
+            "bench",
+            "--replay",
+            str(ws),
+            "--model",
+            str(small_model_path()),
+            "--regions",
+            "1",
+            "--pace-ms",
+            "60",
+            "--rest-ms",
+            "300",
+            "--rows",
+            "default",
+            "--setting",
+            "threads=1",
+            "--setting",
+            "maxTokens=16",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    result = json.loads((out / "results.json").read_text())
+    assert (out / "table.md").read_text().count("| default | steady |") == 1
+    (region,) = result["regions"]
+    assert region["path"] == "orders.py"
+    assert 5 <= region["start"] and region["end"] <= 10  # inside the body, after the docstring
+    (row,) = result["rows"]
+    assert "error" not in row
+    keys = row["keys"]
+    needed = len(key_sequence(region["target"]))
+    summary = row["summary"]
+    assert summary["keys_needed"] == needed == result["meta"]["keys_needed"]
+    assert summary["keys_pressed"] == len(keys) <= needed
+    # every key went to the server as a version of its own, each an inline request
+    assert [k["version"] for k in keys] == list(range(1, len(keys) + 1))
+    assert row["stats"]["requests"] >= len(keys)
+    # the typed and accepted keys rebuild the region exactly
+    assert "".join(k["text"] for k in keys) == region["target"]
+    assert keys[0]["first"] and keys[0]["shown"] is None
+    # the user's copy was never written
+    assert (ws / "orders.py").read_text(encoding="utf-8") == CODE
