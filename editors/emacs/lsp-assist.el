@@ -840,6 +840,9 @@ of it is in."
             lsp-assist--choices-invoked nil)
       ;; No new request for the point this command moved to: the rest shows.
       (setq lsp-assist--last-key (lsp-assist--key)))
+    ;; The server measures what is kept of the text accepted: it must have it first
+    ;; (eglot would send it after `eglot-send-changes-idle-time').
+    (when (and server item) (eglot--signal-textDocument/didChange))
     (cond ((not (and server item)))
           ((string-empty-p rest) (lsp-assist--report-acceptance-async server item))
           (t (let ((full (lsp-assist--item-text item)))

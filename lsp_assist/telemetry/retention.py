@@ -48,6 +48,9 @@ document where it was shown, or the document was gone)."""
 
 LOCATE_WINDOW = 2000
 """Code points either side of the expected place searched for the accepted text."""
+LOCATE_TRIES = 3
+"""Changes after an accept whose text was not there yet that look for it again (a client
+that sends the accept before the change that put its text in)."""
 
 KEYS_FLUSH = 200
 """A :class:`KeysRecord` is written every this many keys (and at the session's end)."""
@@ -169,6 +172,10 @@ class Probe:
     start: int | None = None
     """The span's start in code points (None: the accepted text was not found)."""
     end: int = 0
+    hint: int = 0
+    """Where the accepted text is looked for: the suggestion's place, or the span's start."""
+    tries: int = 0
+    """Changes since the last accept that looked again for text not found."""
     accepted_at: float = 0.0
     deadline: float = 0.0
 

@@ -39,6 +39,7 @@ from typing import Any
 from lsp_assist.documents import Position, TextView
 from lsp_assist.telemetry.retention import (
     KEYS_FLUSH,
+    LOCATE_TRIES,
     KeysRecord,
     Probe,
     RetainedRecord,
@@ -325,7 +326,12 @@ class ShownSuggestions:
         ``new_text``; the accepted spans in it follow."""
         with self._lock:
             for probe in self._probes.values():
-                if probe.uri == uri:
+                if probe.uri != uri:
+                    continue
+                if probe.start is None and probe.tries < LOCATE_TRIES:
+                    probe.tries += 1  # its text may come after the accept: look again
+                    self._locate(probe)
+                else:
                     probe.edit(start, end, len(new_text))
 
     def follows(self, uri: str) -> bool:
@@ -430,18 +436,19 @@ class ShownSuggestions:
             text = probe.text  # an accept of less than before (a late partial) keeps the span
         now = self._clock()
         probe.accepted_at, probe.deadline = now, now + self.retain_after
+        probe.text, probe.tries = text, 0
         document = self._document_of(root.uri)
-        if document is None:
-            probe.text, probe.start = text, None
-            return
-        hint = (
-            probe.start
-            if probe.start is not None
-            else document.offset_at(Position(root.line, root.column))
-        )
-        start = locate(document.text, text, hint)
-        probe.text, probe.start = text, start
-        probe.end = (start or 0) + len(text)
+        if document is not None and probe.start is None:
+            probe.hint = document.offset_at(Position(root.line, root.column))
+        elif probe.start is not None:
+            probe.hint = probe.start
+        self._locate(probe)
+
+    def _locate(self, probe: Probe) -> None:
+        """Find the probe's text in its document, at or near its hint (None: not there)."""
+        document = self._document_of(probe.uri) if self._document_of is not None else None
+        start = locate(document.text, probe.text, probe.hint) if document is not None else None
+        probe.start, probe.end = start, (start or 0) + len(probe.text)
 
     def _measure(self, probe: Probe, measured: str, now: float) -> None:
         document = self._document_of(probe.uri) if self._document_of is not None else None

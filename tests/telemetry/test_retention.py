@@ -421,3 +421,16 @@ def test_cli_prints_retained_characters(tmp_path: Path) -> None:
     assert "chars retained (30 s)" in table and "66.7%" in table and "quiet keys" in table
     out = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(out.stdout)["shown"]["retained_chars"] == 20
+
+
+def test_text_that_comes_after_the_accept_is_found_at_the_next_change() -> None:
+    ed = Editor()
+    ed.shown.shown(ed.offer("r1", "compute(a, b)"))
+    ed.shown.accepted("r1")  # a client that sends the accept first, the change later
+    start = ed.offset(LINE, len(BEFORE))
+    ed.edit(start, start, "compute(a, b)")
+    ed.edit(start + 12, start + 13, "")  # the ")" deleted
+    ed.clock.now += 30
+    ed.shown.measure_due()
+    [rec] = ed.of(RetainedRecord)
+    assert (rec.measured, rec.retained_chars) == ("on_time", 12)
