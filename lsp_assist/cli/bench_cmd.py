@@ -115,7 +115,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     replay = parser.add_argument_group(
         "acceptance replay (--replay)",
         "a user retypes regions of real code at a fixed pace without waiting for answers; "
-        "how much of it the suggestions write (docs/evaluation.md, \"Acceptance replay\"); "
+        'how much of it the suggestions write (docs/evaluation.md, "Acceptance replay"); '
         "--rows: default,plain,llamavim (default: default,plain)",
     )
     replay.add_argument(
@@ -245,7 +245,9 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.regions < 1 or args.pace_ms <= 0 or args.rest_ms < 0:
         print("error: --regions must be >= 1, --pace-ms > 0, --rest-ms >= 0", file=sys.stderr)
         return 2
-    rows = tuple(r.strip() for r in args.rows.split(",") if r.strip()) if args.rows else DEFAULT_ROWS
+    rows = (
+        tuple(r.strip() for r in args.rows.split(",") if r.strip()) if args.rows else DEFAULT_ROWS
+    )
     why = check_rows(rows)
     if why:
         print(f"error: --rows: {why}", file=sys.stderr)

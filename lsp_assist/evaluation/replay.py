@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from lsp_assist.evaluation.progress import Progress
-from lsp_assist.evaluation.replay_tasks import Region, choose_regions, key_sequence, region_buffers, within_line
+from lsp_assist.evaluation.replay_tasks import (
+    Region,
+    choose_regions,
+    key_sequence,
+    region_buffers,
+    within_line,
+)
 from lsp_assist.evaluation.replay_user import Screen, decide
 from lsp_assist.evaluation.suggester import Suggester
 
@@ -232,7 +238,7 @@ def row_settings(name: str, config: ReplayConfig) -> dict[str, Any]:
 
 def run_replay(config: ReplayConfig, command: str) -> dict[str, Any]:
     """Copy the workspace, choose the regions, run every row at every pace; return the result."""
-    from lsp_assist.evaluation import report, replay_report
+    from lsp_assist.evaluation import replay_report, report
     from lsp_assist.evaluation.workspace import prepare_workspace
 
     workspace, _ = prepare_workspace(
@@ -247,7 +253,9 @@ def run_replay(config: ReplayConfig, command: str) -> dict[str, Any]:
     try:
         regions = choose_regions(workspace.root, workspace.files, config.regions, config.seed)
         if not regions:
-            raise RuntimeError(f"no region of 3-8 lines inside a function body in {config.workspace}")
+            raise RuntimeError(
+                f"no region of 3-8 lines inside a function body in {config.workspace}"
+            )
         base = {**workspace.options(), "logPrompts": False}
         progress = Progress(len(regions) * len(config.rows) * len(config.paces))
         rows: list[dict[str, Any]] = []
@@ -316,7 +324,7 @@ def run_replay(config: ReplayConfig, command: str) -> dict[str, Any]:
 
 def write_outputs(out: Path, result: dict[str, Any]) -> list[Path]:
     """Write results.json, table.md and replay.png to ``out``; return their paths."""
-    from lsp_assist.evaluation import report, replay_report
+    from lsp_assist.evaluation import replay_report, report
 
     out.mkdir(parents=True, exist_ok=True)
     written = [report.write_json(out / "results.json", result)]

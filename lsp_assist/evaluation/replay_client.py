@@ -175,9 +175,7 @@ class ServerSuggester:
 
     def _cancel(self) -> None:
         if self._pending:
-            self.client.protocol.notify(
-                types.CANCEL_REQUEST, types.CancelParams(id=self._pending)
-            )
+            self.client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=self._pending))
             self._stale.add(self._pending)
             self.stats["cancelled"] += 1
             self._pending = ""
@@ -202,7 +200,9 @@ class ServerSuggester:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _receive(self, future: Any, msg_id: str, version: int, line: int, column: int) -> None:
+    async def _receive(
+        self, future: Any, msg_id: str, version: int, line: int, column: int
+    ) -> None:
         try:
             result = await future
         except Exception:  # cancelled by us or failed: nothing shows
@@ -233,7 +233,7 @@ class ServerSuggester:
             return
         if uri != self._uri or self._pending or self._on_answer is None:
             return
-        if version is not None and version > self._version or self._cursor < at:
+        if (version is not None and version > self._version) or self._cursor < at:
             return
         self.stats["asked_again"] += 1
         self._ask()

@@ -129,7 +129,7 @@ def markdown(result: dict[str, Any]) -> str:
         "never accepted per accepted. Visible latency: from the key that made the version "
         "to the answer's arrival, per distinct suggestion. Quiet: key moments with nothing "
         "on screen. Shown within a line: key moments after code on the line (not a region's "
-        "first key) with a suggestion on screen. docs/evaluation.md, \"Acceptance replay\".",
+        'first key) with a suggestion on screen. docs/evaluation.md, "Acceptance replay".',
     ]
     return "\n".join(lines) + "\n"
 

@@ -111,7 +111,7 @@ def key_sequence(target: str) -> list[str]:
 
 
 def within_line(target: str, p: int) -> bool:
-    """True when the cursor at ``p`` has typed code before it on its line (not at a line's start)."""
+    """True when code is typed before the cursor at ``p`` on its line (not a line's start)."""
     return bool(target[target.rfind("\n", 0, p) + 1 : p].strip())
 
 

@@ -76,9 +76,7 @@ class Screen:
 
     def at(self, version: int, moment: float) -> Shown | None:
         """Return what shows at ``moment`` with the buffer at ``version``."""
-        ready = [
-            a for a in self.answers.get(version, ()) if a.arrived <= moment and shown_text(a)
-        ]
+        ready = [a for a in self.answers.get(version, ()) if a.arrived <= moment and shown_text(a)]
         current = self.current if self.current and self.current.version == version else None
         if ready:
             newest = max(ready, key=lambda a: a.arrived)
@@ -99,8 +97,8 @@ class Screen:
         if shown is None:
             return
         if kind != "type":
-            self.distinct[shown.id].accepted = "full" if kind == "tab" else (
-                self.distinct[shown.id].accepted or "partial"
+            self.distinct[shown.id].accepted = (
+                "full" if kind == "tab" else (self.distinct[shown.id].accepted or "partial")
             )
         rest = shown.text[len(inserted) :] if shown.text.startswith(inserted) else ""
         if kind != "tab" and rest.strip():

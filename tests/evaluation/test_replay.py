@@ -73,7 +73,7 @@ def _workspace(tmp_path: Path, files: int = 6) -> Path:
 def test_a_newline_and_the_next_indentation_are_one_key() -> None:
     target = "if x:\n        y = 1\n    z()"
     keys = key_sequence(target)
-    assert keys == ["i", "f", " ", "x", ":", "\n        ", "y", " ", "=", " ", "1", "\n    ", "z", "(", ")"]
+    assert keys == [*"if x:", "\n        ", *"y = 1", "\n    ", *"z()"]
     assert "".join(keys) == target
     assert keys_between(target, 0, len(target)) == len(keys)
     # after an accepted "...:\n" the missing indentation is one key too
@@ -179,10 +179,20 @@ def test_word_by_word_when_a_prefix_of_four_characters_is_right() -> None:
 
 def test_word_steps_are_ctrl_right_pieces() -> None:
     assert word_steps("self.items = list(items)") == [
-        "self", ".", "items", " =", " list", "(", "items", ")"
+        "self",
+        ".",
+        "items",
+        " =",
+        " list",
+        "(",
+        "items",
+        ")",
     ]
     assert matching_words("self.items = x", "self.items = list(items)") == [
-        "self", ".", "items", " ="
+        "self",
+        ".",
+        "items",
+        " =",
     ]
 
 
@@ -303,7 +313,7 @@ def _run(mode: str, delay: float = 0.0, pace_ms: float = 15.0) -> tuple[Any, ...
 
 
 def test_a_right_suggestion_is_taken_with_one_tab() -> None:
-    region, fake, keys, shown, s = _run("right")
+    region, fake, keys, _, s = _run("right")
     assert fake.calls == ["open", "rest 1:4"]
     assert keys[0]["kind"] == "type" and keys[0]["shown"] is None and keys[0]["first"]
     assert keys[1]["kind"] == "tab"  # the answer to the first key is right in full
@@ -317,7 +327,7 @@ def test_a_right_suggestion_is_taken_with_one_tab() -> None:
 
 
 def test_wrong_suggestions_are_typed_over_and_counted_as_noise() -> None:
-    region, _, keys, shown, s = _run("wrong")
+    _, _, keys, shown, s = _run("wrong")
     assert all(k["kind"] == "type" for k in keys)
     assert s["keystrokes_saved"] == 0.0
     assert s["acceptance"] == 0.0 and s["accepted"] == 0
@@ -365,7 +375,9 @@ def test_bursty_pauses_after_line_ends_and_calls() -> None:
 # -- figures, client pieces, rows -------------------------------------------------------
 
 
-def _key(kind: str, text: str, shown: str | None, within: bool, first: bool = False) -> dict[str, Any]:
+def _key(
+    kind: str, text: str, shown: str | None, within: bool, first: bool = False
+) -> dict[str, Any]:
     return {"kind": kind, "text": text, "shown": shown, "within_line": within, "first": first}
 
 
@@ -465,7 +477,9 @@ def test_rows_are_checked_before_any_work(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_the_plain_row_turns_every_layer_but_the_zone_off() -> None:
-    config = replay.ReplayConfig(workspace=Path("."), model=Path("m.gguf"), settings={"threads": "1"})
+    config = replay.ReplayConfig(
+        workspace=Path("."), model=Path("m.gguf"), settings={"threads": "1"}
+    )
     plain: Any = replay.make_suggester("plain", config, {"cacheDir": "c"})
     default: Any = replay.make_suggester("default", config, {"cacheDir": "c"})
     for key in ("layerFileSummary", "layerProjectSummary", "layerRelated", "layerSimilar"):
