@@ -282,9 +282,9 @@ def run_replay(config: ReplayConfig, command: str) -> dict[str, Any]:
                             progress=progress,
                         )
                     )
-                except (RuntimeError, OSError, TimeoutError) as exc:
-                    progress.note(f"row {name} ({pace}) failed: {exc}")
-                    row.update(error=str(exc), summary={}, keys=[], shown=[])
+                except Exception as exc:  # one row failing keeps the others' figures
+                    progress.note(f"row {name} ({pace}) failed: {type(exc).__name__}: {exc}")
+                    row.update(error=f"{type(exc).__name__}: {exc}", summary={}, keys=[], shown=[])
                     rows.append(row)
                     continue
                 row["stats"] = dict(getattr(suggester, "stats", {}))

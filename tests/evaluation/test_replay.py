@@ -62,6 +62,7 @@ class Box:
 
 
 def _workspace(tmp_path: Path, files: int = 6) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     for n in range(files):
         (tmp_path / f"m{n}.py").write_text(SOURCE.replace("shout", f"shout{n}"), encoding="utf-8")
     return tmp_path
@@ -494,3 +495,61 @@ def test_the_cli_refuses_unknown_rows(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["bench", "--replay", "--rows", "default,nope"]) == 2
     assert "unknown rows nope" in capsys.readouterr().err
     assert main(["bench", "--replay", "--regions", "0"]) == 2
+
+
+class SilentSuggester:
+    """Shows nothing; counts what it was told."""
+
+    label = "silent"
+
+    def __init__(self) -> None:
+        self.keys = 0
+
+    async def start(self, workspace: Path) -> None:
+        return None
+
+    async def open(self, path: Path, text: str, version: int) -> None:
+        return None
+
+    async def rest(self, path: Path, line: int, column: int, seconds: float) -> None:
+        return None
+
+    def key(
+        self, path: Path, text: str, line: int, column: int, version: int, on_answer: AnswerCallback
+    ) -> None:
+        self.keys += 1
+
+    async def close_file(self, path: Path, text: str) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+
+def test_a_failing_row_keeps_the_others_and_the_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = _workspace(tmp_path / "ws", files=2)
+    silent = SilentSuggester()
+
+    def make(name: str, config: replay.ReplayConfig, base: dict[str, Any]) -> Any:
+        if name == "plain":
+            raise RuntimeError("boom")
+        return silent
+
+    monkeypatch.setattr(replay, "make_suggester", make)
+    config = replay.ReplayConfig(
+        workspace=ws, model=Path("m.gguf"), regions=2, pace_ms=1, rest_ms=0, seed=5
+    )
+    result = replay.run_replay(config, "lsp-assist bench --replay")
+    assert [r["name"] for r in result["rows"]] == ["default", "plain"]
+    default, plain = result["rows"]
+    assert plain["error"] == "RuntimeError: boom"
+    assert default["summary"]["keys_pressed"] == default["summary"]["keys_needed"] == silent.keys
+    assert default["summary"]["quiet"] == 1.0
+    assert len(result["regions"]) == 2
+    written = replay.write_outputs(tmp_path / "out", result)
+    table = (tmp_path / "out" / "table.md").read_text()
+    assert "failed: RuntimeError: boom" in table and "| silent | steady |" in table
+    assert {p.name for p in written} >= {"results.json", "table.md"}
+    assert (ws / "m0.py").read_text(encoding="utf-8") == SOURCE.replace("shout", "shout0")
