@@ -92,7 +92,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--from-json",
         type=Path,
         metavar="RESULTS",
-        help="run nothing: recompute the table and plots from a results.json into --out",
+        help="run nothing: recompute the table and plots from a results.json into --out "
+        "(with --replay: a replay's results.json)",
     )
     parser.add_argument(
         "--work", type=Path, help="where the workspace copy goes (default: a temporary folder)"
@@ -169,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
     )
 
     if args.from_json is not None:
+        if args.replay:
+            return replay_from_json(args.from_json, args.out)
         return write_outputs(args.out, report.read_results(args.from_json))
     if args.humaneval:
         return run_humaneval(args)
@@ -290,6 +293,16 @@ def run_replay(args: argparse.Namespace) -> int:
     print((args.out / "table.md").read_text(encoding="utf-8"))
     print("wrote " + ", ".join(map(str, written)))
     return 1 if any(r.get("error") for r in result["rows"]) else 0
+
+
+def replay_from_json(path: Path, out: Path) -> int:
+    """Recompute a replay's figures from its results.json records; write its outputs to ``out``."""
+    from lsp_assist.evaluation.replay import read_results, write_outputs
+
+    written = write_outputs(out, read_results(path))
+    print((out / "table.md").read_text(encoding="utf-8"))
+    print("wrote " + ", ".join(map(str, written)))
+    return 0
 
 
 def second_model(model: Path, value: str, values: dict[str, str]) -> Path:

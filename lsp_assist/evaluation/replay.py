@@ -322,6 +322,21 @@ def run_replay(config: ReplayConfig, command: str) -> dict[str, Any]:
     }
 
 
+def read_results(path: Path) -> dict[str, Any]:
+    """Read a replay's results.json and recompute every row's figures from its records."""
+    import json
+
+    from lsp_assist.evaluation import replay_report
+    from lsp_assist.evaluation.replay_tasks import regions_from_json
+
+    result: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    regions = regions_from_json(result["regions"])
+    for row in result["rows"]:
+        if not row.get("error"):
+            row["summary"] = replay_report.summarize(row["keys"], row["shown"], regions)
+    return result
+
+
 def write_outputs(out: Path, result: dict[str, Any]) -> list[Path]:
     """Write results.json, table.md and replay.png to ``out``; return their paths."""
     from lsp_assist.evaluation import replay_report, report

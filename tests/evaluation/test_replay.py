@@ -7,6 +7,7 @@ real server and SmolLM2 is test_replay_e2e.py).
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -553,3 +554,48 @@ def test_a_failing_row_keeps_the_others_and_the_outputs(
     assert "failed: RuntimeError: boom" in table and "| silent | steady |" in table
     assert {p.name for p in written} >= {"results.json", "table.md"}
     assert (ws / "m0.py").read_text(encoding="utf-8") == SOURCE.replace("shout", "shout0")
+
+
+def test_the_table_is_recomputed_from_the_records(tmp_path: Path) -> None:
+    from lsp_assist.cli.main import main
+
+    region, _, keys, shown, s = _run("right")
+    result = {
+        "meta": {
+            "command": "c",
+            "date": "d",
+            "machine": "m",
+            "commit": "",
+            "model": "x.gguf",
+            "regions": 1,
+            "keys_needed": s["keys_needed"],
+            "chars": s["chars"],
+            "workspace": "ws",
+            "seed": 1,
+            "pace_ms": 15,
+            "rest_ms": 0,
+            "load": "0",
+        },
+        "regions": [region.to_json()],
+        "rows": [
+            {
+                "name": "default",
+                "label": "default",
+                "pace": "steady",
+                "summary": {},
+                "keys": keys,
+                "shown": shown,
+            },
+        ],
+    }
+    (tmp_path / "results.json").write_text(json.dumps(result))
+    out = tmp_path / "again"
+    assert (
+        main(
+            ["bench", "--replay", "--from-json", str(tmp_path / "results.json"), "--out", str(out)]
+        )
+        == 0
+    )
+    again = json.loads((out / "results.json").read_text())
+    assert again["rows"][0]["summary"] == json.loads(json.dumps(s))
+    assert "| default | steady |" in (out / "table.md").read_text()
