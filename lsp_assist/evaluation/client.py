@@ -121,7 +121,7 @@ async def start_server(
     client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)(ignore)
     client.feature(types.PROGRESS)(ignore)
     for method, handler in (notifications or {}).items():
-        client.feature(method)(handler)
+        client.feature(method)(_plain(handler))
     await client.start_io(*SERVE, *args, env=env)
     init = await client.initialize_async(
         types.InitializeParams(
@@ -139,6 +139,16 @@ async def start_server(
     )
     client.initialized(types.InitializedParams())
     return client, init
+
+
+def _plain(handler: Callable[..., None]) -> Callable[..., None]:
+    """Return ``handler`` as a plain function (pygls sets attributes on what it registers,
+    which a bound method refuses)."""
+
+    def call(*params: Any) -> None:
+        handler(*params)
+
+    return call
 
 
 async def wait_loaded(client: Any, timeout: float = 600.0) -> dict[str, Any]:
