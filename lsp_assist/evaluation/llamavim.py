@@ -459,7 +459,11 @@ def render_hint(content_text: str, lines: Sequence[str], x: int, y: int) -> Hint
     line_cur_suffix = line_cur[x:]
     if len(content) == 1 and content[0] == "":
         content = [""]
-    if len(content) > 1 and content[0] == "" and content[1:] == list(lines[y + 1 : y + len(content)]):
+    if (
+        len(content) > 1
+        and content[0] == ""
+        and content[1:] == list(lines[y + 1 : y + len(content)])
+    ):
         content = [""]  # an empty first line, then the lines that follow anyway
     if len(content) == 1 and content[0] == line_cur_suffix:
         content = [""]  # the rest of the line, again
@@ -760,7 +764,7 @@ class LlamaVimSuggester:
             "failed": 0,
             "warm_requests": 0,
             "hints": 0,
-                    }
+        }
         self.timings: list[dict[str, Any]] = []
         """Per response: ``speculative``, ``seconds`` and the server's timing fields."""
         self._loop: asyncio.AbstractEventLoop | None = None

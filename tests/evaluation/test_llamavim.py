@@ -49,9 +49,7 @@ def test_whitespace_only_line_is_sent_empty() -> None:
     assert (ctx.middle, ctx.line_cur_suffix, ctx.indent) == ("    retu", "rn 1", 4)
 
 
-@pytest.mark.parametrize(
-    "prev", [["a + b"], ["a + b", "    c = 2", "    d"], ["(", "    1,", ")"]]
-)
+@pytest.mark.parametrize("prev", [["a + b"], ["a + b", "    c = 2", "    d"], ["(", "    1,", ")"]])
 def test_speculative_context_is_the_accepted_one(prev: list[str]) -> None:
     """``prev`` (a shown hint) gives the context the cursor has once it is accepted."""
     lines = [*_lines(300), "    return ", "after = 1"]
