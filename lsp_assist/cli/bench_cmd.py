@@ -110,8 +110,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--arms",
         default="plain,server",
-        help="with --humaneval: comma-separated subset of plain (the model alone, plain FIM) "
-        "and server (lsp-assist serve) (default both)",
+        help="with --humaneval or --safim: comma-separated subset of plain (the model alone, "
+        "plain FIM) and server (lsp-assist serve) (default both)",
+    )
+    parser.add_argument(
+        "--safim",
+        action="store_true",
+        help="SAFIM instead (block, control, api in Python, Java, C++, C#): --tasks per "
+        "split x language (default 3), pass@1, compile errors, exact, suffix duplication "
+        "per arm; writes safim.md and results.json to --out; rerun to resume",
+    )
+    parser.add_argument("--splits", default="block,control,api", help="with --safim: which splits")
+    parser.add_argument(
+        "--languages",
+        default="python,java,cpp,csharp",
+        help="with --safim: which languages",
     )
     replay = parser.add_argument_group(
         "acceptance replay (--replay)",
@@ -175,6 +188,8 @@ def run(args: argparse.Namespace) -> int:
         return write_outputs(args.out, report.read_results(args.from_json))
     if args.humaneval:
         return run_humaneval(args)
+    if args.safim:
+        return run_safim(args)
     if args.replay:
         return run_replay(args)
     if args.tasks is None:
@@ -373,5 +388,40 @@ def run_humaneval(args: argparse.Namespace) -> int:
         return 1
     text, data = write_outputs(args.out, result)
     print(table(result))
+    print(f"wrote {text}, {data}")
+    return 0
+
+
+def run_safim(args: argparse.Namespace) -> int:
+    """Run SAFIM (resuming from --out); write safim.md and results.json to --out."""
+    from lsp_assist.errors import LspAssistError
+    from lsp_assist.evaluation import safim, safim_run
+
+    try:
+        config = safim_run.SafimConfig(
+            model=Path(),
+            tasks=safim_run.DEFAULT_TASKS if args.tasks is None else args.tasks,
+            seed=args.seed,
+            splits=safim_run.names(args.splits, safim.SPLITS, "--splits"),
+            languages=safim_run.names(args.languages, safim.LANGUAGES, "--languages"),
+            arms=safim_run.names(args.arms, safim.ARMS, "--arms"),
+            settings=dict(item.partition("=")[::2] for item in args.setting),
+            out=args.out,
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if config.tasks < 0:
+        print("error: --tasks must be >= 0 ('all' or 0: every task)", file=sys.stderr)
+        return 2
+    command = "lsp-assist " + shlex.join(getattr(args, "argv", ["bench", "--safim"]))
+    try:
+        config.model = safim_run.resolve_model(args.model or "")
+        result = safim_run.run_safim(config, command.strip())
+    except (LspAssistError, RuntimeError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    text, data = safim.write_outputs(args.out, result)
+    print(safim.table(result["records"]))
     print(f"wrote {text}, {data}")
     return 0

@@ -13,6 +13,7 @@ parse errors where a grammar exists. Running the arms is safim_run.py. No pygls.
 from __future__ import annotations
 
 import ast
+import contextlib
 import gzip
 import hashlib
 import json
@@ -197,9 +198,7 @@ def sample_tasks(tasks: Sequence[Task], per_cell: int, seed: int) -> list[Task]:
         picked += members
     order = {name: i for i, name in enumerate(SPLITS)}
     langs = {name: i for i, name in enumerate(LANGUAGES)}
-    return sorted(
-        picked, key=lambda t: (order.get(t.split, 9), langs.get(t.lang, 9), t.task_id)
-    )
+    return sorted(picked, key=lambda t: (order.get(t.split, 9), langs.get(t.lang, 9), t.task_id))
 
 
 # -- running a program --------------------------------------------------------------------
@@ -368,10 +367,10 @@ def api_match(completion: str, truth: str, lang: str) -> bool:
     a call, the same positional and keyword arguments (SAFIM compares only those)."""
     a, b = re.sub(r"\s+", "", completion), re.sub(r"\s+", "", truth)
     if lang == "python":
-        try:
+        one: ast.expr | None = None
+        two: ast.expr | None = None
+        with contextlib.suppress(SyntaxError, ValueError):
             one, two = ast.parse(a, mode="eval").body, ast.parse(b, mode="eval").body
-        except (SyntaxError, ValueError):
-            one = two = None
         if isinstance(one, ast.Call) and isinstance(two, ast.Call):
             return _call_args(one) == _call_args(two)
     return a == b

@@ -283,9 +283,7 @@ async def _serve(
             path.write_text(blank, encoding="utf-8")
             try:
                 open_document(client, uri, blank, LANGUAGE_IDS.get(task.lang, task.lang))
-                text, edit_range, client_ms, last = await _inline_item(
-                    client, uri, line, character
-                )
+                text, edit_range, client_ms, last = await _inline_item(client, uri, line, character)
             finally:
                 path.unlink(missing_ok=True)  # gone before didClose: the index forgets it
             close_document(client, uri)
@@ -374,9 +372,7 @@ def run_safim(config: SafimConfig, command_line: str) -> dict[str, Any]:
             "reference_parse_errors": sf.parse_errors(task.lang, task.filled(task.ground_truth)),
             "arms": dict(kept.get("arms", {})) if kept else {},
         }
-    todo = {
-        arm: [t for t in tasks if arm not in records[t.id]["arms"]] for arm in config.arms
-    }
+    todo = {arm: [t for t in tasks if arm not in records[t.id]["arms"]] for arm in config.arms}
     progress = Progress(sum(len(v) for v in todo.values()), sys.stderr)
     resumed = sum(len(tasks) - len(v) for v in todo.values())
     progress.note(

@@ -31,7 +31,9 @@ def _real_data() -> Path | None:
 needs_data = pytest.mark.skipif(_real_data() is None, reason="no SAFIM data here")
 
 
-def _task(lang: str, program: str, truth: str, tests: list[tuple[str, list[str]]], split: str = "block") -> sf.Task:
+def _task(
+    lang: str, program: str, truth: str, tests: list[tuple[str, list[str]]], split: str = "block"
+) -> sf.Task:
     return sf.Task(
         split=split,
         lang=lang,
@@ -67,8 +69,18 @@ def test_read_split_normalises_line_ends_and_keeps_the_tests(tmp_path: Path) -> 
             {"lang": "python", "task_id": "y", "eval_prompt": "no mask", "ground_truth": ""},
         ],
     )
-    _write_split(tmp_path, "api", [{"lang": "python", "task_id": "block_completion_000001",
-                                    "eval_prompt": "x = {{completion}}\n", "ground_truth": "f(1)"}])
+    _write_split(
+        tmp_path,
+        "api",
+        [
+            {
+                "lang": "python",
+                "task_id": "block_completion_000001",
+                "eval_prompt": "x = {{completion}}\n",
+                "ground_truth": "f(1)",
+            }
+        ],
+    )
     (task,) = sf.read_split(tmp_path, "block", ["python"])
     assert task.program == "a = 1\nif a:\n    {{completion}}\n"
     assert task.ground_truth == "print(a)\n    print(a)"
@@ -76,8 +88,10 @@ def test_read_split_normalises_line_ends_and_keeps_the_tests(tmp_path: Path) -> 
     assert task.prefix() == "a = 1\nif a:\n    " and task.suffix() == "\n"
     assert task.cursor() == (2, 4)
     tasks = sf.load_tasks(tmp_path, ["block", "api"], ["python"])
-    assert [t.id for t in tasks] == ["block/python/block_completion_000001",
-                                     "api/python/block_completion_000001"]  # ids unique
+    assert [t.id for t in tasks] == [
+        "block/python/block_completion_000001",
+        "api/python/block_completion_000001",
+    ]  # ids unique
     assert tasks[1].tests == ()
     assert sf.data_dir(tmp_path) == tmp_path
     with pytest.raises(sf.SafimError):
@@ -178,8 +192,12 @@ def test_right_wrong_and_uncompilable_completions(lang: str) -> None:
 
 
 def test_a_failing_test_stops_the_run_and_a_loop_times_out() -> None:
-    task = _task("python", "n = int(input())\nprint({{completion}})\n", "n",
-                 [("1", ["1"]), ("2", ["3"]), ("3", ["3"])])
+    task = _task(
+        "python",
+        "n = int(input())\nprint({{completion}})\n",
+        "n",
+        [("1", ["1"]), ("2", ["3"]), ("3", ["3"])],
+    )
     outcome = sf.score(task, "n if n != 2 else 0")
     assert outcome["status"] == "wrong_answer"
     assert sf.run_program("python", task.filled("n"), task.tests)["tests_passed"] == 1
@@ -189,7 +207,9 @@ def test_a_failing_test_stops_the_run_and_a_loop_times_out() -> None:
     assert crash["status"] == "runtime_error"
 
 
-def test_the_program_runs_in_a_scratch_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_program_runs_in_a_scratch_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     program = "import os\nopen('left.txt', 'w').write('x')\nprint(os.getcwd() != {{completion}})\n"
     task = _task("python", program, "1", [("", ["True"])])
@@ -217,13 +237,20 @@ def test_api_match_rule() -> None:
 
 
 def test_suffix_duplication() -> None:
-    control = _task("cpp", "int f(int x){\n  if({{completion}}) x++;\n  return x;\n}\n", "x==1", [],
-                    split="control")
+    control = _task(
+        "cpp",
+        "int f(int x){\n  if({{completion}}) x++;\n  return x;\n}\n",
+        "x==1",
+        [],
+        split="control",
+    )
     assert sf.right_text(control) == ") x++;"
     assert sf.suffix_overlap(control, "x==1)") == ")"
     assert sf.suffix_overlap(control, "x==1) x++;") == ") x++;"
     assert sf.suffix_overlap(control, "x==1") == ""
-    called = _task("cpp", "int f(int x){\n  if({{completion}}) x++;\n}\n", "g(x)", [], split="control")
+    called = _task(
+        "cpp", "int f(int x){\n  if({{completion}}) x++;\n}\n", "g(x)", [], split="control"
+    )
     assert sf.suffix_overlap(called, "g(y)") == ""  # the ground truth ends so too
     block = _task("python", "for i in range(3):\n    {{completion}}\nprint(i)\n", "pass", [])
     assert sf.right_text(block) == "print(i)"
@@ -233,7 +260,9 @@ def test_suffix_duplication() -> None:
 
 
 def test_parse_errors_of_a_block_cut_mid_statement() -> None:
-    block = _task("python", "def f(x):\n    {{completion}}\n\nprint(f(1))\n", "return x + 1", [("", ["2"])])
+    block = _task(
+        "python", "def f(x):\n    {{completion}}\n\nprint(f(1))\n", "return x + 1", [("", ["2"])]
+    )
     reference = sf.parse_errors("python", block.filled(block.ground_truth))
     assert reference == 0
     assert sf.score(block, "return (x +", reference_errors=reference)["new_parse_errors"] > 0
@@ -250,7 +279,9 @@ def _range(a: tuple[int, int], b: tuple[int, int]) -> Any:
 
 
 def test_an_item_is_applied_over_its_range() -> None:
-    task = _task("cpp", "int main(){\n  if({{completion}}) return 1;\n}\n", "a", [], split="control")
+    task = _task(
+        "cpp", "int main(){\n  if({{completion}}) return 1;\n}\n", "a", [], split="control"
+    )
     line, col = task.cursor()
     program, completion, eaten = apply_item(task, "a > 0", None)
     assert completion == "a > 0" and program == task.filled("a > 0") and not eaten
@@ -274,8 +305,8 @@ def test_plain_prompt_ids_fit_the_context() -> None:
     assert ids == [9, 1, 10, 11, 12, 2, 20, 21, 3] and not cut
     ids, cut = plain_ids(list(range(100, 200)), list(range(300, 400)), (1, 2, 3), [], 43)
     assert cut and len(ids) == 43
-    assert ids[:2] == [1, 175] and ids[-1] == 3  # the prefix keeps its end
-    assert ids[ids.index(2) + 1] == 300  # the suffix its start
+    assert ids[:2] == [1, 170] and ids[-1] == 3  # the prefix keeps its end (30 of 40)
+    assert ids[ids.index(2) + 1 :] == [*range(300, 310), 3]  # the suffix its start (a quarter)
     assert plain_ids([10, 11], [20], None, [], 10) == ([10, 11], False)
 
 
@@ -291,16 +322,25 @@ def test_resume_reads_only_a_run_with_the_same_model_and_seed(tmp_path: Path) ->
 
 def test_table_from_records() -> None:
     def arm(passed: bool, compile_error: bool = False, status: str = "passed") -> dict[str, Any]:
-        return {"passed": passed, "compile_error": compile_error, "status": status,
-                "exact_match": passed, "suffix_duplicated": not passed, "new_parse_errors": 0,
-                "empty": False, "latency_ms": 100.0}
+        return {
+            "passed": passed,
+            "compile_error": compile_error,
+            "status": status,
+            "exact_match": passed,
+            "suffix_duplicated": not passed,
+            "new_parse_errors": 0,
+            "empty": False,
+            "latency_ms": 100.0,
+        }
 
     records = [
         {"lang": "python", "split": "block", "arms": {"plain": arm(True), "server": arm(False)}},
-        {"lang": "python", "split": "block",
-         "arms": {"plain": arm(False, True, "compile_error"), "server": arm(True)}},
-        {"lang": "csharp", "split": "control",
-         "arms": {"plain": arm(False, status="not_run")}},
+        {
+            "lang": "python",
+            "split": "block",
+            "arms": {"plain": arm(False, True, "compile_error"), "server": arm(True)},
+        },
+        {"lang": "csharp", "split": "control", "arms": {"plain": arm(False, status="not_run")}},
     ]
     summary = sf.summarize(records[:2], "plain")
     assert summary["pass_at_1"] == 0.5 and summary["compile_errors"] == 0.5
@@ -325,21 +365,38 @@ def test_cli_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.slow
 @needs_data
-def test_bench_safim_end_to_end_with_smollm2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_safim_end_to_end_with_smollm2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from lsp_assist.backends import small_model_path
     from lsp_assist.cli.main import main
 
     out = tmp_path / "out"
-    argv = ["bench", "--safim", "--model", str(small_model_path()), "--tasks", "1",
-            "--languages", "python,cpp,csharp", "--seed", "3", "--out", str(out),
-            "--setting", "threads=1"]
+    argv = [
+        "bench",
+        "--safim",
+        "--model",
+        str(small_model_path()),
+        "--tasks",
+        "1",
+        "--languages",
+        "python,cpp,csharp",
+        "--seed",
+        "3",
+        "--out",
+        str(out),
+        "--setting",
+        "threads=1",
+    ]
     assert main(argv) == 0
     saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
     records = saved["records"]
     assert [(r["split"], r["lang"]) for r in records] == [
         (s, lang) for s in sf.SPLITS for lang in ("python", "cpp", "csharp")
     ]
-    everything = {t.id: t for t in sf.load_tasks(sf.data_dir(), sf.SPLITS, ["python", "cpp", "csharp"])}
+    everything = {
+        t.id: t for t in sf.load_tasks(sf.data_dir(), sf.SPLITS, ["python", "cpp", "csharp"])
+    }
     for record in records:
         task = everything[record["task"]]
         assert set(record["arms"]) == {"plain", "plain_line", "server"}
@@ -347,7 +404,12 @@ def test_bench_safim_end_to_end_with_smollm2(tmp_path: Path, capsys: pytest.Capt
             answer = record["arms"][name]
             assert answer["latency_ms"] is not None
             if answer["completion"] is not None:  # each score is what the answer gives again
-                again = sf.score(task, answer["completion"], None, reference_errors=record["reference_parse_errors"])
+                again = sf.score(
+                    task,
+                    answer["completion"],
+                    None,
+                    reference_errors=record["reference_parse_errors"],
+                )
                 assert answer["exact_match"] == again["exact_match"]
                 assert answer["suffix_duplicated"] == again["suffix_duplicated"]
                 if not answer.get("suffix_eaten"):
