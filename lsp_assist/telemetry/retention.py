@@ -275,7 +275,12 @@ class KeysRecord:
 
     def to_json(self) -> dict[str, Any]:
         """Return the log line's object."""
-        return {"event": KEYS_EVENT, "ts": round(self.ts, 6), "keys": self.keys, "quiet": self.quiet}
+        return {
+            "event": KEYS_EVENT,
+            "ts": round(self.ts, 6),
+            "keys": self.keys,
+            "quiet": self.quiet,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> KeysRecord:

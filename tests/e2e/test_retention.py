@@ -36,7 +36,12 @@ def utf16(text: str) -> int:
 
 
 def change(
-    client: StdioClient, uri: str, version: int, start: tuple[int, int], end: tuple[int, int], text: str
+    client: StdioClient,
+    uri: str,
+    version: int,
+    start: tuple[int, int],
+    end: tuple[int, int],
+    text: str,
 ) -> None:
     client.notify(
         "textDocument/didChange",

@@ -25,8 +25,8 @@ from lsp_assist.telemetry import (
     request_of,
 )
 from lsp_assist.telemetry.retention import (
-    RETAIN_AFTER_ENV,
     KEYS_FLUSH,
+    RETAIN_AFTER_ENV,
     locate,
     retain_after_s,
     retained,
@@ -351,7 +351,11 @@ def test_keys_are_written_in_batches() -> None:
 
 def write_log(path: Path) -> None:
     log = MetricsLog(path)
-    for name, trigger, accepted in (("a", "automatic", 10), ("b", "explicit", 20), ("c", "automatic", 0)):
+    for name, trigger, accepted in (
+        ("a", "automatic", 10),
+        ("b", "explicit", 20),
+        ("c", "automatic", 0),
+    ):
         log.record_shown(
             ShownRecord(
                 item=name,
@@ -364,19 +368,34 @@ def write_log(path: Path) -> None:
             )
         )
     log.record_shown(
-        RetainedRecord(item="a", trigger="automatic", model="m.gguf", accepted_chars=10, retained_chars=9)
+        RetainedRecord(
+            item="a", trigger="automatic", model="m.gguf", accepted_chars=10, retained_chars=9
+        )
     )
     log.record_shown(  # measured twice (a late accept): the last one counts
-        RetainedRecord(item="b", trigger="explicit", model="m.gguf", accepted_chars=20, retained_chars=1)
+        RetainedRecord(
+            item="b", trigger="explicit", model="m.gguf", accepted_chars=20, retained_chars=1
+        )
     )
     log.record_shown(
-        RetainedRecord(item="b", trigger="explicit", model="m.gguf", accepted_chars=20, retained_chars=11)
+        RetainedRecord(
+            item="b", trigger="explicit", model="m.gguf", accepted_chars=20, retained_chars=11
+        )
     )
     log.record_shown(
-        RetainedRecord(item="d", trigger="automatic", model="m.gguf", measured="early", accepted_chars=7, retained_chars=7)
+        RetainedRecord(
+            item="d",
+            trigger="automatic",
+            model="m.gguf",
+            measured="early",
+            accepted_chars=7,
+            retained_chars=7,
+        )
     )
     log.record_shown(
-        RetainedRecord(item="e", trigger="automatic", model="m.gguf", measured="none", accepted_chars=3)
+        RetainedRecord(
+            item="e", trigger="automatic", model="m.gguf", measured="none", accepted_chars=3
+        )
     )
     log.record_shown(KeysRecord(keys=40, quiet=30))
     log.record_shown(KeysRecord(keys=10, quiet=0))
