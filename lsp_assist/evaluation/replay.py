@@ -145,6 +145,7 @@ async def replay_region(
             "text": d.text,
             "latency_ms": round(d.latency_ms, 1),
             "accepted": d.accepted,
+            "typed_through": d.typed_through,
         }
         for d in screen.distinct
     ]

@@ -45,7 +45,8 @@ def summarize(
     on_screen = sum(1 for k in keys if k["shown"] is not None)
     inline = [k for k in keys if k["within_line"] and not k["first"]]
     accepted = sum(1 for s in shown if s["accepted"])
-    rejected = len(shown) - accepted
+    typed = sum(1 for s in shown if not s["accepted"] and s.get("typed_through"))
+    rejected = len(shown) - accepted - typed
     latencies = [float(s["latency_ms"]) for s in shown]
     return {
         "regions": len(regions),
@@ -62,6 +63,7 @@ def summarize(
         "shown_per_100_keys": 100 * on_screen / pressed if pressed else None,
         "distinct_shown": len(shown),
         "accepted": accepted,
+        "typed_through": typed,
         "rejected": rejected,
         "acceptance": _share(accepted, len(shown)),
         "noise": rejected / accepted if accepted else None,
@@ -126,8 +128,9 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "Keystrokes saved: 1 - keys pressed / keys needed without suggestions. Acceptance: "
         "distinct suggestions accepted (in full or word by word) / shown. Noise: shown and "
-        "never accepted per accepted. Visible latency: from the key that made the version "
-        "to the answer's arrival, per distinct suggestion. Quiet: key moments with nothing "
+        "rejected (neither accepted nor right and typed to its end) per accepted. Visible "
+        "latency: from the key that made the version to the answer's arrival, per distinct "
+        "suggestion. Quiet: key moments with nothing "
         "on screen. Shown within a line: key moments after code on the line (not a region's "
         'first key) with a suggestion on screen. docs/evaluation.md, "Acceptance replay".',
     ]

@@ -143,13 +143,16 @@ def body_lines(root: Any, source: bytes) -> set[int]:
 
 
 def string_lines(root: Any) -> set[int]:
-    """Return the lines a multi-line string (a docstring, a text block) touches."""
+    """Return the lines of docstrings (a statement that is only a string, on any number of
+    lines) and of every multi-line string (a text block)."""
     lines: set[int] = set()
     stack = [root]
     while stack:
         node = stack.pop()
         kind = str(node.type)
-        if "string" in kind and node.end_point[0] > node.start_point[0]:
+        named = [c for c in node.named_children if c.type != "comment"]
+        alone = kind == "expression_statement" and len(named) == 1 and "string" in named[0].type
+        if alone or ("string" in kind and node.end_point[0] > node.start_point[0]):
             lines.update(range(node.start_point[0], node.end_point[0] + 1))
             continue
         stack.extend(node.children)

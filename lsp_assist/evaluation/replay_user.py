@@ -49,6 +49,8 @@ class Distinct:
     text: str
     latency_ms: float
     accepted: Literal["", "full", "partial"] = ""
+    typed_through: bool = False
+    """Right, but typed to its end by the user (too short to save a key by accepting)."""
 
 
 def shown_text(answer: Answer) -> str:
@@ -101,6 +103,8 @@ class Screen:
                 "full" if kind == "tab" else (self.distinct[shown.id].accepted or "partial")
             )
         rest = shown.text[len(inserted) :] if shown.text.startswith(inserted) else ""
+        if kind == "type" and shown.text.startswith(inserted) and not rest.strip():
+            self.distinct[shown.id].typed_through = True
         if kind != "tab" and rest.strip():
             self.current = Shown(shown.id, rest, version, shown.latency_ms, None)
         else:
@@ -153,7 +157,8 @@ def matching_words(remaining: str, suggestion: str) -> list[str]:
 def decide(target: str, p: int, shown: str | None, plan: tuple[str, ...] = ()) -> Action:
     """Return what the user does at ``p`` of ``target`` with ``shown`` on screen.
 
-    Tab when the suggestion is right in full; the next word of a word-by-word acceptance
+    Tab when the suggestion is right in full and saves a key (a right suggestion that one
+    key types anyway is typed: type-through); the next word of a word-by-word acceptance
     under way while the suggestion still starts with it; a new word-by-word acceptance
     when the matching words write at least :data:`MIN_WORD_PREFIX` characters and take
     fewer keys than typing them; else the next key typed.
@@ -161,7 +166,7 @@ def decide(target: str, p: int, shown: str | None, plan: tuple[str, ...] = ()) -
     remaining = target[p:]
     if shown:
         whole = full_match(remaining, shown)
-        if whole:
+        if whole and keys_between(target, p, p + len(whole)) > 1:
             return Action("tab", whole)
         if plan and shown.startswith(plan[0]) and remaining.startswith(plan[0]):
             return Action("word", plan[0], plan[1:])

@@ -599,3 +599,32 @@ def test_the_table_is_recomputed_from_the_records(tmp_path: Path) -> None:
     again = json.loads((out / "results.json").read_text())
     assert again["rows"][0]["summary"] == json.loads(json.dumps(s))
     assert "| default | steady |" in (out / "table.md").read_text()
+
+
+def test_one_line_docstrings_are_never_in_a_region() -> None:
+    from lsp_assist.evaluation.replay_tasks import eligible_lines
+
+    text = 'def f(a):\n    """One line."""\n    b = a\n    c = b\n    return c\n'
+    assert eligible_lines(text, "python") == [False, False, True, True, True, False]
+
+
+def test_a_right_suggestion_one_key_types_is_typed_not_accepted_nor_noise() -> None:
+    assert decide("f(x)", 0, "f").kind == "type"
+    assert decide("f(x)", 0, "f(").kind == "tab"
+    screen = Screen()
+    screen.key_times[1] = 0.0
+    screen.add(Answer(version=1, text="f", arrived=0.1))
+    screen.add(Answer(version=2, text="zz", arrived=0.3))
+    assert screen.at(1, 0.2) is not None
+    screen.after_key("f", 2, "type")
+    assert screen.at(2, 0.4) is not None
+    screen.after_key("(", 3, "type")
+    assert screen.distinct[0].typed_through and not screen.distinct[1].typed_through
+    region = make_region(1, "f.py", "python", TEXT, 1, 3)
+    shown = [
+        {"latency_ms": 1.0, "accepted": "", "typed_through": d.typed_through}
+        for d in screen.distinct
+    ]
+    s = summarize([_key("type", "f", "f", False, True)], shown, [region])
+    assert (s["accepted"], s["typed_through"], s["rejected"]) == (0, 1, 1)
+    assert s["acceptance"] == 0.0 and s["noise"] is None
