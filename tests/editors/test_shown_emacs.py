@@ -22,7 +22,7 @@ import pytest
 
 from .conftest import REPO
 from .test_emacs import EMACS, Tmux, install_snippet, needs_eglot, needs_tmux, tmux_env
-from .test_shown_nvim import in_order, shown_lines
+from .test_shown_nvim import in_order, retained_of, shown_lines
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
@@ -125,6 +125,14 @@ def test_emacs_reports_shown_partly_accepted_dismissed_accepted_typed_over(
     assert dismissed["shown_chars"] >= len(ghost.rstrip()), shown
     assert accepted["accepted_chars"] == accepted["shown_chars"] >= len(asked), shown
     assert typed_over["accepted_chars"] == 0, shown
+    # what was kept: the word and the accepted text were found, followed and still there
+    for kept, rec in zip(
+        retained_of(cache, dismissed, accepted), (dismissed, accepted), strict=True
+    ):
+        assert kept["measured"] in ("early", "on_time"), kept
+        assert kept["accepted_chars"] == rec["accepted_chars"], (kept, rec)
+        least = word if rec is dismissed else asked.rstrip()
+        assert kept["retained_chars"] >= len(least.encode("utf-16-le")) // 2, kept
 
     stats = subprocess.run(
         [server_command, "stats"], env=server_env, capture_output=True, text=True, timeout=60

@@ -49,6 +49,21 @@ def shown_lines(cache: Path) -> list[dict[str, Any]]:
     return [x for x in metrics_lines(cache) if x.get("event") == "shown"]
 
 
+def retained_of(cache: Path, *records: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``retained`` line of each shown record (by its item), waiting for the server's
+    last lines (an accept's retention is measured early when the editor quits)."""
+    by_item: dict[str, dict[str, Any]] = {}
+    for _ in range(100):
+        lines = [x for x in metrics_lines(cache) if x.get("event") == "retained"]
+        by_item = {x["item"]: x for x in lines}
+        if all(r["item"] in by_item for r in records):
+            break
+        time.sleep(0.1)
+    missing = [r["item"] for r in records if r["item"] not in by_item]
+    assert not missing, f"no retained line for {missing}: {list(by_item.values())}"
+    return [by_item[r["item"]] for r in records]
+
+
 def in_order(shown: list[dict[str, Any]], *wanted: tuple[str, str]) -> list[dict[str, Any]]:
     """The first record of each (outcome, trigger) in ``wanted``, each after the one before
     (other suggestions may show between them: while typing, or on an empty line)."""
@@ -131,6 +146,12 @@ def test_nvim_reports_shown_partly_accepted_dismissed_accepted_typed_over(
     assert second["accepted_chars"] == second["shown_chars"] >= len(asked), shown
     assert third_rec["accepted_chars"] == 0, shown
     assert {x["model"] for x in shown} == {Path(server_env["LSP_ASSIST_MODEL_PATH"]).name}
+    # what was kept: the word and the accepted text were found, followed and still there
+    for kept, rec in zip(retained_of(cache, first, second), (first, second), strict=True):
+        assert kept["measured"] in ("early", "on_time"), kept
+        assert kept["accepted_chars"] == rec["accepted_chars"], (kept, rec)
+        least = word if rec is first else asked.rstrip()
+        assert kept["retained_chars"] >= len(least.encode("utf-16-le")) // 2, kept
 
     stats = subprocess.run(
         [server_command, "stats"], env=server_env, capture_output=True, text=True, timeout=60
