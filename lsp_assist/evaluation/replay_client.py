@@ -204,7 +204,9 @@ class ServerSuggester:
         self, future: Any, msg_id: str, version: int, line: int, column: int
     ) -> None:
         try:
-            result = await future
+            # shielded: stopping cancels this task, never pygls's future (an answer to a
+            # cancelled future makes pygls's reader raise InvalidStateError)
+            result = await asyncio.shield(future)
         except Exception:  # cancelled by us or failed: nothing shows
             result = None
         arrived = time.perf_counter()

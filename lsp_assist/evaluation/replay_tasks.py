@@ -3,7 +3,7 @@
 A region is 3-8 consecutive lines inside a function body (tree-sitter), chosen
 deterministically for a seed: files in an order shuffled by the seed, at most one region
 per file. Every line of a region is non-blank, ASCII, at most 120 characters, outside
-any multi-line string (docstrings), and at least one line is code (not a comment). The
+any docstring or multi-line string, and code (a line that is only a comment is not). The
 region is deleted from the file and retyped from its first line's indentation, which is
 left in place (as auto-indent gives it). Keys: one per character, except that a newline
 together with the next line's indentation is one key (auto-indent). No pygls, no model.
@@ -168,7 +168,8 @@ def _is_comment(raw: str) -> bool:
 
 
 def eligible_lines(text: str, language: str) -> list[bool]:
-    """Return, per line, whether it may be in a region (inside a body, no docstring, ...)."""
+    """Return, per line, whether it may be in a region: inside a function body, non-blank,
+    ASCII, short enough, not a comment, not in a docstring or a multi-line string."""
     parser = get_parser(language)
     lines = text.split("\n")
     if parser is None or "\r" in text:
@@ -176,19 +177,13 @@ def eligible_lines(text: str, language: str) -> list[bool]:
     source = text.encode("utf-8", "surrogatepass")
     root = parser.parse(source).root_node
     inside = body_lines(root, source) - string_lines(root)
-    return [i in inside and _line_ok(raw) for i, raw in enumerate(lines)]
+    return [i in inside and _line_ok(raw) and not _is_comment(raw) for i, raw in enumerate(lines)]
 
 
-def candidate_starts(text: str, ok: Sequence[bool], length: int) -> list[int]:
+def candidate_starts(ok: Sequence[bool], length: int) -> list[int]:
     """Return the first lines of every ``length``-line window fit to be a region: every line
-    eligible (``ok``), the first one code, not comments only."""
-    lines = text.split("\n")
-    starts: list[int] = []
-    for s in range(len(lines) - length + 1):
-        window = lines[s : s + length]
-        if all(ok[s : s + length]) and not _is_comment(window[0]):
-            starts.append(s)
-    return starts
+    eligible (``ok``)."""
+    return [s for s in range(len(ok) - length + 1) if all(ok[s : s + length])]
 
 
 def make_region(number: int, rel: str, language: str, text: str, start: int, length: int) -> Region:
@@ -228,7 +223,7 @@ def choose_regions(root: Path, files: Iterable[str], count: int, seed: int) -> l
         language = language_for_path(rel) or ""
         ok = eligible_lines(text, language)
         for size in range(length, MIN_LINES - 1, -1):
-            starts = candidate_starts(text, ok, size)
+            starts = candidate_starts(ok, size)
             if starts:
                 start = rng.choice(starts)
                 regions.append(make_region(len(regions) + 1, rel, language, text, start, size))

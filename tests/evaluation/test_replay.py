@@ -601,11 +601,11 @@ def test_the_table_is_recomputed_from_the_records(tmp_path: Path) -> None:
     assert "| default | steady |" in (out / "table.md").read_text()
 
 
-def test_one_line_docstrings_are_never_in_a_region() -> None:
+def test_one_line_docstrings_and_comment_lines_are_never_in_a_region() -> None:
     from lsp_assist.evaluation.replay_tasks import eligible_lines
 
-    text = 'def f(a):\n    """One line."""\n    b = a\n    c = b\n    return c\n'
-    assert eligible_lines(text, "python") == [False, False, True, True, True, False]
+    text = 'def f(a):\n    """One line."""\n    b = a\n    # why\n    c = b  # ok\n    return c\n'
+    assert eligible_lines(text, "python") == [False, False, True, False, True, True, False]
 
 
 def test_a_right_suggestion_one_key_types_is_typed_not_accepted_nor_noise() -> None:
