@@ -4,7 +4,7 @@ The peer of the acceptance replay (``suggester.py``): what a user of llama.vim (
 ggml-org Vim/Neovim plugin) gets on the same model, same keys, same pace. Written from
 ``autoload/llama.vim`` at commit **a1c8e6e** of https://github.com/ggml-org/llama.vim
 (the newest there, "inst : add support for classic vim (#106)"); the Vim script was
-read, not copied. Names in brackets are llama.vim's.
+read, not copied.
 
 Defaults (``g:llama_config`` and the literals of ``llama#fim``), module constants here:
 
@@ -764,6 +764,8 @@ class LlamaVimSuggester:
             "failed": 0,
             "warm_requests": 0,
             "hints": 0,
+            "prompt_tokens_evaluated": 0,
+            "predicted_tokens": 0,
         }
         self.timings: list[dict[str, Any]] = []
         """Per response: ``speculative``, ``seconds`` and the server's timing fields."""
@@ -1141,6 +1143,13 @@ class LlamaVimSuggester:
             record["speculative"] = job.speculative
             record["seconds"] = time.perf_counter() - job.sent
             self.timings.append(record)
+            for stat, name in (
+                ("prompt_tokens_evaluated", "timings/prompt_n"),
+                ("predicted_tokens", "timings/predicted_n"),
+            ):
+                value = response.get(name)
+                if isinstance(value, int):
+                    self.stats[stat] += value
         for key in job.hashes:
             self.cache.insert(key, raw)
         if not self._hint_shown or (self._hint is not None and not self._hint.can_accept):

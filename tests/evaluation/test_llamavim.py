@@ -363,6 +363,6 @@ async def test_llama_server_answers_through_the_suggester(tmp_path: Path) -> Non
             await asyncio.sleep(0.1)
         assert got, f"no answer; stats {s.stats}; server log:\n{s.log_tail()}"
         assert got[0].version == 1 and got[0].text.strip()
-        assert s.stats["responses"] >= 1
+        assert s.stats["responses"] >= 1 and s.stats["prompt_tokens_evaluated"] > 0
     finally:
         await s.stop()
