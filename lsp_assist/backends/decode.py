@@ -11,8 +11,11 @@ span, or :data:`PADDED_RESTART_SPAN` where the caller asks for it).
 
 Decoding is greedy and the engine's steps are batch-invariant, so drafting never
 changes the output. A cancel or a time cap is checked after every token and, through
-the engine's abort callback, inside every ``llama_decode``; it ends generation with
-``stop_reason`` ``cancelled`` or ``timeout``, never an exception.
+the engine's abort callback, inside every ``llama_decode``, except a cancel while the
+prompt is evaluated: that one is checked between the prompt's calls only (a cancelled
+request's prompt is the next request's, so a call half evaluated is finished and kept).
+Either ends generation with ``stop_reason`` ``cancelled`` or ``timeout``, never an
+exception.
 """
 
 from __future__ import annotations
@@ -97,6 +100,12 @@ class DecodeLoop:
         """At a blank line, until the text has something other than white space: the
         next token must write code (:meth:`_next`)."""
 
+    def _late(self) -> bool:
+        return time.perf_counter() > self._deadline
+
+    def _cancelled(self) -> bool:
+        return self.request.cancel.cancelled
+
     def _abort(self) -> bool:
         # checked between graph nodes: a cancel lands within a step (a verification
         # batch of 7 rows takes ~60 ms here) rather than after it
@@ -113,7 +122,9 @@ class DecodeLoop:
         result = self.result
         result.reused_tokens = reuse
         try:
-            self.engine.eval(prompt[reuse:], n_logits=1, abort=self._abort)
+            # a cancel between calls only: the next request shares this prompt (see
+            # LlamaEngine.eval); the prompt cap within them
+            self.engine.eval(prompt[reuse:], n_logits=1, abort=self._late, stop=self._cancelled)
         except DecodeAborted:
             self._aborted()
             result.prefill_ms = (time.perf_counter() - self.started) * 1000.0

@@ -265,7 +265,9 @@ class LocalBackend(Backend):
             self._counters["prefills"] += 1
             abort = (lambda: cancel.cancelled) if cancel is not None else None
             try:
-                eng.eval(prompt[reuse:], n_logits=0, abort=abort)
+                # between calls only: what is evaluated stays for the completion that
+                # cancelled it, which shares the prefix
+                eng.eval(prompt[reuse:], n_logits=0, stop=abort)
                 model = self._drafters.get("model-only")
                 if isinstance(model, DraftModelDrafter) and self.draft_mode.startswith("model"):
                     # the draft model needs the prompt too: without this its first

@@ -29,6 +29,7 @@ import ctypes
 import itertools
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,12 +45,6 @@ logger = logging.getLogger(__name__)
 
 INVARIANT_MIN_ROWS = 2
 INVARIANT_MAX_ROWS = 7
-ABORTABLE_CHUNK = 128
-"""Tokens per llama_decode call when the evaluation may be aborted (a cancel or a time
-cap): an abort loses the call it lands in, so a cold 400-token prompt cut by the prompt
-cap on a busy machine kept nothing and the next request started again from the head
-(every request timed out). In calls of this size the next request goes on from the last
-whole one; a prompt evaluates within a few per cent of one call's speed."""
 """Rows per decode step that keep llama.cpp's CPU kernels the same for every row.
 
 llama.cpp's llamafile sgemm serves matmuls of 2 or more rows but not of 1 (that goes
@@ -58,6 +53,16 @@ two round differently. Between 2 and 7 rows each row's result does not depend on
 other rows, which is what makes a token verified inside a draft batch bit-identical
 to the same token decoded alone (checked with ggml's eval callback, docs/backends.md).
 """
+ABORTABLE_CHUNK = 128
+"""Most tokens per llama_decode call when the evaluation may be aborted (a cancel or a
+time cap): the next request goes on from the last whole call, and a prompt evaluates
+within a few per cent of one call's speed."""
+MIN_CHUNK = 32
+"""Fewest tokens per abortable call (smaller calls lose more than they save)."""
+CHUNK_TARGET_S = 0.25
+"""About how long one abortable call of a prompt may take: the chunk is sized from the
+prompt rate measured so far, so a cancel waits at most about this long for the chunk it
+landed in to finish (see :meth:`LlamaEngine.eval`, ``stop``)."""
 
 
 class DecodeAborted(GenerationCancelled):
@@ -106,6 +111,8 @@ class LlamaEngine(Vocabulary):
         self.pad_logits = True
         """Whether padding rows need logits: set by :meth:`_output_rows_invariant` at load."""
         self._abort_check: Callable[[], bool] | None = None
+        self._prompt_rate = 0.0
+        """Prompt tokens per second in calls of MIN_CHUNK or more (0: none measured yet)."""
         if vocab_only:
             return
         threads = threads or _default_threads()
@@ -178,11 +185,18 @@ class LlamaEngine(Vocabulary):
         *,
         n_logits: int = 1,
         abort: Callable[[], bool] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> None:
         """Append ``tokens`` to the sequence, with logits for the last ``n_logits`` of them.
 
         Read the logits with :meth:`argmax` (index 0..n_logits-1). Raises ``DecodeAborted``
-        when ``abort`` returns true (the KV cache then keeps what was evaluated).
+        when ``abort`` or ``stop`` returns true (the KV cache then keeps what was
+        evaluated). With either, the tokens go in calls of :meth:`chunk_size`. ``abort``
+        is also checked inside each call (within one graph node); ``stop`` only between
+        calls, so it never throws away a call half evaluated. A prompt wants that for a
+        cancel: the request cancelled by the next keystroke shares its prompt with the
+        next request, and losing the call the cancel landed in meant every request
+        started again from the same call boundary and none finished while the user typed.
         """
         ll = self._ll
         total = len(tokens)
@@ -197,7 +211,8 @@ class LlamaEngine(Vocabulary):
                 f"context full: {len(self.tokens)} + {total} tokens > n_ctx {self.n_ctx}"
             )
         n_logits = max(0, min(n_logits, total))
-        step = min(self.n_batch, ABORTABLE_CHUNK) if abort is not None else self.n_batch
+        stoppable = abort is not None or stop is not None
+        step = min(self.n_batch, self.chunk_size()) if stoppable else self.n_batch
         bounds = list(range(0, total, step))
         if total - bounds[-1] < n_logits and len(bounds) > 1:
             bounds[-1] = total - n_logits
@@ -207,7 +222,7 @@ class LlamaEngine(Vocabulary):
         pad_outputs = 0
         try:
             for start, end in itertools.pairwise(bounds):
-                if abort is not None and abort():
+                if (abort is not None and abort()) or (stop is not None and stop()):
                     raise DecodeAborted
                 pos0 = len(self.tokens)
                 real = end - start
@@ -230,7 +245,10 @@ class LlamaEngine(Vocabulary):
                     else:
                         batch.logits[i] = 1 if i - real < pad_outputs else 0
                 batch.n_tokens = rows
+                t_call = time.perf_counter()
                 rc = ll.llama_decode(self.ctx, batch)
+                if rc == 0 and real >= MIN_CHUNK:
+                    self._observe_rate(real, time.perf_counter() - t_call)
                 if rc == 0 and rows > real:
                     ll.llama_memory_seq_rm(self.mem, 0, pos0 + real, -1)
                 if rc == 2:
@@ -244,6 +262,21 @@ class LlamaEngine(Vocabulary):
             self._logit_base = n_logits + pad_outputs
         finally:
             self._abort_check = None
+
+    def chunk_size(self) -> int:
+        """Tokens per abortable llama_decode call: about CHUNK_TARGET_S of prompt at the
+        rate measured so far, between MIN_CHUNK and ABORTABLE_CHUNK."""
+        if self._prompt_rate <= 0:
+            return ABORTABLE_CHUNK
+        sized = int(self._prompt_rate * CHUNK_TARGET_S)
+        return max(MIN_CHUNK, min(ABORTABLE_CHUNK, sized // 16 * 16))
+
+    def _observe_rate(self, tokens: int, seconds: float) -> None:
+        """Fold one prompt call's speed into the running rate (tokens per second)."""
+        if seconds <= 0:
+            return
+        rate = tokens / seconds
+        self._prompt_rate = rate if self._prompt_rate <= 0 else 0.7 * self._prompt_rate + 0.3 * rate
 
     def _sync_after_abort_chunk(self, chunk: list[int]) -> None:
         """After an aborted or failed decode, keep the tracked tokens equal to the cache."""

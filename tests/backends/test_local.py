@@ -250,21 +250,80 @@ def test_cancel_inside_a_decode_step_keeps_kv_consistent(smol: LocalBackend) -> 
     assert follow.reused_tokens >= len(prompt) - 1
 
 
+class _DecodeCalls:
+    """llama.cpp's API with every llama_decode call's size and start time recorded;
+    ``cancel_at`` (call numbers from 1) cancels ``token`` as that call starts, inside it."""
+
+    def __init__(self, real: Any, token: CancelToken | None = None, cancel_at: int = 0) -> None:
+        self.real = real
+        self.token = token
+        self.cancel_at = cancel_at
+        self.sizes: list[int] = []
+        self.starts: list[float] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def llama_decode(self, ctx: Any, batch: Any) -> int:
+        self.sizes.append(int(batch.n_tokens))
+        self.starts.append(time.perf_counter())
+        if self.token is not None and len(self.sizes) == self.cancel_at:
+            self.token.cancel("superseded")
+        return int(self.real.llama_decode(ctx, batch))
+
+
 def test_cancel_during_prefill_keeps_kv_consistent(smol: LocalBackend) -> None:
     prompt = smol.tokenize(code_text(6000, "lsp_assist/backends/llama.py"))[:1500]
     smol.generate(GenerationRequest(prompt_tokens=smol.tokenize("x = 1"), max_tokens=1))
+    engine = smol._engine
+    calls = _DecodeCalls(engine._ll)
     token = CancelToken()
     timer = threading.Timer(0.3, token.cancel)
     timer.start()
-    result = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=8, cancel=token))
-    freed = time.perf_counter()
-    timer.join()
+    engine._ll = calls
+    try:
+        result = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=8, cancel=token))
+    finally:
+        engine._ll = calls.real
+        timer.join()
     assert result.stop_reason == "cancelled"
-    assert freed - token.cancelled_at < 0.25  # aborted inside llama_decode, not after the batch
+    # the call the cancel landed in is finished and kept; no call starts after it
+    assert calls.starts and all(start < token.cancelled_at for start in calls.starts)
     held = smol.cached_tokens
     assert held == prompt[: len(held)]  # what the KV cache holds is tracked exactly
+    assert len(held) == sum(calls.sizes)
     follow = smol.generate(GenerationRequest(prompt_tokens=prompt[:40], max_tokens=2))
     assert follow.stop_reason in ("length", "eos", "stop")
+
+
+def test_a_cancelled_prompt_keeps_what_it_evaluated_for_the_next_request(
+    smol: LocalBackend,
+) -> None:
+    """Typing: each request is cancelled by the next key while its prompt is evaluated,
+    and the next request has the same prompt. Each must reuse more than the one before:
+    an abort inside a llama_decode call used to throw that call away, so every request
+    started again from the same call boundary and none ever finished."""
+    prompt = smol.tokenize(code_text(4000, "lsp_assist/backends/drafting.py"))[:420]
+    smol.generate(GenerationRequest(prompt_tokens=smol.tokenize("w = 4"), max_tokens=1))
+    engine = smol._engine
+    real = engine._ll
+    reused: list[int] = []
+    try:
+        for _ in range(3):
+            token = CancelToken()
+            engine._ll = _DecodeCalls(real, token, cancel_at=1)
+            result = smol.generate(
+                GenerationRequest(prompt_tokens=prompt, max_tokens=4, cancel=token)
+            )
+            assert result.stop_reason == "cancelled"
+            reused.append(result.reused_tokens)
+    finally:
+        engine._ll = real
+    assert reused[0] < reused[1] < reused[2], reused
+    held = smol.cached_tokens
+    assert held == prompt[: len(held)]
+    follow = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=2))
+    assert follow.reused_tokens == len(held) > reused[2]
 
 
 def test_an_abort_keeps_the_whole_calls_evaluated_before_it(smol: LocalBackend) -> None:
@@ -275,32 +334,19 @@ def test_an_abort_keeps_the_whole_calls_evaluated_before_it(smol: LocalBackend) 
     assert len(prompt) > 512  # more than one call of the default batch
     smol.generate(GenerationRequest(prompt_tokens=smol.tokenize("z = 3"), max_tokens=1))
     engine = smol._engine
-    real = engine._ll
     token = CancelToken()
-    sizes: list[int] = []
-
-    class CancelAtThirdCall:
-        """llama.cpp's API, with the request cancelled as its third decode call starts."""
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(real, name)
-
-        def llama_decode(self, ctx: Any, batch: Any) -> int:
-            sizes.append(int(batch.n_tokens))
-            if len(sizes) == 3:
-                token.cancel("test")
-            return int(real.llama_decode(ctx, batch))
-
-    engine._ll = CancelAtThirdCall()
+    calls = _DecodeCalls(engine._ll, token, cancel_at=3)
+    engine._ll = calls
     try:
         result = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=4, cancel=token))
     finally:
-        engine._ll = real
+        engine._ll = calls.real
+    sizes = calls.sizes
     assert result.stop_reason == "cancelled", result
-    assert max(sizes) <= ABORTABLE_CHUNK, sizes
+    assert len(sizes) == 3 and max(sizes) <= ABORTABLE_CHUNK, sizes
     held = smol.cached_tokens
     assert held == prompt[: len(held)]
-    assert len(held) >= sum(sizes[:2]) - 2, (len(held), sizes)  # the two whole calls kept
+    assert len(held) == sum(sizes), (len(held), sizes)  # the call cancelled within kept too
     follow = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=2))
     assert follow.reused_tokens == len(held)
 
