@@ -94,7 +94,17 @@ class ServerSuggester:
         self.env = env
         self.client: Any = None
         self.messages: list[str] = []
-        self.stats = {"requests": 0, "cancelled": 0, "ready_notices": 0, "asked_again": 0}
+        self.stats = {
+            "requests": 0,
+            "cancelled": 0,
+            "answered": 0,
+            "empty": 0,
+            "failed": 0,
+            "ready_notices": 0,
+            "asked_again": 0,
+        }
+        """Inline requests sent, cancelled (``$/cancelRequest``), answered in time with a
+        suggestion, answered with none, failed; suggestionReady notices and re-asks."""
         self._uri = ""
         self._text = ""
         self._version = 0
@@ -209,6 +219,8 @@ class ServerSuggester:
             result = await asyncio.shield(future)
         except Exception:  # cancelled by us or failed: nothing shows
             result = None
+            if msg_id not in self._stale:
+                self.stats["failed"] += 1
         arrived = time.perf_counter()
         if self._pending == msg_id:
             self._pending = ""
@@ -220,7 +232,10 @@ class ServerSuggester:
             return
         line_text = _line_of(self._text, line)
         answer = answer_from(result, version, line, column, line_text, arrived)
-        if answer is not None:
+        if answer is None:
+            self.stats["empty"] += 1
+        else:
+            self.stats["answered"] += 1
             callback(answer)
 
     def _on_ready(self, *args: Any) -> None:
