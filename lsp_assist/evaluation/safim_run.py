@@ -334,17 +334,24 @@ def run_server(
 # -- the whole run ---------------------------------------------------------------------------
 
 
-def previous_records(out: Path | None, model: Path, seed: int) -> dict[str, dict[str, Any]]:
-    """Return the records of an earlier run in ``out`` with the same model and seed (resume)."""
+def previous_run(out: Path | None, model: Path, seed: int) -> dict[str, Any]:
+    """Return the results.json of an earlier run in ``out`` with the same model and seed
+    ({} when there is none: resume only what was asked the same way)."""
     if out is None or not (out / "results.json").is_file():
         return {}
     try:
-        old = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        old: dict[str, Any] = json.loads((out / "results.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     meta = old.get("meta", {})
     if meta.get("model") != str(model) or meta.get("seed") != seed:
         return {}
+    return old
+
+
+def previous_records(out: Path | None, model: Path, seed: int) -> dict[str, dict[str, Any]]:
+    """Return the records of an earlier run in ``out`` with the same model and seed (resume)."""
+    old = previous_run(out, model, seed)
     return {str(r["task"]): r for r in old.get("records", [])}
 
 
@@ -359,7 +366,8 @@ def run_safim(config: SafimConfig, command_line: str) -> dict[str, Any]:
     tasks = sf.sample_tasks(everything, config.tasks, config.seed)
     label, quantization = model_label(config.model)
     settings, _ = parse_settings(config.settings)
-    old = previous_records(config.out, config.model, config.seed)
+    earlier = previous_run(config.out, config.model, config.seed)
+    old = {str(r["task"]): r for r in earlier.get("records", [])}
     records: dict[str, dict[str, Any]] = {}
     for task in tasks:
         kept = old.get(task.id)
@@ -414,7 +422,9 @@ def run_safim(config: SafimConfig, command_line: str) -> dict[str, Any]:
         "runtimes": {lang: sf.runtime_available(lang) for lang in config.languages},
         "load_start": round(load_start, 2),
     }
-    sessions: dict[str, dict[str, Any]] = {}
+    sessions: dict[str, dict[str, Any]] = dict(earlier.get("sessions", {}))
+    if earlier:
+        meta["resumed_from"] = {k: earlier["meta"].get(k) for k in ("date", "commit", "command")}
 
     def result() -> dict[str, Any]:
         meta["load_end"] = round(os.getloadavg()[0], 2)

@@ -274,8 +274,8 @@ def test_parse_errors_of_a_block_cut_mid_statement() -> None:
 
 
 def _range(a: tuple[int, int], b: tuple[int, int]) -> Any:
-    pos = lambda p: SimpleNamespace(line=p[0], character=p[1])  # noqa: E731
-    return SimpleNamespace(start=pos(a), end=pos(b))
+    start = SimpleNamespace(line=a[0], character=a[1])
+    return SimpleNamespace(start=start, end=SimpleNamespace(line=b[0], character=b[1]))
 
 
 def test_an_item_is_applied_over_its_range() -> None:
@@ -364,6 +364,7 @@ def test_cli_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 @needs_data
 def test_bench_safim_end_to_end_with_smollm2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -380,23 +381,23 @@ def test_bench_safim_end_to_end_with_smollm2(
         "--tasks",
         "1",
         "--languages",
-        "python,cpp,csharp",
+        "python,csharp",
         "--seed",
         "3",
         "--out",
         str(out),
         "--setting",
         "threads=1",
+        "--setting",
+        "contextLength=512",  # the path, not the score: short prompts on a shared CPU
     ]
     assert main(argv) == 0
     saved = json.loads((out / "results.json").read_text(encoding="utf-8"))
     records = saved["records"]
     assert [(r["split"], r["lang"]) for r in records] == [
-        (s, lang) for s in sf.SPLITS for lang in ("python", "cpp", "csharp")
+        (s, lang) for s in sf.SPLITS for lang in ("python", "csharp")
     ]
-    everything = {
-        t.id: t for t in sf.load_tasks(sf.data_dir(), sf.SPLITS, ["python", "cpp", "csharp"])
-    }
+    everything = {t.id: t for t in sf.load_tasks(sf.data_dir(), sf.SPLITS, ["python", "csharp"])}
     for record in records:
         task = everything[record["task"]]
         assert set(record["arms"]) == {"plain", "plain_line", "server"}
@@ -426,4 +427,7 @@ def test_bench_safim_end_to_end_with_smollm2(
     capsys.readouterr()
     assert main(argv) == 0
     assert "answers kept" in capsys.readouterr().err
-    assert json.loads((out / "results.json").read_text(encoding="utf-8"))["records"] == records
+    again = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert again["records"] == records
+    assert again["sessions"] == saved["sessions"] and set(saved["sessions"]) == {"plain", "server"}
+    assert again["meta"]["resumed_from"]["date"] == saved["meta"]["date"]
