@@ -214,6 +214,8 @@ def apply_item(task: sf.Task, text: str, edit_range: Any) -> tuple[str, str | No
     else:
         start = offset_at(blank, edit_range.start.line, edit_range.start.character)
         end = offset_at(blank, edit_range.end.line, edit_range.end.character)
+    if start < cursor and text.startswith(blank[start:cursor]):  # the range rewrites the
+        text, start = text[cursor - start :], cursor  # line's start as it was: the same edit
     program = blank[:start] + text + blank[end:]
     prefix, suffix = task.prefix(), task.suffix()
     if program.startswith(prefix) and program.endswith(suffix):

@@ -296,7 +296,10 @@ def test_an_item_is_applied_over_its_range() -> None:
     # a range that eats the ')' without writing it back
     program, completion, eaten = apply_item(task, "a > 0", _range((line, col), (line, col + 1)))
     assert eaten and program == "int main(){\n  if(a > 0 return 1;\n}\n"
-    # an edit before the cursor: no completion to compare
+    # a range from the line's start whose text writes that start back: the same edit
+    program, completion, eaten = apply_item(task, "  if(a > 0", _range((line, 0), (line, col)))
+    assert completion == "a > 0" and program == task.filled("a > 0") and not eaten
+    # an edit that changes text before the cursor: no completion to compare
     assert apply_item(task, "x", _range((line, 0), (line, col)))[1] is None
 
 
