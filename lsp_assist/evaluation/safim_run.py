@@ -336,9 +336,11 @@ def run_server(
 # -- the whole run ---------------------------------------------------------------------------
 
 
-def previous_run(out: Path | None, model: Path, seed: int) -> dict[str, Any]:
-    """Return the results.json of an earlier run in ``out`` with the same model and seed
-    ({} when there is none: resume only what was asked the same way)."""
+def previous_run(
+    out: Path | None, model: Path, seed: int, settings: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Return the results.json of an earlier run in ``out`` with the same model, seed and
+    ``--setting`` values ({} when there is none: resume only what was asked the same way)."""
     if out is None or not (out / "results.json").is_file():
         return {}
     try:
@@ -346,14 +348,17 @@ def previous_run(out: Path | None, model: Path, seed: int) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     meta = old.get("meta", {})
-    if meta.get("model") != str(model) or meta.get("seed") != seed:
+    same = (meta.get("model"), meta.get("seed"), meta.get("settings", {}))
+    if same != (str(model), seed, dict(settings or {})):
         return {}
     return old
 
 
-def previous_records(out: Path | None, model: Path, seed: int) -> dict[str, dict[str, Any]]:
-    """Return the records of an earlier run in ``out`` with the same model and seed (resume)."""
-    old = previous_run(out, model, seed)
+def previous_records(
+    out: Path | None, model: Path, seed: int, settings: dict[str, Any] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Return the records of an earlier run in ``out`` asked the same way (resume)."""
+    old = previous_run(out, model, seed, settings)
     return {str(r["task"]): r for r in old.get("records", [])}
 
 
@@ -368,7 +373,7 @@ def run_safim(config: SafimConfig, command_line: str) -> dict[str, Any]:
     tasks = sf.sample_tasks(everything, config.tasks, config.seed)
     label, quantization = model_label(config.model)
     settings, _ = parse_settings(config.settings)
-    earlier = previous_run(config.out, config.model, config.seed)
+    earlier = previous_run(config.out, config.model, config.seed, config.settings)
     old = {str(r["task"]): r for r in earlier.get("records", [])}
     records: dict[str, dict[str, Any]] = {}
     for task in tasks:
@@ -414,6 +419,7 @@ def run_safim(config: SafimConfig, command_line: str) -> dict[str, Any]:
         "data": str(folder),
         "tasks": config.tasks,
         "seed": config.seed,
+        "settings": dict(config.settings),
         "splits": list(config.splits),
         "languages": list(config.languages),
         "sampled": len(tasks),

@@ -313,7 +313,7 @@ def test_plain_prompt_ids_fit_the_context() -> None:
     assert plain_ids([10, 11], [20], None, [], 10) == ([10, 11], False)
 
 
-def test_resume_reads_only_a_run_with_the_same_model_and_seed(tmp_path: Path) -> None:
+def test_resume_reads_only_a_run_asked_the_same_way(tmp_path: Path) -> None:
     record = {"task": "block/python/x", "arms": {"plain": {"passed": True}}}
     result = {"meta": {"model": "/m.gguf", "seed": 14}, "records": [record]}
     (tmp_path / "results.json").write_text(json.dumps(result), encoding="utf-8")
@@ -321,6 +321,11 @@ def test_resume_reads_only_a_run_with_the_same_model_and_seed(tmp_path: Path) ->
     assert previous_records(tmp_path, Path("/m.gguf"), 15) == {}
     assert previous_records(tmp_path, Path("/other.gguf"), 14) == {}
     assert previous_records(tmp_path / "none", Path("/m.gguf"), 14) == {}
+    assert previous_records(tmp_path, Path("/m.gguf"), 14, {"contextLength": "1024"}) == {}
+    result["meta"]["settings"] = {"contextLength": "1024"}
+    (tmp_path / "results.json").write_text(json.dumps(result), encoding="utf-8")
+    assert previous_records(tmp_path, Path("/m.gguf"), 14, {"contextLength": "1024"})
+    assert previous_records(tmp_path, Path("/m.gguf"), 14) == {}
 
 
 def test_table_from_records() -> None:
