@@ -204,6 +204,7 @@ class ServerSuggester:
         future = self.client.protocol.send_request_async(
             types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id
         )
+        future.add_done_callback(_retrieve)
         self._pending = msg_id
         self.stats["requests"] += 1
         task = asyncio.ensure_future(self._receive(future, msg_id, self._version, line, column))
@@ -254,6 +255,12 @@ class ServerSuggester:
             return
         self.stats["asked_again"] += 1
         self._ask()
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a request's failure as seen (its waiter may be gone once the row stops)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _line_of(text: str, line: int) -> str:
