@@ -284,6 +284,9 @@ class GenerationResult(BackendUsage):
     alternatives: list[Alternative] = field(default_factory=list)
     """The branches after the greedy one (``text``), in the order of their first token's
     logit; at most ``request.alternatives - 1``, empty for a one-item request."""
+    token_logprobs: list[float] = field(default_factory=list)
+    """The natural log of each of ``tokens``' probability under the model, where the
+    backend knows it (the in-process one); empty otherwise."""
 
     @property
     def cancelled(self) -> bool:

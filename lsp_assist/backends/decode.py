@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
+
+import numpy as np
 
 from lsp_assist.backends.base import Alternative, GenerationRequest, GenerationResult, TimeCaps
 from lsp_assist.backends.drafting import Drafter, PromptLookupDrafter
@@ -99,6 +102,8 @@ class DecodeLoop:
         self._code_due = request.code_first
         """At a blank line, until the text has something other than white space: the
         next token must write code (:meth:`_next`)."""
+        self._logprob = 0.0
+        """The log probability of the token :meth:`_next` chose last (its row's)."""
 
     def _late(self) -> bool:
         return time.perf_counter() > self._deadline
@@ -167,6 +172,7 @@ class DecodeLoop:
         if forced is not None and forced.active:
             chosen = forced.choose(self.engine.logits(i))
             if chosen is not None:
+                self._logprob = self._token_logprob(i, chosen)
                 return chosen
         token = self.engine.argmax(i)
         if self._code_due and not self._writes_code(token):
@@ -176,7 +182,14 @@ class DecodeLoop:
             # model wrote the healed "\\n" of an empty line, then ended).
             candidates = self.engine.top_tokens(i, CODE_FIRST_CANDIDATES)
             token = next((t for t in candidates if self._writes_code(t)), token)
+        self._logprob = self._token_logprob(i, token)
         return token
+
+    def _token_logprob(self, i: int, token: int) -> float:
+        """The log probability of ``token`` in logits row ``i`` (a log-softmax)."""
+        row = self.engine.logits(i)
+        top = float(row.max())
+        return float(row[token]) - top - math.log(float(np.exp(row - top).sum()))
 
     def _emit(self, token: int) -> bool:
         """Accept one generated token; return True when generation is done."""
@@ -185,6 +198,7 @@ class DecodeLoop:
             result.stop_reason = "eos"
             return True
         result.tokens.append(token)
+        result.token_logprobs.append(self._logprob)
         piece = eng.piece(token, special=True)
         if self._forced is not None:
             piece = self._forced.consume(piece)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Iterator
@@ -157,6 +158,21 @@ def test_generate_and_kv_reuse(smol: LocalBackend) -> None:
     stats = smol.stats()
     assert stats["reused_tokens"] >= second.reused_tokens
     assert 0 < float(stats["kv_reuse_ratio"]) <= 1  # type: ignore[arg-type]
+
+
+def test_each_token_has_its_log_probability(smol: LocalBackend) -> None:
+    """The confidence gate's signal: one log probability per generated token, from the
+    row that chose it. A copy of text already in the prompt is near certain; greedy
+    choices are at least as likely as any other token (above log 1/n_vocab)."""
+    text = code_text(900)
+    prompt = smol.tokenize(text + "\n\n" + text[:300])
+    copied = smol.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=8))
+    assert len(copied.token_logprobs) == len(copied.tokens) > 0
+    floor = -math.log(smol.info.vocab_size)
+    assert all(floor <= lp <= 0.0 for lp in copied.token_logprobs), copied.token_logprobs
+    assert sum(copied.token_logprobs) / len(copied.token_logprobs) > math.log(0.5)
+    vague = smol.generate(GenerationRequest(prompt_tokens=smol.tokenize("x"), max_tokens=8))
+    assert min(vague.token_logprobs) < max(copied.token_logprobs)
 
 
 def test_reuse_switch_off(smol_path: Path) -> None:
