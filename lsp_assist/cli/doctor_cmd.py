@@ -17,6 +17,7 @@ from typing import Any
 from lsp_assist.backends import (
     PRESETS,
     Vocabulary,
+    preset_assembled,
     preset_installed,
     resolve_model_path,
     resolve_model_settings,
@@ -120,6 +121,7 @@ def presets_report(settings: Any) -> list[dict[str, Any]]:
             "name": name,
             "title": preset.title,
             "installed": preset_installed(name),
+            "assembled": preset_assembled(name),
             "in_force": name == chosen,
             "draft": preset.draft,
             "license": preset.license,
@@ -189,7 +191,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"llama.cpp     NOT INSTALLED: {llama.get('error')}")
     for preset in report["presets"]:
-        flags = ["installed" if preset["installed"] else "NOT INSTALLED (make setup)"]
+        if not preset["installed"]:
+            flags = ["NOT INSTALLED (make setup)"]
+        elif preset["assembled"]:
+            flags = ["installed"]
+        else:
+            flags = [f"installed, assembled on first use (--model {preset['name']}, ~10 s)"]
         if preset["in_force"]:
             flags.append("IN FORCE")
         if preset["draft"]:
