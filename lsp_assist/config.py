@@ -135,6 +135,11 @@ class CompletionSettings:
     arrived (at least one visible character), and write the rest on in the background
     for the type-through cache (docs/serving.md, "Early answers"); 0: answer only with
     the whole suggestion."""
+    confidence_threshold: float = 0.0
+    """The confidence gate: an automatic suggestion whose first line's tokens have a
+    geometric-mean probability under the model below this is not shown (serving/
+    confidence.py); 0: off. An explicit ask is never gated; nor is a backend that gives
+    no probabilities (remote)."""
     max_tokens: int = 48
     max_lines: int = 8
     multiline: MultilineMode = "auto"

@@ -178,6 +178,9 @@ class GenerationRequest:
     """Force drafting on/off for this request; None = the backend's adaptive choice."""
     on_text: Callable[[str], None] | None = None
     """Called with each new piece of text as it is generated."""
+    on_logprob: Callable[[float], None] | None = None
+    """Called with each generated token's log probability, before its text reaches
+    ``on_text`` (the in-process backend; a remote one never calls it)."""
     alternatives: int = 1
     """Suggestions wanted: 1 = the greedy one; more adds branches that start with the next
     most likely first tokens (:attr:`GenerationResult.alternatives`). A backend that

@@ -199,6 +199,8 @@ class DecodeLoop:
             return True
         result.tokens.append(token)
         result.token_logprobs.append(self._logprob)
+        if self.request.on_logprob is not None:
+            self.request.on_logprob(self._logprob)
         piece = eng.piece(token, special=True)
         if self._forced is not None:
             piece = self._forced.consume(piece)
@@ -350,7 +352,8 @@ class DecodeLoop:
         firsts = [
             token for token in self._firsts if token != self._pending and not self._ends(token)
         ]
-        quiet = dataclasses.replace(request, on_text=None)  # only the first suggestion streams
+        # only the first suggestion streams
+        quiet = dataclasses.replace(request, on_text=None, on_logprob=None)
         found: list[Alternative] = []
         for first in firsts[: request.alternatives - 1]:
             if request.cancel.cancelled or time.perf_counter() > self._deadline:

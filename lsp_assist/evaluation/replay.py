@@ -146,6 +146,7 @@ async def replay_region(
             "latency_ms": round(d.latency_ms, 1),
             "accepted": d.accepted,
             "typed_through": d.typed_through,
+            "request_id": d.request_id,
         }
         for d in screen.distinct
     ]
@@ -288,6 +289,8 @@ def run_replay(config: ReplayConfig, command: str) -> dict[str, Any]:
                     row.update(error=f"{type(exc).__name__}: {exc}", summary={}, keys=[], shown=[])
                     rows.append(row)
                     continue
+                if name != "llamavim":
+                    _join_confidence(shown, Path(base["cacheDir"]))
                 row["stats"] = dict(getattr(suggester, "stats", {}))
                 row["messages"] = list(getattr(suggester, "messages", []))
                 row["wall_s"] = round(time.perf_counter() - started, 1)
@@ -321,6 +324,18 @@ def run_replay(config: ReplayConfig, command: str) -> dict[str, Any]:
         "regions": [r.to_json() for r in regions],
         "rows": rows,
     }
+
+
+def _join_confidence(shown: list[dict[str, Any]], cache_dir: Path) -> None:
+    """Give each shown suggestion the confidence its request logged (the server's metrics
+    log under the workspace copy's cache): what a confidence gate would be tuned on."""
+    from lsp_assist.config import parse_settings
+    from lsp_assist.telemetry import all_metrics_dirs, read_records
+
+    dirs = all_metrics_dirs(parse_settings({"cacheDir": str(cache_dir)})[0])
+    confidence = {r.request_id: r.confidence for r in read_records(dirs) if r.request_id}
+    for record in shown:
+        record["confidence"] = confidence.get(str(record.get("request_id", "")))
 
 
 def read_results(path: Path) -> dict[str, Any]:

@@ -82,7 +82,11 @@ def answer_from(
         replaces = max(0, span.end.character - column)
     if not text.strip():
         return None
-    return Answer(version=version, text=text, arrived=arrived, replaces=replaces)
+    accept = item.command
+    request_id = str(accept.arguments[0]) if accept is not None and accept.arguments else ""
+    return Answer(
+        version=version, text=text, arrived=arrived, replaces=replaces, request_id=request_id
+    )
 
 
 class ServerSuggester:

@@ -51,6 +51,8 @@ class Distinct:
     accepted: Literal["", "full", "partial"] = ""
     typed_through: bool = False
     """Right, but typed to its end by the user (too short to save a key by accepting)."""
+    request_id: str = ""
+    """The answer's request id ('' when the suggester does not know it)."""
 
 
 def shown_text(answer: Answer) -> str:
@@ -89,7 +91,9 @@ class Screen:
                 else:
                     latency = (newest.arrived - self.key_times.get(version, newest.arrived)) * 1000
                     current = Shown(len(self.distinct), text, version, latency, newest)
-                    self.distinct.append(Distinct(current.id, text, latency))
+                    self.distinct.append(
+                        Distinct(current.id, text, latency, request_id=newest.request_id)
+                    )
         self.current = current
         return current
 

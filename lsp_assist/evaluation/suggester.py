@@ -35,6 +35,9 @@ class Answer:
     text: str
     arrived: float
     replaces: int = 0
+    request_id: str = ""
+    """The server's id of the request that answered it, where the client knows it (joins
+    the server's metrics log: its confidence, its tokens)."""
 
 
 AnswerCallback = Callable[[Answer], None]

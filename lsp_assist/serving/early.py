@@ -35,6 +35,7 @@ class EarlyAnswer:
         clean: Callable[[str], str],
         typethrough: TypeThrough,
         key: EntryKey,
+        hold: Callable[[], bool] | None = None,
     ) -> None:
         self.query = query
         self.outcome = outcome
@@ -45,6 +46,8 @@ class EarlyAnswer:
         self.typethrough = typethrough
         self.key = key
         """The type-through entry of the suggestion (hashed once, grown as it is written)."""
+        self.hold = hold
+        """While it returns True nothing is answered yet (the confidence gate)."""
         self.raw = ""
         self.first_text_at: float | None = None
         self.answered_at: float | None = None
@@ -68,6 +71,8 @@ class EarlyAnswer:
             # Post-processing the longer text changed the start the editor shows (cut it
             # back): the cache keeps answering from that start until the whole is known,
             # never with a start the user did not see at this place (issue 24).
+            return
+        if self.answered_at is None and self.hold is not None and self.hold():
             return
         self.typethrough.grow(self.key, text)
         self.shown = text

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -41,6 +42,7 @@ from lsp_assist.documents import DocumentSnapshot, Position
 from lsp_assist.errors import GenerationCancelled, LspAssistError, ModelLoadError
 from lsp_assist.serving.adaptive_budget import budget_for
 from lsp_assist.serving.alternatives import distinct, wanted
+from lsp_assist.serving.confidence import GATE_OFF, FirstLineConfidence, below
 from lsp_assist.serving.early import EarlyAnswer
 from lsp_assist.serving.infill_parts import infill_parts
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery, PrefillRecord
@@ -289,6 +291,16 @@ class CompletionEngine:
             prompt_tokens=prompt.total_tokens,
             context_ms=(called - started) * 1000,
         )
+        confidence = FirstLineConfidence()
+        threshold = (
+            math.log(completion.confidence_threshold)
+            if completion.confidence_threshold > 0 and query.trigger == "automatic"
+            else GATE_OFF
+        )
+
+        def unsure() -> bool:
+            return below(confidence.mean(), threshold)
+
         early: EarlyAnswer | None = None
         # Where the last whole was nothing (a dropped copy), the next answer waits for the
         # whole: an early start there would be dropped again, and its notice ask again.
@@ -306,7 +318,14 @@ class CompletionEngine:
                 clean=clean,
                 typethrough=self.typethrough,
                 key=entry,
+                hold=unsure,
             )
+
+        def on_text(piece: str) -> None:
+            confidence.text(piece)
+            if early is not None:
+                early(piece)
+
         request = GenerationRequest(
             prompt_tokens=prompt_tokens,
             forced_prefix=forced,
@@ -320,7 +339,8 @@ class CompletionEngine:
             prompt_timeout_s=settings.model.prompt_timeout_ms / 1000,
             generation_timeout_s=settings.model.generation_timeout_ms / 1000,
             alternatives=alternatives,
-            on_text=early,
+            on_text=on_text,
+            on_logprob=confidence.logprob,
             code_first=not line_text.strip(),
             infill=(
                 infill_parts(prompt, doc, pos.line, pos.column)
@@ -371,6 +391,11 @@ class CompletionEngine:
                     text, partial_ok = early.shown, True
             outcome.cancelled = result.cancelled and not partial_ok
             outcome.text = "" if outcome.cancelled else text
+            outcome.confidence = confidence.mean()
+            if outcome.text and unsure():
+                # the gate: likely wrong, kept off the screen (an early start shown is
+                # replaced by nothing when the client asks again)
+                outcome.text, outcome.skipped = "", "unsure"
             if result.alternatives and not outcome.cancelled:
                 branches = [clean(branch.text) for branch in result.alternatives if branch.complete]
                 outcome.text, outcome.alternatives = distinct(text, branches)
@@ -394,7 +419,7 @@ class CompletionEngine:
         """
         if not raw.strip():
             return ""
-        retry = dataclasses.replace(request, alternatives=2, on_text=None)
+        retry = dataclasses.replace(request, alternatives=2, on_text=None, on_logprob=None)
         if "\n" in request.forced_prefix and not request.forced_prefix.strip():
             # At column 0 the healed text is the line break: every branch would start with
             # it. As prompt tokens (the KV cache holds them: the greedy wrote them) the

@@ -105,6 +105,9 @@ class CompletionOutcome(RequestTimes, BackendUsage):
     strategy: str = ""
     alternatives: tuple[str, ...] = ()
     """Further suggestions after ``text``, post-processed, none empty or equal to another."""
+    confidence: float | None = None
+    """The mean log probability of the suggestion's first line's tokens (None: unknown;
+    serving/confidence.py)."""
 
     @property
     def items(self) -> tuple[str, ...]:

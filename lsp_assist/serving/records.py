@@ -36,6 +36,7 @@ def metrics_record(
         cancelled=outcome.cancelled,
         cache_hit=outcome.cache_hit,
         error=outcome.error,
+        confidence=None if outcome.confidence is None else round(outcome.confidence, 4),
     )
     outcome.copy_usage(record)
     outcome.copy_times(record)

@@ -116,6 +116,8 @@ class MetricsRecord(RequestTimes, BackendUsage):
     """Answered from the type-through cache without the model."""
     accepted: bool = False
     """The user took the suggestion (joined from accept events when read back)."""
+    confidence: float | None = None
+    """The mean log probability of the suggestion's first line (None: unknown)."""
     error: str = ""
     prompt: str | None = None
     """Prompt text; only written when prompt logging is on."""

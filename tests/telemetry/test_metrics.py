@@ -78,7 +78,7 @@ def test_record_is_one_json_line_with_every_field(tmp_path: Path) -> None:
 
 LINE_KEYS = {
     *("ts", "request_id", "task_type", "language", "strategy", "trigger"),
-    *("cancelled", "cache_hit", "accepted", "error", "layer_tokens"),
+    *("cancelled", "cache_hit", "accepted", "confidence", "error", "layer_tokens"),
     *("prompt_tokens", "reused_tokens", "output_tokens"),
     *("drafting", "draft_proposed", "draft_accepted"),
     *("debounce_ms", "queue_ms", "context_ms", "prefill_ms", "decode_ms"),
