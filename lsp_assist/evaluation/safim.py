@@ -399,8 +399,14 @@ def suffix_overlap(task: Task, completion: str) -> str:
     for k in range(len(right), 0, -1):
         head = right[:k]
         if tail.endswith(head) and not truth.endswith(head):
+            closer = _CLOSERS.get(head[0])
+            if closer is not None and tail.count(closer) >= tail.count(head[0]):
+                continue  # a bracket the completion opened itself: ``f(x)`` before ``)``
             return head
     return ""
+
+
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
 
 
 def parse_errors(lang: str, program: str) -> int | None:

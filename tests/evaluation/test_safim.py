@@ -252,6 +252,9 @@ def test_suffix_duplication() -> None:
         "cpp", "int f(int x){\n  if({{completion}}) x++;\n}\n", "g(x)", [], split="control"
     )
     assert sf.suffix_overlap(called, "g(y)") == ""  # the ground truth ends so too
+    assert sf.suffix_overlap(control, "f(x) < 2") == ""
+    assert sf.suffix_overlap(control, "f(x) < g(1)") == ""  # its own bracket, balanced
+    assert sf.suffix_overlap(control, "f(x) < g(1))") == ")"  # one too many
     block = _task("python", "for i in range(3):\n    {{completion}}\nprint(i)\n", "pass", [])
     assert sf.right_text(block) == "print(i)"
     assert sf.suffix_overlap(block, "pass\nprint(i)") == "print(i)"
