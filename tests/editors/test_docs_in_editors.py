@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import time
@@ -262,14 +263,24 @@ def native_comp_line() -> str:
     return lines[0]
 
 
+FIRST_RUN_WATCH_S = 90
+"""How long the bounded first-run test watches the screen at least (no warnings window)."""
+
+
 @needs_eglot
 @needs_tmux
-@pytest.mark.timeout(900)  # the compilation: 2.5 min of a core idle, longer on loaded ones
+@pytest.mark.timeout(900)  # the whole compilation: 2.5 min of a core idle, longer on loaded ones
 def test_emacs_nw_first_run_as_install_says(
     workspace: Path, server_env: dict[str, str], tmp_path: Path
 ) -> None:
     """A first run (an empty eln-cache): the Install line before the snippet, as Install
-    says. Emacs compiles in the background; its warnings are logged, never a window."""
+    says. Emacs compiles in the background; its warnings are logged, never a window.
+
+    Bounded in `make test`: it watches the screen until lsp-assist is ready and ten
+    files are compiled (at least FIRST_RUN_WATCH_S), then stops; the whole compilation
+    (up to 13 minutes on busy cores) and the logged warnings are checked with
+    LSP_ASSIST_FULL_FIRST_RUN=1."""
+    full = os.environ.get("LSP_ASSIST_FULL_FIRST_RUN") == "1"
     text = native_comp_line() + install_snippet(REPO)
     assert PLACEHOLDER not in text
     home = tmp_path / "home"
@@ -299,10 +310,15 @@ def test_emacs_nw_first_run_as_install_says(
                 counts.append((now, count))
             if count >= 10 and now - counts[-1][0] > 30 and not list(cache.glob("*/*.tmp")):
                 break
+            watched = now - start > FIRST_RUN_WATCH_S
+            if not full and watched and seen_ready and count >= 10:
+                break
             time.sleep(0.2)
         assert compiled() >= 10, (counts, tmux.screen())  # it did compile, natively
         assert seen_ready, tmux.screen()  # and lsp-assist came up meanwhile
         assert "*Warnings*" not in tmux.screen(), tmux.screen()
+        if not full:
+            return
         # The warnings were there, logged: the line kept them out of a window.
         tmux.keys("C-x", "b")
         tmux.keys("*Warnings*", literal=True)
