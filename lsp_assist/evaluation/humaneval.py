@@ -209,7 +209,7 @@ def sample_tasks(problems: Sequence[Problem], size: int, seed: int) -> list[Line
 # -- scoring ------------------------------------------------------------------------------
 
 
-def _limit_memory() -> None:  # pragma: no cover - runs in the child
+def limit_memory() -> None:  # pragma: no cover - runs in the child
     try:
         import resource
 
@@ -239,13 +239,13 @@ def run_tests(program: str, problem: Problem, timeout: float = TEST_TIMEOUT_S) -
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=_limit_memory if os.name == "posix" else None,
+            preexec_fn=limit_memory if os.name == "posix" else None,
         )
         try:
             _, err = process.communicate(timeout=timeout)
             timed_out = False
         except subprocess.TimeoutExpired:
-            _kill(process)
+            kill_group(process)
             _, err = process.communicate()
             timed_out = True
         code = process.returncode
@@ -260,7 +260,8 @@ def run_tests(program: str, problem: Problem, timeout: float = TEST_TIMEOUT_S) -
     }
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
+def kill_group(process: subprocess.Popen[bytes]) -> None:
+    """Kill the process's group (it runs in a session of its own), or the process alone."""
     try:
         os.killpg(process.pid, 9)
     except (ProcessLookupError, PermissionError, AttributeError):
@@ -294,7 +295,8 @@ def reference(task: LineTask, timeout: float = TEST_TIMEOUT_S) -> dict[str, bool
 # -- summary and report ----------------------------------------------------------------------
 
 
-def _share(flags: Sequence[bool]) -> float | None:
+def share(flags: Sequence[bool]) -> float | None:
+    """Return the share of true flags (None: no flags)."""
     return sum(1 for f in flags if f) / len(flags) if flags else None
 
 
@@ -305,9 +307,9 @@ def summarize(records: Sequence[dict[str, Any]], arm: str) -> dict[str, Any]:
     similarity = [float(a["edit_similarity"]) for a in mine]
     return {
         "tasks": len(mine),
-        "exact_match": _share([bool(a["exact_match"]) for a in mine]),
+        "exact_match": share([bool(a["exact_match"]) for a in mine]),
         "edit_similarity": sum(similarity) / len(similarity) if similarity else None,
-        "pass_at_1": _share([bool(a["passed"]) for a in mine]),
+        "pass_at_1": share([bool(a["passed"]) for a in mine]),
         "empty": sum(1 for a in mine if a["empty"]),
         "errors": sum(1 for a in mine if a.get("error")),
         "latency_ms": {f"p{q}": percentile(latency, q) for q in (50, 90, 99)},
@@ -354,6 +356,17 @@ def table(result: dict[str, Any]) -> str:
     return markdown(TABLE_COLUMNS, rows)
 
 
+def report_head(meta: dict[str, Any]) -> list[str]:
+    """Return a report's first lines: the command, then when, where, the load and commit."""
+    return [
+        f"`{meta['command']}`",
+        "",
+        f"{meta['date']}; {meta['machine']}; load average {meta['load_start']:.1f} at the "
+        f"start, {meta['load_end']:.1f} at the end; {meta['wall_min']:.1f} min in all; "
+        f"lsp_assist {meta['commit']}.",
+    ]
+
+
 def report_markdown(result: dict[str, Any]) -> str:
     """Return humaneval.md: what ran, the table, the reference figures, the definitions."""
     meta = result["meta"]
@@ -366,11 +379,7 @@ def report_markdown(result: dict[str, Any]) -> str:
     out = [
         "# lsp-assist bench --humaneval: HumanEval single-line infilling",
         "",
-        f"`{meta['command']}`",
-        "",
-        f"{meta['date']}; {meta['machine']}; load average {meta['load_start']:.1f} at the "
-        f"start, {meta['load_end']:.1f} at the end; {meta['wall_min']:.1f} min in all; "
-        f"lsp_assist {meta['commit']}.",
+        *report_head(meta),
         f"Model {meta['model_label']}, {meta['quantization']}; {meta['problems']} problems, "
         f"{sample}.",
         "",

@@ -19,10 +19,10 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsp_assist.config import machine_cpus, parse_settings
 from lsp_assist.evaluation import humaneval as he
@@ -38,11 +38,14 @@ from lsp_assist.evaluation.progress import Progress
 from lsp_assist.evaluation.rows import CAPS
 from lsp_assist.evaluation.server_row import clean_env
 
+if TYPE_CHECKING:
+    from lsp_assist.backends import LlamaEngine
+
 PLAIN_MAX_TOKENS = 64
 """Tokens the plain arm may write for one line (it stops at the first newline)."""
 SERVER_SETTINGS: dict[str, Any] = {"answerAfterMs": 0, **CAPS}
 """What the server arm sets: whole suggestions, and time caps that let every request answer."""
-_OUTCOME_KEYS = (
+OUTCOME_KEYS = (
     "prompt_tokens",
     "reused_tokens",
     "output_tokens",
@@ -54,6 +57,8 @@ _OUTCOME_KEYS = (
     "multiline",
     "strategy",
 )
+"""What the server's last outcome adds to an answer (the arms' shared record)."""
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -126,35 +131,14 @@ class PlainModel:
 
     def complete(self, task: he.LineTask, max_tokens: int = PLAIN_MAX_TOKENS) -> Answer:
         """Return the greedy completion of the task's line and its token counts and time."""
-        engine = self.engine
         started = time.perf_counter()
         prompt = self.prompt(task)
-        if len(prompt) + max_tokens > engine.n_ctx:
+        if len(prompt) + max_tokens > self.engine.n_ctx:
             return {"suggestion": "", "latency_ms": None, "error": "prompt over the context"}
-        common = 0
-        for have, want in zip(engine.tokens, prompt, strict=False):
-            if have != want:
-                break
-            common += 1
-        common = min(common, len(prompt) - 1)  # the last prompt token gives the logits
-        engine.truncate(common)
-        engine.eval(prompt[common:], n_logits=1)
-        first = time.perf_counter()
-        out = bytearray()
-        written = 0
-        while written < max_tokens:
-            token = engine.argmax(0)
-            if engine.is_eog(token) or engine.is_special(token):
-                break
-            out += engine.piece(token, special=False)
-            written += 1
-            if b"\n" in out:
-                del out[out.index(b"\n") :]
-                break
-            engine.eval([token], n_logits=1)
+        text, common, written, first = greedy(self.engine, prompt, max_tokens, one_line=True)
         done = time.perf_counter()
         return {
-            "suggestion": out.decode("utf-8", "replace"),
+            "suggestion": text,
             "latency_ms": round((done - started) * 1000, 2),
             "ttft_ms": round((first - started) * 1000, 2),
             "prompt_tokens": len(prompt),
@@ -167,15 +151,49 @@ class PlainModel:
         self.engine.close()
 
 
+def greedy(
+    engine: LlamaEngine, prompt: list[int], max_tokens: int, *, one_line: bool = False
+) -> tuple[str, int, int, float]:
+    """Decode greedily after ``prompt`` to the end-of-text or a special token, at most
+    ``max_tokens`` (with ``one_line``, to the first newline, which is cut off), reusing
+    what the engine's context already holds of the prompt.
+
+    Returns the text, the prompt tokens reused, the tokens written and when the first
+    token's logits were ready (``time.perf_counter``).
+    """
+    from lsp_assist.backends.kv_states import common_prefix_len
+
+    # the last prompt token gives the logits
+    common = min(common_prefix_len(engine.tokens, prompt), len(prompt) - 1)
+    engine.truncate(common)
+    engine.eval(prompt[common:], n_logits=1)
+    first = time.perf_counter()
+    out = bytearray()
+    written = 0
+    while written < max_tokens:
+        token = engine.argmax(0)
+        if engine.is_eog(token) or engine.is_special(token):
+            break
+        out += engine.piece(token, special=False)
+        written += 1
+        if one_line and b"\n" in out:
+            del out[out.index(b"\n") :]
+            break
+        engine.eval([token], n_logits=1)
+    return out.decode("utf-8", "replace"), common, written, first
+
+
 def run_plain(
-    tasks: Sequence[he.LineTask],
+    tasks: Sequence[T],
     model: Path,
     *,
     threads: int,
     n_ctx: int,
-    on_answer: Callable[[he.LineTask, Answer], None],
+    answer: Callable[[PlainModel, T], Answer],
+    on_answer: Callable[[T, Answer], None],
 ) -> dict[str, Any]:
-    """Answer every task with the model alone; return the session (load time, FIM or not)."""
+    """Answer every task with the model alone (``answer``); return the session (load time,
+    FIM or not)."""
     started = time.perf_counter()
     plain = PlainModel(model, threads=threads, n_ctx=n_ctx)
     session: dict[str, Any] = {
@@ -186,7 +204,7 @@ def run_plain(
     }
     try:
         for task in tasks:
-            on_answer(task, plain.complete(task))
+            on_answer(task, answer(plain, task))
     finally:
         plain.close()
     session["wall_s"] = round(time.perf_counter() - started, 1)
@@ -202,6 +220,72 @@ def server_options(model: Path, cache_dir: Path, settings: dict[str, Any]) -> di
     return {**own, **SERVER_SETTINGS, **settings, "modelPath": str(model)}
 
 
+@dataclass(slots=True)
+class ScratchServer:
+    """A started ``lsp-assist serve`` on a scratch workspace (see :func:`scratch_server`)."""
+
+    client: Any
+    root: Path
+    """The workspace folder."""
+    session: dict[str, Any]
+    """The session's record: settings, load time, budget; messages and wall time at the end."""
+
+
+@contextlib.asynccontextmanager
+async def scratch_server(
+    name: str,
+    model: Path,
+    settings: dict[str, Any],
+    files: Mapping[str, str],
+    after_stop: Callable[[Path], None] | None = None,
+) -> AsyncIterator[ScratchServer]:
+    """Start ``lsp-assist serve`` (client ``bench-<name>``) on a scratch workspace holding
+    ``files`` (name: text), wait until it has loaded and yield it. At the end it is
+    stopped, ``after_stop`` is given its cache folder, the scratch folder is removed and
+    the session gets the server's messages and the wall time."""
+    started = time.perf_counter()
+    scratch = Path(tempfile.mkdtemp(prefix=f"lsp-assist-{name}-"))
+    root = scratch / "workspace"
+    root.mkdir()
+    for file_name, text in files.items():
+        (root / file_name).write_text(text, encoding="utf-8")
+    options = server_options(model, scratch / "cache", settings)
+    messages: list[str] = []
+    client, _ = await start_server(
+        f"bench-{name}", root, options, env=clean_env(False), on_message=messages.append
+    )
+    session: dict[str, Any] = {"settings": {k: v for k, v in options.items() if k != "cacheDir"}}
+    try:
+        status = await wait_loaded(client)
+        session["load_s"] = round(time.perf_counter() - started, 2)
+        session["budget"] = dict(status.get("budget", {}))
+        yield ScratchServer(client, root, session)
+    finally:
+        with contextlib.suppress(Exception):
+            await stop_server(client)
+        try:
+            if after_stop is not None:
+                after_stop(scratch / "cache")
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    session["messages"] = messages
+    session["wall_s"] = round(time.perf_counter() - started, 1)
+
+
+def add_outcome(answer: Answer, last: dict[str, Any], last_id: str, client_ms: float) -> str:
+    """Give ``answer`` the server's outcome ``last`` (its latency and :data:`OUTCOME_KEYS`),
+    or the client's round trip and ``skipped: no outcome`` when it has no request id or
+    the one of the answer before (``last_id``); return the request id to compare with next."""
+    request_id = str(last.get("request_id", ""))
+    if not request_id or request_id == last_id:
+        answer.update(latency_ms=round(client_ms, 2), skipped="no outcome")
+        return last_id
+    answer["request_id"] = request_id
+    answer["latency_ms"] = last.get("latency_ms")
+    answer.update({k: last[k] for k in OUTCOME_KEYS if k in last})
+    return request_id
+
+
 async def _serve(
     tasks: Sequence[he.LineTask],
     problems: Sequence[he.Problem],
@@ -209,23 +293,12 @@ async def _serve(
     settings: dict[str, Any],
     on_answer: Callable[[he.LineTask, Answer], None],
 ) -> dict[str, Any]:
-    started = time.perf_counter()
-    scratch = Path(tempfile.mkdtemp(prefix="lsp-assist-humaneval-"))
-    root = scratch / "workspace"
-    root.mkdir()
-    for problem in problems:
-        (root / problem.file_name).write_text(problem.program, encoding="utf-8")
-    options = server_options(model, scratch / "cache", settings)
-    messages: list[str] = []
     answers: list[Answer] = []
-    client, _ = await start_server(
-        "bench-humaneval", root, options, env=clean_env(False), on_message=messages.append
-    )
-    session: dict[str, Any] = {"settings": {k: v for k, v in options.items() if k != "cacheDir"}}
-    try:
-        status = await wait_loaded(client)
-        session["load_s"] = round(time.perf_counter() - started, 2)
-        session["budget"] = dict(status.get("budget", {}))
+    files = {problem.file_name: problem.program for problem in problems}
+    async with scratch_server(
+        "humaneval", model, settings, files, lambda cache: _join_prompts(cache, answers)
+    ) as server:
+        client, root = server.client, server.root
         last_id = ""
         for task in tasks:
             path = root / task.problem.file_name
@@ -241,26 +314,10 @@ async def _serve(
                 path.write_text(task.problem.program, encoding="utf-8")  # before didClose
             close_document(client, uri)
             answer: Answer = {"suggestion": suggestion, "client_ms": round(client_ms, 2)}
-            request_id = str(last.get("request_id", ""))
-            if not request_id or request_id == last_id:
-                answer.update(latency_ms=round(client_ms, 2), skipped="no outcome")
-            else:
-                last_id = request_id
-                answer["request_id"] = request_id
-                answer["latency_ms"] = last.get("latency_ms")
-                answer.update({k: last[k] for k in _OUTCOME_KEYS if k in last})
+            last_id = add_outcome(answer, last, last_id, client_ms)
             answers.append(answer)
             on_answer(task, answer)  # scored now; the prompt is added to it at the end
-    finally:
-        with contextlib.suppress(Exception):
-            await stop_server(client)
-        try:
-            _join_prompts(scratch / "cache", answers)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-    session["messages"] = messages
-    session["wall_s"] = round(time.perf_counter() - started, 1)
-    return session
+    return server.session
 
 
 def _join_prompts(cache_dir: Path, answers: Sequence[Answer]) -> None:
@@ -302,10 +359,32 @@ def model_label(model: Path) -> tuple[str, str]:
     return (f"{name} ({model.name})" if name else model.name), info.quantization
 
 
-def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
-    """Run the arms asked for over the sampled tasks, score every answer, return the result."""
+def run_meta(command: str, model: Path, label: str, quantization: str) -> dict[str, Any]:
+    """Return what a run's meta says first: the command, when, where, which commit, the model."""
     from lsp_assist.evaluation import report
 
+    return {
+        "command": command,
+        "date": report.now(),
+        "machine": report.machine(),
+        "commit": report.commit(),
+        "model": str(model),
+        "model_label": label,
+        "quantization": quantization,
+    }
+
+
+def shown_settings(settings: Mapping[str, Any]) -> str:
+    """Return the server arm's settings (:data:`SERVER_SETTINGS`, then ``settings``) as
+    the report shows them."""
+    return ", ".join(
+        f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
+        for k, v in {**SERVER_SETTINGS, **settings}.items()
+    )
+
+
+def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
+    """Run the arms asked for over the sampled tasks, score every answer, return the result."""
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
     problems = he.load_problems(config.data)
@@ -345,18 +424,8 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
 
         return on_answer
 
-    shown = ", ".join(
-        f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
-        for k, v in {**SERVER_SETTINGS, **config.settings}.items()
-    )
     meta = {
-        "command": command,
-        "date": report.now(),
-        "machine": report.machine(),
-        "commit": report.commit(),
-        "model": str(config.model),
-        "model_label": label,
-        "quantization": quantization,
+        **run_meta(command, config.model, label, quantization),
         "problems": len(problems),
         "candidates": candidates,
         "tasks": len(tasks),
@@ -364,7 +433,7 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
         "seed": config.seed,
         "timeout_s": config.timeout_s,
         "plain_max_tokens": PLAIN_MAX_TOKENS,
-        "server_settings": shown,
+        "server_settings": shown_settings(config.settings),
         "reference": {"canonical_passes": canonical, "blank_passes": blank},
         "load_start": round(load_start, 2),
     }
@@ -391,7 +460,12 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
             threads = settings.model.threads or machine_cpus()
             n_ctx = settings.model.context_length
             sessions[arm] = run_plain(
-                tasks, config.model, threads=threads, n_ctx=n_ctx, on_answer=keep(arm)
+                tasks,
+                config.model,
+                threads=threads,
+                n_ctx=n_ctx,
+                answer=PlainModel.complete,
+                on_answer=keep(arm),
             )
         else:
             sessions[arm] = run_server(

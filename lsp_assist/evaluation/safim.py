@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_assist.errors import LspAssistError
-from lsp_assist.evaluation.humaneval import MEMORY_LIMIT_BYTES
+from lsp_assist.evaluation.humaneval import kill_group, limit_memory, report_head, share
 from lsp_assist.telemetry import percentile
 
 SPLITS = ("block", "control", "api")
@@ -257,15 +257,6 @@ def runtime_available(lang: str) -> bool:
     return all(shutil.which(tool) for tool in need)
 
 
-def _limit_memory() -> None:  # pragma: no cover - runs in the child
-    try:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
-    except (ImportError, ValueError, OSError):
-        pass
-
-
 def _run(
     argv: list[str], folder: Path, stdin: str, timeout: float, *, limit: bool
 ) -> tuple[int | None, str, str]:
@@ -279,16 +270,13 @@ def _run(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        preexec_fn=_limit_memory if limit and os.name == "posix" else None,
+        preexec_fn=limit_memory if limit and os.name == "posix" else None,
     )
     try:
         out, err = process.communicate(stdin.encode("utf-8"), timeout=timeout)
         code: int | None = process.returncode
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(process.pid, 9)
-        except (ProcessLookupError, PermissionError):
-            process.kill()
+        kill_group(process)
         out, err = process.communicate()
         code = None
     return code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
@@ -484,10 +472,6 @@ def first_line(completion: str) -> str:
 # -- summary and report ----------------------------------------------------------------------
 
 
-def _share(flags: Sequence[bool]) -> float | None:
-    return sum(1 for f in flags if f) / len(flags) if flags else None
-
-
 def summarize(records: Sequence[dict[str, Any]], arm: str) -> dict[str, Any]:
     """Return one arm's figures over these records (docs/evaluation.md, "SAFIM")."""
     mine = [r["arms"][arm] for r in records if arm in r.get("arms", {})]
@@ -497,11 +481,11 @@ def summarize(records: Sequence[dict[str, Any]], arm: str) -> dict[str, Any]:
     return {
         "tasks": len(mine),
         "run": len(ran),
-        "pass_at_1": _share([bool(a["passed"]) for a in ran]),
-        "compile_errors": _share([bool(a["compile_error"]) for a in ran]),
-        "exact_match": _share([bool(a["exact_match"]) for a in mine]),
-        "suffix_duplicated": _share([bool(a["suffix_duplicated"]) for a in mine]),
-        "parse_errors": _share([bool(a["new_parse_errors"]) for a in parsed]),
+        "pass_at_1": share([bool(a["passed"]) for a in ran]),
+        "compile_errors": share([bool(a["compile_error"]) for a in ran]),
+        "exact_match": share([bool(a["exact_match"]) for a in mine]),
+        "suffix_duplicated": share([bool(a["suffix_duplicated"]) for a in mine]),
+        "parse_errors": share([bool(a["new_parse_errors"]) for a in parsed]),
         "empty": sum(1 for a in mine if a["empty"]),
         "errors": sum(1 for a in mine if a.get("error")),
         "latency_ms": {f"p{q}": percentile(latency, q) for q in (50, 90)},
@@ -581,11 +565,7 @@ def report_markdown(result: dict[str, Any]) -> str:
     out = [
         "# lsp-assist bench --safim: SAFIM block, control and api infilling",
         "",
-        f"`{meta['command']}`",
-        "",
-        f"{meta['date']}; {meta['machine']}; load average {meta['load_start']:.1f} at the "
-        f"start, {meta['load_end']:.1f} at the end; {meta['wall_min']:.1f} min in all; "
-        f"lsp_assist {meta['commit']}.",
+        *report_head(meta),
         f"Model {meta['model_label']}, {meta['quantization']}; {per_cell} per split x "
         f"language (seed {meta['seed']}), {meta['sampled']} tasks of {meta['available']}.",
         "",

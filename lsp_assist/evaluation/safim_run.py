@@ -15,12 +15,9 @@ keeps the answers already there and does the rest. docs/evaluation.md, "SAFIM".
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,23 +26,18 @@ from typing import Any
 
 from lsp_assist.config import machine_cpus, parse_settings
 from lsp_assist.evaluation import safim as sf
-from lsp_assist.evaluation.client import (
-    close_document,
-    command,
-    open_document,
-    start_server,
-    stop_server,
-    wait_loaded,
-)
+from lsp_assist.evaluation.client import close_document, command, open_document
 from lsp_assist.evaluation.humaneval_run import (
-    _OUTCOME_KEYS,
-    SERVER_SETTINGS,
     PlainModel,
+    add_outcome,
+    greedy,
     model_label,
-    server_options,
+    run_meta,
+    run_plain,
+    scratch_server,
+    shown_settings,
 )
 from lsp_assist.evaluation.progress import Progress
-from lsp_assist.evaluation.server_row import clean_env
 
 PLAIN_MAX_TOKENS = {"block": 256, "control": 64, "api": 64}
 """Tokens the plain arm may write per split (it stops earlier at its end-of-text)."""
@@ -120,26 +112,8 @@ def complete_plain(plain: PlainModel, task: sf.Task, max_tokens: int) -> Answer:
         plain.bos,
         engine.n_ctx - max_tokens,
     )
-    common = 0
-    for have, want in zip(engine.tokens, prompt, strict=False):
-        if have != want:
-            break
-        common += 1
-    common = min(common, len(prompt) - 1)
-    engine.truncate(common)
-    engine.eval(prompt[common:], n_logits=1)
-    first = time.perf_counter()
-    out = bytearray()
-    written = 0
-    while written < max_tokens:
-        token = engine.argmax(0)
-        if engine.is_eog(token) or engine.is_special(token):
-            break
-        out += engine.piece(token, special=False)
-        written += 1
-        engine.eval([token], n_logits=1)
+    text, common, written, first = greedy(engine, prompt, max_tokens)
     done = time.perf_counter()
-    text = out.decode("utf-8", "replace")
     return {
         "suggestion": text,
         "completion": text,
@@ -152,30 +126,9 @@ def complete_plain(plain: PlainModel, task: sf.Task, max_tokens: int) -> Answer:
     }
 
 
-def run_plain(
-    tasks: Sequence[sf.Task],
-    model: Path,
-    *,
-    threads: int,
-    n_ctx: int,
-    on_answer: Callable[[sf.Task, Answer], None],
-) -> dict[str, Any]:
-    """Answer every task with the model alone; return the session (load time, FIM or not)."""
-    started = time.perf_counter()
-    plain = PlainModel(model, threads=threads, n_ctx=n_ctx)
-    session: dict[str, Any] = {
-        "load_s": round(time.perf_counter() - started, 2),
-        "fim": plain.fim is not None,
-        "threads": threads,
-        "n_ctx": n_ctx,
-    }
-    try:
-        for task in tasks:
-            on_answer(task, complete_plain(plain, task, PLAIN_MAX_TOKENS[task.split]))
-    finally:
-        plain.close()
-    session["wall_s"] = round(time.perf_counter() - started, 1)
-    return session
+def complete_split(plain: PlainModel, task: sf.Task) -> Answer:
+    """Return :func:`complete_plain` with the cap of the task's split."""
+    return complete_plain(plain, task, PLAIN_MAX_TOKENS[task.split])
 
 
 # -- through the server ----------------------------------------------------------------------
@@ -260,22 +213,10 @@ async def _serve(
     settings: dict[str, Any],
     on_answer: Callable[[sf.Task, Answer], None],
 ) -> dict[str, Any]:
-    started = time.perf_counter()
-    scratch = Path(tempfile.mkdtemp(prefix="lsp-assist-safim-"))
-    root = scratch / "workspace"
-    root.mkdir()
     # The index wants one file to scan; the tasks' files come and go one at a time.
-    (root / "placeholder.py").write_text("pass\n", encoding="utf-8")
-    options = server_options(model, scratch / "cache", settings)
-    messages: list[str] = []
-    client, _ = await start_server(
-        "bench-safim", root, options, env=clean_env(False), on_message=messages.append
-    )
-    session: dict[str, Any] = {"settings": {k: v for k, v in options.items() if k != "cacheDir"}}
-    try:
-        status = await wait_loaded(client)
-        session["load_s"] = round(time.perf_counter() - started, 2)
-        session["budget"] = dict(status.get("budget", {}))
+    files = {"placeholder.py": "pass\n"}
+    async with scratch_server("safim", model, settings, files) as server:
+        client, root = server.client, server.root
         last_id = ""
         for task in tasks:
             path = root / task.file_name
@@ -298,22 +239,9 @@ async def _serve(
                 "suffix_eaten": eaten,
                 "client_ms": round(client_ms, 2),
             }
-            request_id = str(last.get("request_id", ""))
-            if not request_id or request_id == last_id:
-                answer.update(latency_ms=round(client_ms, 2), skipped="no outcome")
-            else:
-                last_id = request_id
-                answer["request_id"] = request_id
-                answer["latency_ms"] = last.get("latency_ms")
-                answer.update({k: last[k] for k in _OUTCOME_KEYS if k in last})
+            last_id = add_outcome(answer, last, last_id, client_ms)
             on_answer(task, answer)
-    finally:
-        with contextlib.suppress(Exception):
-            await stop_server(client)
-        shutil.rmtree(scratch, ignore_errors=True)
-    session["messages"] = messages
-    session["wall_s"] = round(time.perf_counter() - started, 1)
-    return session
+    return server.session
 
 
 def _range_json(edit_range: Any) -> list[int] | None:
@@ -364,8 +292,6 @@ def previous_records(
 
 def run_safim(config: SafimConfig, command_line: str) -> dict[str, Any]:
     """Sample the tasks, run the arms asked for, score every answer, return the result."""
-    from lsp_assist.evaluation import report
-
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
     folder = sf.data_dir(config.data)
@@ -404,18 +330,8 @@ def run_safim(config: SafimConfig, command_line: str) -> dict[str, Any]:
             scored[key] = sf.score(task, completion, program, config.timeout_s, ref)
         return dict(scored[key])
 
-    shown = ", ".join(
-        f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
-        for k, v in {**SERVER_SETTINGS, **config.settings}.items()
-    )
     meta: dict[str, Any] = {
-        "command": command_line,
-        "date": report.now(),
-        "machine": report.machine(),
-        "commit": report.commit(),
-        "model": str(config.model),
-        "model_label": label,
-        "quantization": quantization,
+        **run_meta(command_line, config.model, label, quantization),
         "data": str(folder),
         "tasks": config.tasks,
         "seed": config.seed,
@@ -426,7 +342,7 @@ def run_safim(config: SafimConfig, command_line: str) -> dict[str, Any]:
         "available": len(everything),
         "timeout_s": config.timeout_s,
         "plain_max_tokens": "/".join(f"{k} {v}" for k, v in PLAIN_MAX_TOKENS.items()),
-        "server_settings": shown,
+        "server_settings": shown_settings(config.settings),
         "runtimes": {lang: sf.runtime_available(lang) for lang in config.languages},
         "load_start": round(load_start, 2),
     }
@@ -474,6 +390,7 @@ def run_safim(config: SafimConfig, command_line: str) -> dict[str, Any]:
                 config.model,
                 threads=threads,
                 n_ctx=settings.model.context_length,
+                answer=complete_split,
                 on_answer=keep(arm),
             )
         else:
