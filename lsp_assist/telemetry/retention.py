@@ -203,6 +203,30 @@ class Probe:
         return record
 
 
+def read_fields(
+    record: object,
+    data: Mapping[str, Any],
+    *,
+    strings: tuple[str, ...] = (),
+    counts: tuple[str, ...] = (),
+    floats: tuple[str, ...] = (),
+) -> None:
+    """Set the record's fields from a log object, each where its value has the field's
+    type: ``strings`` str, ``counts`` a whole number >= 0, ``floats`` any number (as a
+    float); a bool is no number. Others keep their defaults."""
+    for name in strings:
+        if isinstance(data.get(name), str):
+            setattr(record, name, data[name])
+    for name in counts:
+        value = data.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            setattr(record, name, value)
+    for name in floats:
+        value = data.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            setattr(record, name, float(value))
+
+
 @dataclass(kw_only=True)
 class RetainedRecord:
     """One accepted suggestion's characters and how many were still there later."""
@@ -242,17 +266,13 @@ class RetainedRecord:
     def from_json(cls, data: Mapping[str, Any]) -> RetainedRecord:
         """Return a record from a log object; bad values are defaulted."""
         record = cls()
-        for name in ("item", "request_id", "trigger", "model", "language", "measured"):
-            if isinstance(data.get(name), str):
-                setattr(record, name, data[name])
-        for name in ("accepted_chars", "retained_chars"):
-            value = data.get(name)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                setattr(record, name, value)
-        for name in ("ts", "after_s"):
-            value = data.get(name)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                setattr(record, name, float(value))
+        read_fields(
+            record,
+            data,
+            strings=("item", "request_id", "trigger", "model", "language", "measured"),
+            counts=("accepted_chars", "retained_chars"),
+            floats=("ts", "after_s"),
+        )
         if record.measured not in MEASURED:
             record.measured = "none"
         if record.measured == "none":
@@ -286,12 +306,6 @@ class KeysRecord:
     def from_json(cls, data: Mapping[str, Any]) -> KeysRecord:
         """Return a record from a log object; bad values are defaulted."""
         record = cls()
-        for name in ("keys", "quiet"):
-            value = data.get(name)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                setattr(record, name, value)
-        value = data.get("ts")
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            record.ts = float(value)
+        read_fields(record, data, counts=("keys", "quiet"), floats=("ts",))
         record.quiet = min(record.quiet, record.keys)
         return record

@@ -44,6 +44,7 @@ from lsp_assist.telemetry.retention import (
     Probe,
     RetainedRecord,
     locate,
+    read_fields,
     retain_after_s,
     utf16_len,
     utf16_prefix,
@@ -148,17 +149,13 @@ class ShownRecord:
     def from_json(cls, data: Mapping[str, Any]) -> ShownRecord:
         """Return a record from a log object; bad values are defaulted."""
         record = cls()
-        for name in ("item", "request_id", "trigger", "model", "language", "outcome"):
-            if isinstance(data.get(name), str):
-                setattr(record, name, data[name])
-        for name in ("items", "shown_chars", "accepted_chars"):
-            value = data.get(name)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                setattr(record, name, value)
-        for name in ("ts", "shown_ms"):
-            value = data.get(name)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                setattr(record, name, float(value))
+        read_fields(
+            record,
+            data,
+            strings=("item", "request_id", "trigger", "model", "language", "outcome"),
+            counts=("items", "shown_chars", "accepted_chars"),
+            floats=("ts", "shown_ms"),
+        )
         if record.outcome not in OUTCOMES:
             record.outcome = "ignored"
         return record
