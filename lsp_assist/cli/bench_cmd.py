@@ -176,7 +176,6 @@ def run(args: argparse.Namespace) -> int:
     from lsp_assist.evaluation import report
     from lsp_assist.evaluation.runner import (
         ROW_NAMES,
-        STDLIB_EXCLUDE,
         BenchConfig,
         run_bench,
         split_tasks,
@@ -197,15 +196,10 @@ def run(args: argparse.Namespace) -> int:
     if args.tasks < 1 or args.typing_lines < 0:
         print("error: --tasks must be >= 1 and --typing-lines >= 0", file=sys.stderr)
         return 2
-    if args.workspace is None:
-        workspace = Path(sysconfig.get_paths()["stdlib"]).resolve()
-        exclude = [*STDLIB_EXCLUDE, *args.exclude]
-    else:
-        workspace = args.workspace.resolve()
-        exclude = list(args.exclude)
-    if not workspace.is_dir():
-        print(f"error: not a folder: {workspace}", file=sys.stderr)
+    chosen = bench_workspace(args)
+    if chosen is None:
         return 2
+    workspace, exclude = chosen
     rows = [r.strip() for r in args.rows.split(",")] if args.rows else None
     unknown = sorted(set(rows or ()) - set(ROW_NAMES))
     if unknown or (rows and "model2" in rows and not args.model2):
@@ -246,6 +240,23 @@ def run(args: argparse.Namespace) -> int:
     return write_outputs(args.out, result)
 
 
+def bench_workspace(args: argparse.Namespace) -> tuple[Path, list[str]] | None:
+    """Return --workspace (default: the standard library, less STDLIB_EXCLUDE) and the
+    paths to exclude from it; None, the error printed, when it is not a folder."""
+    from lsp_assist.evaluation.runner import STDLIB_EXCLUDE
+
+    if args.workspace is None:
+        workspace = Path(sysconfig.get_paths()["stdlib"]).resolve()
+        exclude = [*STDLIB_EXCLUDE, *args.exclude]
+    else:
+        workspace = args.workspace.resolve()
+        exclude = list(args.exclude)
+    if not workspace.is_dir():
+        print(f"error: not a folder: {workspace}", file=sys.stderr)
+        return None
+    return workspace, exclude
+
+
 def run_replay(args: argparse.Namespace) -> int:
     """Run the acceptance replay; write table.md, results.json and replay.png to --out."""
     from lsp_assist.backends.models import resolve_model
@@ -258,7 +269,6 @@ def run_replay(args: argparse.Namespace) -> int:
         run_replay,
         write_outputs,
     )
-    from lsp_assist.evaluation.workspace import STDLIB_EXCLUDE
 
     if args.regions < 1 or args.pace_ms <= 0 or args.rest_ms < 0:
         print("error: --regions must be >= 1, --pace-ms > 0, --rest-ms >= 0", file=sys.stderr)
@@ -270,15 +280,10 @@ def run_replay(args: argparse.Namespace) -> int:
     if why:
         print(f"error: --rows: {why}", file=sys.stderr)
         return 2
-    if args.workspace is None:
-        workspace = Path(sysconfig.get_paths()["stdlib"]).resolve()
-        exclude = [*STDLIB_EXCLUDE, *args.exclude]
-    else:
-        workspace = args.workspace.resolve()
-        exclude = list(args.exclude)
-    if not workspace.is_dir():
-        print(f"error: not a folder: {workspace}", file=sys.stderr)
+    chosen = bench_workspace(args)
+    if chosen is None:
         return 2
+    workspace, exclude = chosen
     try:
         model = resolve_model(args.model or "")[0].resolve()
     except LspAssistError as exc:
