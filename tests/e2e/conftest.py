@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -203,3 +205,30 @@ def open_with_small_model(client: StdioClient, workspace: Path, cache: Path, pat
     document = {"uri": uri, "languageId": "python", "version": 1, "text": path.read_text()}
     client.notify("textDocument/didOpen", {"textDocument": document})
     return uri
+
+
+TAIL = "    return create_"
+"""The half-typed line the demo's shop/checkout.py ends with in :func:`demo_with_tail`."""
+
+
+def demo_with_tail(tmp_path: Path) -> tuple[Path, Path, int, int]:
+    """Copy the demo project into ``tmp_path`` and end its shop/checkout.py with
+    :data:`TAIL`; return the workspace, that file and the cursor at its end (line, column)."""
+    workspace = copy_demo(tmp_path)
+    path = workspace / "shop" / "checkout.py"
+    text = path.read_text().rstrip() + "\n" + TAIL
+    path.write_text(text)
+    return workspace, path, text.count("\n"), len(TAIL)
+
+
+def shown_stats(log: Path) -> dict[str, Any]:
+    """Return ``lsp-assist stats --json``'s ``shown`` figures of the metrics log ``log``."""
+    out = subprocess.run(
+        [sys.executable, "-m", "lsp_assist.cli.main", "stats", "--metrics", str(log), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    shown: dict[str, Any] = json.loads(out.stdout)["shown"]
+    return shown

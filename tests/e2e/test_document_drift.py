@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.e2e.conftest import server_env
-from tests.support.jsonrpc import SERVE, StdioClient
+from tests.support.jsonrpc import SERVE, StdioClient, replace_range
 
 ALPHABET = st.sampled_from(["a", "b", "x", " ", "\t", "(", "é", "😀", "\n", "\r\n", "\r"])
 TEXTS = st.lists(ALPHABET, max_size=40).map("".join)
@@ -120,28 +120,6 @@ def open_doc(client: StdioClient, text: str, suffix: str = ".py") -> str:
     return uri
 
 
-def replace(
-    client: StdioClient,
-    uri: str,
-    version: int,
-    start: tuple[int, int],
-    end: tuple[int, int],
-    text: str,
-) -> None:
-    """Send one didChange replacing the range ``start``..``end`` (LSP positions) by ``text``."""
-    rng = {
-        "start": {"line": start[0], "character": start[1]},
-        "end": {"line": end[0], "character": end[1]},
-    }
-    client.notify(
-        "textDocument/didChange",
-        {
-            "textDocument": {"uri": uri, "version": version},
-            "contentChanges": [{"range": rng, "text": text}],
-        },
-    )
-
-
 def server_text(client: StdioClient, uri: str) -> tuple[str, int]:
     """The server's text and version of ``uri``."""
     state = client.command("lspAssist.documentState", uri)
@@ -173,13 +151,13 @@ def test_random_edits_never_drift(server: StdioClient, initial: str, data: st.Da
 
 def test_past_the_end_character_means_the_end_of_the_line(server: StdioClient) -> None:
     uri = open_doc(server, "abc")
-    replace(server, uri, 1, (0, 9), (0, 9), "X")
+    replace_range(server, uri, 1, (0, 9), (0, 9), "X")
     assert server_text(server, uri) == ("abcX", 1)
 
 
 def test_cr_only_line_breaks_are_lines(server: StdioClient) -> None:
     uri = open_doc(server, "one\rtwo\rthree")
-    replace(server, uri, 1, (1, 0), (1, 3), "2")
+    replace_range(server, uri, 1, (1, 0), (1, 3), "2")
     assert server_text(server, uri) == ("one\r2\rthree", 1)
 
 
@@ -212,7 +190,7 @@ def test_huge_document_keeps_the_server_answering(server: StdioClient) -> None:
     text = line * (30_000_000 // len(line))
     uri = open_doc(server, text)
     for column in range(20):
-        replace(server, uri, column + 1, (5, column), (5, column), "y")
+        replace_range(server, uri, column + 1, (5, column), (5, column), "y")
     result = server.request(
         "textDocument/inlineCompletion",
         {

@@ -22,42 +22,14 @@ from typing import Any
 import pytest
 
 from lsp_assist.telemetry.retention import RETAIN_AFTER_ENV
-from tests.e2e.conftest import open_with_small_model, server_env
-from tests.support.jsonrpc import SERVE, StdioClient
-from tests.support.workspace import copy_demo
+from tests.e2e.conftest import demo_with_tail, open_with_small_model, server_env, shown_stats
+from tests.support.jsonrpc import SERVE, StdioClient, replace_range
 
 pytestmark = pytest.mark.slow
-
-TAIL = "    return create_"
 
 
 def utf16(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
-
-
-def change(
-    client: StdioClient,
-    uri: str,
-    version: int,
-    start: tuple[int, int],
-    end: tuple[int, int],
-    text: str,
-) -> None:
-    client.notify(
-        "textDocument/didChange",
-        {
-            "textDocument": {"uri": uri, "version": version},
-            "contentChanges": [
-                {
-                    "range": {
-                        "start": {"line": start[0], "character": start[1]},
-                        "end": {"line": end[0], "character": end[1]},
-                    },
-                    "text": text,
-                }
-            ],
-        },
-    )
 
 
 def position_in(text: str, index: int, line: int, col: int) -> tuple[int, int]:
@@ -76,11 +48,7 @@ def retained_lines(log: Path) -> list[dict[str, Any]]:
 
 
 def test_accepted_then_partly_edited_is_partly_retained(tmp_path: Path) -> None:
-    workspace = copy_demo(tmp_path)
-    path = workspace / "shop" / "checkout.py"
-    text = path.read_text().rstrip() + "\n" + TAIL
-    path.write_text(text)
-    line, col = text.count("\n"), len(TAIL)
+    workspace, path, line, col = demo_with_tail(tmp_path)
     cache = tmp_path / "cache"
     client = StdioClient(SERVE, env=server_env(**{RETAIN_AFTER_ENV: "1"}))
     try:
@@ -95,13 +63,13 @@ def test_accepted_then_partly_edited_is_partly_retained(tmp_path: Path) -> None:
         assert item is not None, items
         suggestion = item["insertText"]
         client.notify("textDocument/didShowCompletion", {"item": item})
-        change(client, uri, 2, (line, col), (line, col), suggestion)  # the editor puts it in
+        replace_range(client, uri, 2, (line, col), (line, col), suggestion)  # the editor puts it in
         name = item["command"]["arguments"][0]
         assert client.command("lspAssist.accept", name)["accepted"] is True
         accepted_at = time.monotonic()
         # the user deletes two of its characters (two on one line) ...
         cut = next(i for i in range(len(suggestion) - 1) if "\n" not in suggestion[i : i + 2])
-        change(
+        replace_range(
             client,
             uri,
             3,
@@ -110,7 +78,7 @@ def test_accepted_then_partly_edited_is_partly_retained(tmp_path: Path) -> None:
             "",
         )
         # ... and adds a line above it: the span moves down
-        change(client, uri, 4, (0, 0), (0, 0), "# a new first line\n")
+        replace_range(client, uri, 4, (0, 0), (0, 0), "# a new first line\n")
         state = client.command("lspAssist.documentState", uri)
         assert suggestion[:cut] + suggestion[cut + 2 :] in state["text"]
 
@@ -136,14 +104,7 @@ def test_accepted_then_partly_edited_is_partly_retained(tmp_path: Path) -> None:
     # the accept's own change is not a key; the two edits after it showed nothing
     assert (keys["keys"], keys["quiet"]) == (2, 2)
 
-    out = subprocess.run(
-        [sys.executable, "-m", "lsp_assist.cli.main", "stats", "--metrics", str(log), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    stats = json.loads(out.stdout)["shown"]
+    stats = shown_stats(log)
     assert stats["accepted_chars"] == utf16(suggestion)
     assert stats["retained_chars"] == retained["retained_chars"]
     assert stats["retained_share"] == round(retained["retained_chars"] / utf16(suggestion), 4)

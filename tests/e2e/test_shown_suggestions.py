@@ -11,21 +11,16 @@ metrics log then holds one ``shown`` line per suggestion with its outcome, and
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lsp_assist.backends.models import small_model_path
-from tests.e2e.conftest import open_with_small_model, server_env
+from tests.e2e.conftest import demo_with_tail, open_with_small_model, server_env, shown_stats
 from tests.support.jsonrpc import SERVE, StdioClient
-from tests.support.workspace import copy_demo
 
 pytestmark = pytest.mark.slow
-
-TAIL = "    return create_"
 
 
 def inline(client: StdioClient, uri: str, line: int, character: int, kind: int) -> list[Any]:
@@ -50,11 +45,7 @@ def insert(client: StdioClient, uri: str, version: int, line: int, col: int, tex
 
 
 def test_shown_partly_accepted_dismissed_superseded_and_accepted(tmp_path: Path) -> None:
-    workspace = copy_demo(tmp_path)
-    path = workspace / "shop" / "checkout.py"
-    text = path.read_text().rstrip() + "\n" + TAIL
-    path.write_text(text)
-    line, col = text.count("\n"), len(TAIL)
+    workspace, path, line, col = demo_with_tail(tmp_path)
     cache = tmp_path / "cache"
     client = StdioClient(SERVE, env=server_env())
     try:
@@ -95,14 +86,7 @@ def test_shown_partly_accepted_dismissed_superseded_and_accepted(tmp_path: Path)
     assert {x["model"] for x in shown} == {small_model_path().name}
     assert all("insertText" not in x and "text" not in x for x in shown), "no code in the log"
 
-    out = subprocess.run(
-        [sys.executable, "-m", "lsp_assist.cli.main", "stats", "--metrics", str(log), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    stats = json.loads(out.stdout)["shown"]
+    stats = shown_stats(log)
     assert stats["shown"] == 3
     assert stats["acceptance"] == round(1 / 3, 4)
     assert stats["partial_acceptance"] == round(1 / 3, 4)

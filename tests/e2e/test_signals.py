@@ -18,12 +18,10 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import open_with_small_model, server_env
+from tests.e2e.conftest import demo_with_tail, open_with_small_model, server_env
 from tests.e2e.test_protocol_abuse import Server, free_port
 from tests.support.jsonrpc import SERVE, StdioClient
-from tests.support.workspace import copy_demo
 
-TAIL = "    return create_"
 EXIT_BOUND_S = 30
 """Generous: the close frees the model and stops the index on 2 busy cores."""
 
@@ -39,11 +37,7 @@ def inline_params(uri: str, line: int, character: int, kind: int) -> dict[str, A
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_a_signal_closes_the_session_and_exits_0(tmp_path: Path, sig: signal.Signals) -> None:
-    workspace = copy_demo(tmp_path)
-    path = workspace / "shop" / "checkout.py"
-    text = path.read_text().rstrip() + "\n" + TAIL
-    path.write_text(text)
-    line, col = text.count("\n"), len(TAIL)
+    workspace, path, line, col = demo_with_tail(tmp_path)
     cache = tmp_path / "cache"
     serve = [*SERVE[:-1], "INFO"]  # the signal's log line
     client = StdioClient(serve, env=server_env())

@@ -147,3 +147,25 @@ class StdioClient:
         except subprocess.TimeoutExpired:
             self.process.kill()
             return self.process.wait()
+
+
+def replace_range(
+    client: StdioClient,
+    uri: str,
+    version: int,
+    start: tuple[int, int],
+    end: tuple[int, int],
+    text: str,
+) -> None:
+    """Send one didChange replacing the range ``start``..``end`` (LSP positions) by ``text``."""
+    rng = {
+        "start": {"line": start[0], "character": start[1]},
+        "end": {"line": end[0], "character": end[1]},
+    }
+    client.notify(
+        "textDocument/didChange",
+        {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"range": rng, "text": text}],
+        },
+    )

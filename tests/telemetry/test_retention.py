@@ -22,7 +22,6 @@ from lsp_assist.telemetry import (
     compute_stats,
     format_stats,
     read_outcomes,
-    request_of,
 )
 from lsp_assist.telemetry.retention import (
     KEYS_FLUSH,
@@ -34,19 +33,11 @@ from lsp_assist.telemetry.retention import (
     trim_edit,
     utf16_prefix,
 )
+from tests.support.telemetry import URI, Clock, offer
 
 T = TypeVar("T")
-URI = "file:///w/a.py"
 TEXT = "import os\n\ndef f():\n    x = \n    return x\n"
 LINE, BEFORE = 3, "    x = "
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Editor:
@@ -73,22 +64,7 @@ class Editor:
         return self.docs[URI].offset_at(Position(line, column))
 
     def offer(self, name: str, text: str, before: str = BEFORE, after: str = "") -> str:
-        self.shown.offer(
-            OfferedItem(
-                item=name,
-                request_id=request_of(name),
-                uri=URI,
-                line=LINE,
-                column=len(before),
-                before=before,
-                text=text,
-                after=after,
-                trigger="automatic",
-                model="m.gguf",
-                language="python",
-            )
-        )
-        return name
+        return offer(self.shown, name, text, before=before, line=LINE, after=after)
 
     def of(self, kind: type[T]) -> list[T]:
         return [w for w in self.written if isinstance(w, kind)]

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from lsp_assist.telemetry import (
     MetricsLog,
-    OfferedItem,
     ShownRecord,
     ShownSuggestions,
     compute_stats,
@@ -20,54 +19,13 @@ from lsp_assist.telemetry import (
     request_of,
 )
 from lsp_assist.telemetry.shown import utf16_len
-
-URI = "file:///w/a.py"
-
-
-class Clock:
-    """A clock the test moves."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.telemetry import URI, Clock, offer
 
 
 def tracker() -> tuple[ShownSuggestions, list[ShownRecord], Clock]:
     written: list[ShownRecord] = []
     clock = Clock()
     return ShownSuggestions(written.append, clock=clock), written, clock
-
-
-def offer(
-    shown: ShownSuggestions,
-    name: str,
-    text: str,
-    *,
-    before: str = "    x = ",
-    line: int = 3,
-    uri: str = URI,
-    trigger: str = "automatic",
-    model: str = "m.gguf",
-    after: str = "",
-) -> str:
-    shown.offer(
-        OfferedItem(
-            item=name,
-            request_id=request_of(name),
-            uri=uri,
-            line=line,
-            column=len(before),
-            before=before,
-            text=text,
-            after=after,
-            trigger=trigger,
-            model=model,
-            language="python",
-        )
-    )
-    return name
 
 
 def test_item_ids_name_their_request() -> None:
