@@ -227,9 +227,14 @@ def read_fields(
             setattr(record, name, float(value))
 
 
+ITEM_FIELDS = ("item", "request_id", "trigger", "model", "language")
+"""The :class:`ItemLine` fields that name the item (all strings)."""
+
+
 @dataclass(kw_only=True)
-class RetainedRecord:
-    """One accepted suggestion's characters and how many were still there later."""
+class ItemLine:
+    """What a log line about one suggestion starts with: its time, and which item of
+    which request (trigger, model, language) it is about."""
 
     ts: float = field(default_factory=time.time)
     item: str = ""
@@ -237,6 +242,24 @@ class RetainedRecord:
     trigger: str = ""
     model: str = ""
     language: str = ""
+
+    def item_json(self, event: str) -> dict[str, Any]:
+        """Return the log object's start: ``event``, the time and the item's fields."""
+        return {
+            "event": event,
+            "ts": round(self.ts, 6),
+            "item": self.item,
+            "request_id": self.request_id,
+            "trigger": self.trigger,
+            "model": self.model,
+            "language": self.language,
+        }
+
+
+@dataclass(kw_only=True)
+class RetainedRecord(ItemLine):
+    """One accepted suggestion's characters and how many were still there later."""
+
     accepted_chars: int = 0
     """UTF-16 units accepted, from the suggestion's start (as the shown record's)."""
     retained_chars: int | None = None
@@ -249,13 +272,7 @@ class RetainedRecord:
     def to_json(self) -> dict[str, Any]:
         """Return the log line's object (no text of the suggestion or the document)."""
         return {
-            "event": RETAINED_EVENT,
-            "ts": round(self.ts, 6),
-            "item": self.item,
-            "request_id": self.request_id,
-            "trigger": self.trigger,
-            "model": self.model,
-            "language": self.language,
+            **self.item_json(RETAINED_EVENT),
             "accepted_chars": self.accepted_chars,
             "retained_chars": self.retained_chars,
             "measured": self.measured,
@@ -269,7 +286,7 @@ class RetainedRecord:
         read_fields(
             record,
             data,
-            strings=("item", "request_id", "trigger", "model", "language", "measured"),
+            strings=(*ITEM_FIELDS, "measured"),
             counts=("accepted_chars", "retained_chars"),
             floats=("ts", "after_s"),
         )

@@ -33,13 +33,15 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from lsp_assist.documents import Position, TextView
 from lsp_assist.telemetry.retention import (
+    ITEM_FIELDS,
     KEYS_FLUSH,
     LOCATE_TRIES,
+    ItemLine,
     KeysRecord,
     Probe,
     RetainedRecord,
@@ -100,17 +102,10 @@ class OfferedItem:
 
 
 @dataclass(kw_only=True)
-class ShownRecord:
-    """One shown suggestion and how it ended (a line of the metrics log)."""
+class ShownRecord(ItemLine):
+    """One shown suggestion and how it ended (a line of the metrics log): ``ts`` when its
+    outcome was known (unix seconds), ``item`` the id of the first item shown."""
 
-    ts: float = field(default_factory=time.time)
-    """When its outcome was known (unix seconds)."""
-    item: str = ""
-    """The id of the first item shown."""
-    request_id: str = ""
-    trigger: str = ""
-    model: str = ""
-    language: str = ""
     outcome: str = "ignored"
     """One of :data:`OUTCOMES`."""
     items: int = 1
@@ -131,13 +126,7 @@ class ShownRecord:
     def to_json(self) -> dict[str, Any]:
         """Return the log line's object."""
         return {
-            "event": SHOWN_EVENT,
-            "ts": round(self.ts, 6),
-            "item": self.item,
-            "request_id": self.request_id,
-            "trigger": self.trigger,
-            "model": self.model,
-            "language": self.language,
+            **self.item_json(SHOWN_EVENT),
             "outcome": self.outcome,
             "items": self.items,
             "shown_chars": self.shown_chars,
@@ -152,7 +141,7 @@ class ShownRecord:
         read_fields(
             record,
             data,
-            strings=("item", "request_id", "trigger", "model", "language", "outcome"),
+            strings=(*ITEM_FIELDS, "outcome"),
             counts=("items", "shown_chars", "accepted_chars"),
             floats=("ts", "shown_ms"),
         )
