@@ -161,10 +161,12 @@ def greedy(
     Returns the text, the prompt tokens reused, the tokens written and when the first
     token's logits were ready (``time.perf_counter``).
     """
-    from lsp_assist.backends.kv_states import common_prefix_len
-
-    # the last prompt token gives the logits
-    common = min(common_prefix_len(engine.tokens, prompt), len(prompt) - 1)
+    common = 0
+    for have, want in zip(engine.tokens, prompt, strict=False):
+        if have != want:
+            break
+        common += 1
+    common = min(common, len(prompt) - 1)  # the last prompt token gives the logits
     engine.truncate(common)
     engine.eval(prompt[common:], n_logits=1)
     first = time.perf_counter()
