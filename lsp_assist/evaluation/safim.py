@@ -399,7 +399,7 @@ _CLOSERS = {")": "(", "]": "[", "}": "{"}
 
 def parse_errors(lang: str, program: str) -> int | None:
     """Return the ERROR and MISSING nodes of ``program``'s syntax tree (None: no grammar)."""
-    from lsp_assist.context.syntax import get_parser
+    from lsp_assist.context import get_parser
 
     parser = get_parser(lang)
     if parser is None:

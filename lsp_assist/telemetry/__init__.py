@@ -23,6 +23,7 @@ from lsp_assist.telemetry.retention import (
     RETAIN_AFTER_S,
     KeysRecord,
     RetainedRecord,
+    trim_edit,
 )
 from lsp_assist.telemetry.shown import (
     OUTCOMES,
@@ -71,4 +72,5 @@ __all__ = [
     "request_of",
     "shown_stats",
     "trigger_kind",
+    "trim_edit",
 ]

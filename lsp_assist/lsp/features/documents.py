@@ -13,7 +13,7 @@ from lsprotocol import types
 
 from lsp_assist.errors import DocumentError
 from lsp_assist.lsp.server import LspAssistServer
-from lsp_assist.telemetry.retention import trim_edit
+from lsp_assist.telemetry import trim_edit
 
 logger = logging.getLogger(__name__)
 
