@@ -246,13 +246,24 @@ class _CountingEngine:
         self.rows: list[int] = []
         self._next: list[int] = []
 
-    def eval(self, tokens: Sequence[int], *, n_logits: int = 1, abort: object = None) -> None:
+    def eval(
+        self, tokens: Sequence[int], *, n_logits: int = 1, abort: object = None, stop: object = None
+    ) -> None:
         self.tokens.extend(tokens)
         self.rows.append(len(tokens))
         self._next = [(t + 1) % self.cycle for t in tokens[len(tokens) - n_logits :]]
 
     def argmax(self, i: int) -> int:
         return self._next[i]
+
+    def logits(self, i: int) -> Any:
+        """A row whose likeliest token is :meth:`argmax`'s (the decode loop's log
+        probabilities read it)."""
+        import numpy as np
+
+        row = np.zeros(self.cycle)
+        row[self.argmax(i)] = 1.0
+        return row
 
     def truncate(self, n: int) -> None:
         del self.tokens[n:]
