@@ -140,6 +140,13 @@ if [ "$WITH_EDITORS" = 1 ]; then
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends default-jdk-headless >/dev/null) \
       || say "WARNING: could not install a JDK; bench --safim reports Java as not run"
   fi
+  # mcs/mono: bench --safim compiles and runs the C# tasks (Debian's Mono 6.8).
+  if ! command -v mcs >/dev/null 2>&1 \
+     && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    say "installing mono-mcs and mono-runtime (Debian)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mono-mcs mono-runtime >/dev/null) \
+      || say "WARNING: could not install Mono; bench --safim reports C# as not run"
+  fi
   if command -v npm >/dev/null 2>&1 && [ -f editors/vscode/package-lock.json ] \
      && { [ ! -f editors/vscode/node_modules/.package-lock.json ] \
           || [ editors/vscode/package-lock.json -nt editors/vscode/node_modules/.package-lock.json ]; }; then
