@@ -106,15 +106,17 @@ class DecodeLoop:
         """The log probability of the token :meth:`_next` chose last (its row's)."""
 
     def _late(self) -> bool:
+        """The current cap (prompt, then generation) has passed."""
         return time.perf_counter() > self._deadline
 
     def _cancelled(self) -> bool:
+        """The request was cancelled (superseded, the client, shutdown)."""
         return self.request.cancel.cancelled
 
     def _abort(self) -> bool:
         # checked between graph nodes: a cancel lands within a step (a verification
         # batch of 7 rows takes ~60 ms here) rather than after it
-        return self.request.cancel.cancelled or time.perf_counter() > self._deadline
+        return self._cancelled() or self._late()
 
     def _aborted(self) -> None:
         self.result.stop_reason = "cancelled" if self.request.cancel.cancelled else "timeout"

