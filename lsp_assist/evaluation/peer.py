@@ -43,7 +43,7 @@ from lsp_assist.evaluation.workspace import Workspace
 
 DEFAULT_WINDOW = 1024
 """llm.nvim's default ``context_window`` (tokens)."""
-_PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt")
+PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt")
 
 
 def _lines_with_breaks(text: str) -> list[str]:
@@ -192,7 +192,8 @@ class PeerServer:
             self._lines.put(line)
             self._tail = [*self._tail[-40:], line]
 
-    def _drain(self) -> list[str]:
+    def drain_log(self) -> list[str]:
+        """Return the server's output lines since the last call."""
         out: list[str] = []
         while True:
             try:
@@ -204,7 +205,7 @@ class PeerServer:
         """Stream one greedy completion of ``prompt``; times count from ``started``."""
         import httpx
 
-        self._drain()
+        self.drain_log()
         result = PeerResult()
         body: dict[str, Any] = {
             "prompt": prompt,
@@ -234,8 +235,8 @@ class PeerServer:
         result.text = "".join(pieces)
         result.output_tokens = len(pieces)
         time.sleep(0.02)  # the log line of this request is printed before its first token
-        for line in self._drain():
-            match = _PREFIX_HIT.search(line)
+        for line in self.drain_log():
+            match = PREFIX_HIT.search(line)
             if match:
                 result.reused_tokens = int(match.group(1))
                 result.evaluated_tokens = int(match.group(2))

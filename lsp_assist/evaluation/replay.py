@@ -6,7 +6,8 @@ and answers when it can; at each key moment the user sees what the screen shows
 (replay_user.py) and takes it (Tab, word by word) or types over it. Every row runs the
 same regions and keys with the same model: ``default`` and ``plain`` are lsp-assist
 servers (replay_client.py) with their settings as initializationOptions, ``llamavim``
-is llama.vim's algorithm against llama-server (llamavim.py). Figures, table and plot:
+is llama.vim's algorithm against llama-server (llamavim.py), ``llmls`` llm.nvim on
+llm-ls against llama-cpp-python's server (llmls.py). Figures, table and plot:
 replay_report.py. docs/evaluation.md, "Acceptance replay".
 """
 
@@ -33,7 +34,9 @@ from lsp_assist.evaluation.replay_tasks import (
 from lsp_assist.evaluation.replay_user import Screen, decide
 from lsp_assist.evaluation.suggester import Suggester
 
-ROW_NAMES = ("default", "plain", "llamavim")
+ROW_NAMES = ("default", "plain", "llamavim", "llmls")
+PEER_ROWS = ("llamavim", "llmls")
+"""Rows that are another tool's client, not an lsp-assist server."""
 DEFAULT_ROWS = ("default", "plain")
 PACES = ("steady", "bursty")
 PAUSE_MS = 600
@@ -216,7 +219,13 @@ def check_rows(rows: Sequence[str]) -> str:
 
 
 def make_suggester(name: str, config: ReplayConfig, base: dict[str, Any]) -> Suggester:
-    """Return a fresh suggester for row ``name`` (a server, or llama.vim's algorithm)."""
+    """Return a fresh suggester for row ``name`` (a server, or a peer's client)."""
+    if name == "llmls":
+        from lsp_assist.evaluation.llmls import LlmLsSuggester
+
+        return LlmLsSuggester(
+            model_path=config.model, threads=threads_of(config.settings), seed=config.seed
+        )
     if name == "llamavim":
         module = importlib.import_module(LLAMAVIM_MODULE)
         suggester: Suggester = module.LlamaVimSuggester(
@@ -233,7 +242,7 @@ def make_suggester(name: str, config: ReplayConfig, base: dict[str, Any]) -> Sug
 
 def row_settings(name: str, config: ReplayConfig) -> dict[str, Any]:
     """Return what a row's table line says it ran with."""
-    if name == "llamavim":
+    if name in PEER_ROWS:
         return {"threads": threads_of(config.settings), "seed": config.seed}
     return {**(PLAIN_SETTINGS if name == "plain" else {}), **config.settings}
 
@@ -289,7 +298,7 @@ def run_replay(config: ReplayConfig, command: str) -> dict[str, Any]:
                     row.update(error=f"{type(exc).__name__}: {exc}", summary={}, keys=[], shown=[])
                     rows.append(row)
                     continue
-                if name != "llamavim":
+                if name not in PEER_ROWS:
                     _join_confidence(shown, Path(base["cacheDir"]))
                 row["stats"] = dict(getattr(suggester, "stats", {}))
                 row["messages"] = list(getattr(suggester, "messages", []))
