@@ -130,7 +130,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "acceptance replay (--replay)",
         "a user retypes regions of real code at a fixed pace without waiting for answers; "
         'how much of it the suggestions write (docs/evaluation.md, "Acceptance replay"); '
-        "--rows: default,plain,llamavim (default: default,plain)",
+        "--rows: default,plain,llamavim,llmls (default: default,plain)",
     )
     replay.add_argument(
         "--replay",
