@@ -2,6 +2,7 @@
 
 :class:`WorkspaceIndex` is the index itself; the value types and the
 :class:`IndexLookup` protocol the context engine reads it through are in ``model``.
+The symbolic next edits (``next_edit``, a package of its own) read the same trees.
 """
 
 from lsp_assist.index.files import FileRules
@@ -14,8 +15,13 @@ from lsp_assist.index.model import (
     Symbol,
     SymbolKind,
 )
-from lsp_assist.index.next_edit_fixes import follow_ups, follow_ups_elsewhere
-from lsp_assist.index.next_edits import FollowUp, UserEdit, classify
+from lsp_assist.index.next_edit import (
+    FollowUp,
+    UserEdit,
+    classify,
+    follow_ups,
+    follow_ups_elsewhere,
+)
 from lsp_assist.index.vectors import Embedding, VectorIndex, VectorSource
 from lsp_assist.index.workspace import WorkspaceIndex
 

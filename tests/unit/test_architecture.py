@@ -56,7 +56,12 @@ PUBLIC_NAMES_FROM = ("serving", "lsp", "evaluation")
 """Packages whose imports of other packages go through the packages' public names."""
 
 MAX_LINES = 700
-"""No module is longer: a longer one is split by its seams (one concept per module)."""
+"""A longer module is flagged for review: split it where it has a seam (one concept per
+module), or record in REVIEWED_LONG why it is one concept. The cap never forces a cut
+without a seam."""
+
+REVIEWED_LONG: dict[str, str] = {}
+"""Modules over MAX_LINES that a review kept whole: the module and why it has no seam."""
 
 COMPOSITION_ROOT = f"{PACKAGE}.serving.session"
 """Where serving builds the stages' long-lived objects (the session); lsp builds a Session."""
@@ -265,12 +270,30 @@ def hand_copied_usage(module: str, source: str, usage: Iterable[str]) -> Iterato
             yield f"{module}:{node.lineno}: class {node.name} copies metric fields {own}"
 
 
-def long_modules(root: Path = ROOT, limit: int = MAX_LINES) -> Iterator[str]:
-    """Modules under ``root`` with more than ``limit`` lines, with their length."""
+def private_names(imports: Iterable[Imported]) -> Iterator[str]:
+    """A module taking another module's private names (``from .x import _y``).
+
+    What two modules share is a public name of one of them: a module whose neighbour
+    needs its ``_private`` helpers has its seam in the wrong place.
+    """
+    for imp in imports:
+        if imp.target != PACKAGE and not imp.target.startswith(PACKAGE + "."):
+            continue
+        private = [n for n in imp.names if n.startswith("_") and not n.startswith("__")]
+        if private:
+            yield f"{imp} (private: {', '.join(private)}; give them public names)"
+
+
+def long_modules(
+    root: Path = ROOT, limit: int = MAX_LINES, reviewed: Iterable[str] = ()
+) -> Iterator[str]:
+    """Modules under ``root`` with more than ``limit`` lines that no review kept whole."""
+    kept = set(reviewed)
     for path in sorted(root.rglob("*.py")):
         count = len(path.read_text(encoding="utf-8").splitlines())
-        if count > limit:
-            yield f"{module_name(path, root)} ({count} lines, at most {limit})"
+        name = module_name(path, root)
+        if count > limit and name not in kept:
+            yield f"{name} ({count} lines, over {limit})"
 
 
 def built_outside_the_root(module: str, source: str) -> Iterator[str]:
@@ -414,9 +437,20 @@ def test_the_backend_contract_carries_no_request_times() -> None:
         assert issubclass(composed, BackendUsage) and issubclass(composed, RequestTimes)
 
 
-def test_no_module_is_over_the_line_limit() -> None:
-    found = list(long_modules())
-    assert not found, "split by its seams:\n" + "\n".join(found)
+def test_no_private_names_cross_modules(project: list[Imported]) -> None:
+    found = list(private_names(project))
+    assert not found, "\n".join(found)
+
+
+def test_a_long_module_is_reviewed() -> None:
+    found = list(long_modules(reviewed=REVIEWED_LONG))
+    assert not found, (
+        "over the cap: split it by its seams, or record in REVIEWED_LONG why it has none:\n"
+        + "\n".join(found)
+    )
+    sizes = {module_name(p): len(p.read_text("utf-8").splitlines()) for p in ROOT.rglob("*.py")}
+    stale = [name for name in REVIEWED_LONG if sizes.get(name, 0) <= MAX_LINES]
+    assert not stale, f"no longer over {MAX_LINES} lines, drop from REVIEWED_LONG: {stale}"
 
 
 def test_the_session_is_the_composition_root() -> None:
@@ -566,13 +600,24 @@ def test_checker_sees_metric_fields_copied_by_hand() -> None:
     assert list(hand_copied_usage("lsp_assist.telemetry.fake", home, usage)) == []
 
 
-def test_checker_sees_a_module_over_the_line_limit(tmp_path: Path) -> None:
+def test_checker_flags_a_long_module_until_a_review_keeps_it(tmp_path: Path) -> None:
     root = tmp_path / PACKAGE
     (root / "sub").mkdir(parents=True)
     (root / "short.py").write_text("x = 1\n" * 700, encoding="utf-8")
     (root / "sub" / "long.py").write_text("x = 1\n" * 701, encoding="utf-8")
     found = list(long_modules(root))
-    assert found == [f"{PACKAGE}.sub.long (701 lines, at most {MAX_LINES})"], found
+    assert found == [f"{PACKAGE}.sub.long (701 lines, over {MAX_LINES})"], found
+    assert list(long_modules(root, reviewed=[f"{PACKAGE}.sub.long"])) == []
+
+
+def test_checker_sees_private_names_taken_from_another_module() -> None:
+    source = (
+        "from lsp_assist.index.next_edit.scopes import Resolver, _key\n"
+        "from .model import __all__, FollowUp\n"
+        "from os.path import _joinrealpath\n"
+    )
+    found = list(private_names(_check("lsp_assist.index.next_edit.fixes", source)))
+    assert len(found) == 1 and "private: _key" in found[0], found
 
 
 def test_checker_sees_a_stage_built_outside_the_session() -> None:

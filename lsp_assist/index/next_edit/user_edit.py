@@ -1,15 +1,11 @@
-"""Symbolic next edits: what a user's edit implies elsewhere, read from the syntax tree.
+"""The user's latest edit, read from the syntax tree: what a next edit follows from.
 
-Owns :func:`classify` (the user's latest edit, one burst of typing, read against the
-tree of the text after it: a renamed definition, method, parameter, local or global, a
-parameter added to or removed from a ``def``, an argument added to one call), the value
-types (:class:`UserEdit`, :class:`FollowUp`) and the scope rules both halves share; the
-follow-up edits themselves are in ``next_edit_fixes``. Python's scoping is followed:
-function, lambda and comprehension scopes, class bodies invisible from their methods,
-``global``/``nonlocal``, shadowing by a nested binding. No model; a regular expression
-finds the candidate bytes and the tree decides, so a file of thousands of lines answers
-in milliseconds. Languages other than
-Python get no follow-ups (``classify`` returns None).
+Owns :func:`classify` (one burst of typing, read against the tree of the text after
+it: a renamed definition, method, parameter, local or global, a parameter added to or
+removed from a ``def``, an argument added to or removed from one call) and its value,
+:class:`UserEdit`. No model; a regular expression finds the candidate bytes and the tree
+decides (under the scope rules of ``scopes``), so a file of thousands of lines answers
+in milliseconds. Languages other than Python get no edit (``classify`` returns None).
 """
 
 from __future__ import annotations
@@ -21,45 +17,24 @@ from typing import Literal
 from tree_sitter import Node, Tree
 
 from lsp_assist.index.languages import parse
+from lsp_assist.index.next_edit.scopes import (
+    Resolver,
+    binding_kind,
+    byte_span,
+    enclosing,
+    identifiers,
+    is_field,
+    node_text,
+    scope_of,
+)
 
-__all__ = ["FollowUp", "UserEdit", "classify"]
+__all__ = ["EditKind", "UserEdit", "classify"]
 
 EditKind = Literal[
     "rename", "parameter-added", "parameter-removed", "argument-added", "argument-removed"
 ]
+"""What the user's edit was, and so what kind of follow-up it asks for."""
 
-_SCOPES = frozenset(
-    {
-        "module",
-        "function_definition",
-        "lambda",
-        "class_definition",
-        "list_comprehension",
-        "set_comprehension",
-        "dictionary_comprehension",
-        "generator_expression",
-    }
-)
-_FUNCTIONS = frozenset({"function_definition", "lambda"})
-_PATTERNS = frozenset(
-    {
-        "pattern_list",
-        "tuple_pattern",
-        "list_pattern",
-        "list_splat_pattern",
-        "tuple",
-        "list",
-        "parenthesized_expression",
-        "expression_list",
-    }
-)
-_TARGET_OF = {
-    "assignment": "left",
-    "augmented_assignment": "left",
-    "for_statement": "left",
-    "for_in_clause": "left",
-}
-_PARAM_LISTS = frozenset({"parameters", "lambda_parameters"})
 _WORD = re.compile(rb"[A-Za-z0-9_]*")
 
 
@@ -89,173 +64,13 @@ class UserEdit:
     """True when other files can refer to it (a module-level name, or a call change)."""
 
 
-@dataclass(frozen=True, slots=True)
-class FollowUp:
-    """One proposed edit: replace the bytes ``start_byte:end_byte`` with ``text``."""
-
-    start_byte: int
-    end_byte: int
-    start_point: tuple[int, int]
-    end_point: tuple[int, int]
-    text: str
-    kind: EditKind
-    reason: str
-
-
-# -- syntax helpers --------------------------------------------------------------------
-
-
-def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", "replace")
-
-
-def _key(node: Node) -> tuple[int, int]:
-    return node.start_byte, node.end_byte
-
-
-def _is_field(node: Node, parent: Node, field: str) -> bool:
-    child = parent.child_by_field_name(field)
-    return child is not None and _key(child) == _key(node)
-
-
-def _scope_of(node: Node) -> Node:
-    """The scope a name at ``node`` is read in (a def's own name: the enclosing scope)."""
-    parent = node.parent
-    definition = parent is not None and parent.type in ("function_definition", "class_definition")
-    if definition and parent is not None and _is_field(node, parent, "name"):
-        node = parent
-    current = node.parent
-    while current is not None:
-        if current.type in _SCOPES:
-            return current
-        current = current.parent
-    return node  # the root itself
-
-
-def _binding_kind(node: Node) -> str:
-    """How an identifier binds its name ('' when it only reads it)."""
-    parent = node.parent
-    if parent is None:
-        return ""
-    kind = parent.type
-    if kind in ("function_definition", "class_definition") and _is_field(node, parent, "name"):
-        return "function" if kind == "function_definition" else "class"
-    if kind in _PARAM_LISTS:
-        return "parameter"
-    if kind in ("typed_parameter", "list_splat_pattern", "dictionary_splat_pattern"):
-        grand = parent.parent
-        if grand is not None and grand.type in _PARAM_LISTS:
-            return "parameter"
-    if kind in ("default_parameter", "typed_default_parameter"):
-        return "parameter" if _is_field(node, parent, "name") else ""
-    if kind == "as_pattern_target":
-        return "local"
-    if kind == "named_expression":
-        return "local" if _is_field(node, parent, "name") else ""
-    if kind == "aliased_import":
-        return "import" if _is_field(node, parent, "alias") else ""
-    if kind == "dotted_name" and parent.parent is not None:
-        grand = parent.parent
-        if grand.type == "import_statement" and parent.named_child_count == 1:
-            return "import"
-        if grand.type == "import_from_statement" and not _is_field(parent, grand, "module_name"):
-            return "import" if parent.named_child_count == 1 else ""
-    child: Node = node
-    current: Node | None = parent
-    while current is not None and current.type in _PATTERNS:
-        child, current = current, current.parent
-    if current is not None and current.type in _TARGET_OF:
-        return "local" if _is_field(child, current, _TARGET_OF[current.type]) else ""
-    return ""
-
-
-def _is_reference(node: Node) -> bool:
-    """True for an identifier that names a variable (not an attribute nor a keyword)."""
-    parent = node.parent
-    if parent is None:
-        return False
-    if parent.type == "attribute" and _is_field(node, parent, "attribute"):
-        return False
-    if parent.type == "keyword_argument" and _is_field(node, parent, "name"):
-        return False
-    return parent.type not in ("global_statement", "nonlocal_statement")
-
-
-def _identifiers(root: Node, src: bytes, name: str, span: tuple[int, int]) -> list[Node]:
-    """The identifier nodes spelling ``name`` in the byte span (found by regex)."""
-    pattern = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name.encode()) + rb"(?![A-Za-z0-9_])")
-    found: list[Node] = []
-    for match in pattern.finditer(src, span[0], span[1]):
-        node = root.named_descendant_for_byte_range(match.start(), match.end())
-        if node is not None and node.type == "identifier" and _key(node) == match.span():
-            found.append(node)
-    return found
-
-
-class _Resolver:
-    """Which scope each occurrence of one name refers to (memoised per scope)."""
-
-    def __init__(self, root: Node, src: bytes, name: str, assumed: tuple[int, int] | None) -> None:
-        self.root = root
-        self.src = src
-        self.name = name
-        self.assumed = assumed
-        """A scope taken to bind the name even if the tree no longer shows it (a rename)."""
-        self._binds: dict[tuple[int, int], bool] = {}
-        self._declared: dict[tuple[int, int], bool] = {}
-
-    def _scan(self, scope: Node) -> None:
-        key = _key(scope)
-        binds = declared = False
-        for node in _identifiers(self.root, self.src, self.name, key):
-            parent = node.parent
-            if parent is not None and parent.type in ("global_statement", "nonlocal_statement"):
-                if _key(_scope_of(node)) == key:
-                    declared = True
-            elif _binding_kind(node) and _key(_scope_of(node)) == key:
-                binds = True
-        self._binds[key] = binds
-        self._declared[key] = declared
-
-    def binds(self, scope: Node) -> bool:
-        """True when ``scope`` binds the name itself (not through global/nonlocal)."""
-        key = _key(scope)
-        if key not in self._binds:
-            self._scan(scope)
-        if self._declared[key]:
-            return False
-        return key == self.assumed or self._binds[key]
-
-    def resolve(self, node: Node) -> Node | None:
-        """The scope that binds the name read at ``node`` (None: a builtin or unknown)."""
-        scope: Node | None = _scope_of(node)
-        first = True
-        while scope is not None:
-            if (first or scope.type != "class_definition") and self.binds(scope):
-                return scope
-            first = False
-            scope = scope.parent
-            while scope is not None and scope.type not in _SCOPES:
-                scope = scope.parent
-        return None
-
-
-# -- classifying the user's edit -------------------------------------------------------
-
-
-def _enclosing(node: Node | None, kinds: frozenset[str] | tuple[str, ...]) -> Node | None:
-    while node is not None and node.type not in kinds:
-        node = node.parent
-    return node
-
-
 def _items(language: str, wrapper: tuple[bytes, bytes], inner: bytes, list_type: str) -> list[str]:
     """The comma-separated items of a parameter or argument list's text, parsed alone."""
     tree = parse(language, wrapper[0] + inner + wrapper[1])
     found = _first_of(tree.root_node, list_type)
     if found is None:
         return []
-    return [_text(c) for c in found.named_children if c.type != "comment"]
+    return [node_text(c) for c in found.named_children if c.type != "comment"]
 
 
 def _first_of(node: Node, kind: str) -> Node | None:
@@ -300,16 +115,16 @@ def classify(
         if found is not None:
             return found
     node = root.named_descendant_for_byte_range(start, end)
-    params = _enclosing(node, ("parameters",))
+    params = enclosing(node, ("parameters",))
     if params is not None and params.start_byte <= start and end <= params.end_byte:
         return _parameters_changed(language, src, params, start, removed, len(inserted))
-    arguments = _enclosing(node, ("argument_list",))
+    arguments = enclosing(node, ("argument_list",))
     while arguments is not None:
         if arguments.start_byte < start and end < arguments.end_byte:
             found = _arguments_changed(language, src, arguments, start, removed, len(inserted))
             if found is not None:
                 return found
-        arguments = _enclosing(arguments.parent, ("argument_list",))
+        arguments = enclosing(arguments.parent, ("argument_list",))
     return None
 
 
@@ -326,24 +141,24 @@ def _rename(
     if old == new or not old.isidentifier() or not new.isidentifier():
         return None
     site = root.named_descendant_for_byte_range(lo, hi)
-    if site is None or site.type != "identifier" or _key(site) != (lo, hi):
+    if site is None or site.type != "identifier" or byte_span(site) != (lo, hi):
         return None
     parent = site.parent
     row = site.start_point[0]
-    binding = _binding_kind(site)
-    if parent is not None and parent.type == "attribute" and _is_field(site, parent, "attribute"):
+    binding = binding_kind(site)
+    if parent is not None and parent.type == "attribute" and is_field(site, parent, "attribute"):
         return _method_renamed(root, src, site, parent, old, new)
     if binding and not _bound_elsewhere(root, src, site, new):
-        scope = _scope_of(site)
-    elif binding and _Resolver(root, src, old, None).resolve(site) is not None:
+        scope = scope_of(site)
+    elif binding and Resolver(root, src, old, None).resolve(site) is not None:
         return None  # the new name is bound here already and the old one too: a switch
     elif binding:
         # the new name is bound here already and the old one no longer is: an accepted
         # follow-up at a rebinding (`count += value` after `count = 0`), the rename goes on
-        scope = _scope_of(site)
+        scope = scope_of(site)
     else:
-        old_scope = _Resolver(root, src, old, None).resolve(site)
-        new_scope = _Resolver(root, src, new, None).resolve(site)
+        old_scope = Resolver(root, src, old, None).resolve(site)
+        new_scope = Resolver(root, src, new, None).resolve(site)
         if old_scope is not None and new_scope is None:
             scope = old_scope  # one use renamed: the binding and the other uses follow
         elif old_scope is None and new_scope is not None:
@@ -365,7 +180,7 @@ def _rename(
         old,
         new,
         what,
-        _key(scope),
+        byte_span(scope),
         (lo, hi),
         line=row,
         module_level=scope.type == "module",
@@ -374,9 +189,13 @@ def _rename(
 
 def _bound_elsewhere(root: Node, src: bytes, site: Node, name: str) -> bool:
     """True when ``name`` is bound in ``site``'s scope other than at ``site``."""
-    scope = _key(_scope_of(site))
-    for other in _identifiers(root, src, name, scope):
-        if _key(other) != _key(site) and _binding_kind(other) and _key(_scope_of(other)) == scope:
+    scope = byte_span(scope_of(site))
+    for other in identifiers(root, src, name, scope):
+        if (
+            byte_span(other) != byte_span(site)
+            and binding_kind(other)
+            and byte_span(scope_of(other)) == scope
+        ):
             return True
     return False
 
@@ -386,14 +205,14 @@ def _method_renamed(
 ) -> UserEdit | None:
     """``self.old`` became ``self.new`` in a class that defines a method ``new``, not ``old``."""
     obj = attribute.child_by_field_name("object")
-    cls = _enclosing(site, ("class_definition",))
-    if obj is None or _text(obj) not in ("self", "cls") or cls is None:
+    cls = enclosing(site, ("class_definition",))
+    if obj is None or node_text(obj) not in ("self", "cls") or cls is None:
         return None
     body = cls.child_by_field_name("body")
     if body is None:
         return None
     methods = {
-        _text(name)
+        node_text(name)
         for child in body.named_children
         for definition in [child.child_by_field_name("definition") or child]
         if definition.type == "function_definition"
@@ -404,7 +223,7 @@ def _method_renamed(
         return None
     row = site.start_point[0]
     return UserEdit(
-        "rename", old, new, "method", _key(cls), _key(site), line=row, module_level=False
+        "rename", old, new, "method", byte_span(cls), byte_span(site), line=row, module_level=False
     )
 
 
@@ -412,7 +231,9 @@ def _is_parameter_of(root: Node, src: bytes, name: str, scope: Node) -> bool:
     params = scope.child_by_field_name("parameters")
     if params is None:
         return False
-    return any(_binding_kind(n) == "parameter" for n in _identifiers(root, src, name, _key(params)))
+    return any(
+        binding_kind(n) == "parameter" for n in identifiers(root, src, name, byte_span(params))
+    )
 
 
 def _parameters_changed(
@@ -424,14 +245,14 @@ def _parameters_changed(
     name_node = function.child_by_field_name("name")
     if name_node is None:
         return None
-    old_text = _old_slice(src, _key(params), start, removed, inserted)
+    old_text = _old_slice(src, byte_span(params), start, removed, inserted)
     old = _items(language, (b"def _", b": pass\n"), old_text, "parameters")
-    new = [_text(c) for c in params.named_children if c.type != "comment"]
+    new = [node_text(c) for c in params.named_children if c.type != "comment"]
     change = _one_difference(old, new)
     if change is None:
         return None
     index, item = change
-    method = _scope_of(name_node).type == "class_definition"
+    method = scope_of(name_node).type == "class_definition"
     offset = 1 if method and (old[:1] in (["self"], ["cls"])) else 0
     if index < offset:
         return None
@@ -442,11 +263,11 @@ def _parameters_changed(
     param = item.split(":")[0].strip()
     return UserEdit(
         "parameter-added" if added else "parameter-removed",
-        _text(name_node),
+        node_text(name_node),
         param if added else "",
         "method" if method else "function",
         (0, len(src)),
-        _key(params),
+        byte_span(params),
         index=index - offset,
         count=len(positional) - offset,
         line=params.start_point[0],
@@ -461,11 +282,11 @@ def _call_name(arguments: Node) -> tuple[str, bool] | None:
     if function is None:
         return None
     if function.type == "identifier":
-        return _text(function), False
+        return node_text(function), False
     if function.type == "attribute":
         attr = function.child_by_field_name("attribute")
         if attr is not None:
-            return _text(attr), True
+            return node_text(attr), True
     return None
 
 
@@ -476,9 +297,9 @@ def _arguments_changed(
     if named is None:
         return None
     name, method = named
-    old_text = _old_slice(src, _key(arguments), start, removed, inserted)
+    old_text = _old_slice(src, byte_span(arguments), start, removed, inserted)
     old = _items(language, (b"_", b"\n"), old_text, "argument_list")
-    new = [_text(c) for c in arguments.named_children if c.type != "comment"]
+    new = [node_text(c) for c in arguments.named_children if c.type != "comment"]
     change = _one_difference(old, new)
     if change is None:
         return None
@@ -501,7 +322,7 @@ def _arguments_changed(
         "" if dropped else item,
         "method" if method else "function",
         (0, len(src)),
-        _key(arguments),
+        byte_span(arguments),
         index=index,
         count=len(positional),
         line=arguments.start_point[0],

@@ -1,31 +1,46 @@
-"""Symbolic next edits, the second half: the follow-up edits of a classified user edit.
+"""The follow-up edits of a user's edit: what else a rename or a signature change needs.
 
-Owns :func:`follow_ups` (the remaining references of a renamed name in its scope, the
-``self.m``/``Class.m`` uses of a renamed method, or the calls a parameter or argument
-change leaves behind) and :func:`follow_ups_elsewhere` (the same in another open file
-that imports the name), each a :class:`FollowUp` with the reason it is proposed. The
-classification and the scope rules are in ``next_edits``.
+Owns :func:`follow_ups` (in the edit's own file: the remaining references of a renamed
+name in its scope, the ``self.m``/``Class.m`` uses of a renamed method, or the calls a
+parameter or argument change leaves behind), :func:`follow_ups_elsewhere` (the same in
+another open file that imports the name) and their value, :class:`FollowUp`, each with
+the reason it is proposed. What the user did is ``user_edit``'s :class:`UserEdit`; which
+scope a name resolves to is ``scopes``'.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tree_sitter import Node, Tree
 
 from lsp_assist.index.languages import parse
-from lsp_assist.index.next_edits import (
-    _SCOPES,
-    FollowUp,
-    UserEdit,
-    _enclosing,
-    _identifiers,
-    _is_field,
-    _is_reference,
-    _key,
-    _Resolver,
-    _text,
+from lsp_assist.index.next_edit.scopes import (
+    SCOPES,
+    Resolver,
+    byte_span,
+    enclosing,
+    identifiers,
+    is_field,
+    is_reference,
+    node_text,
 )
+from lsp_assist.index.next_edit.user_edit import EditKind, UserEdit
 
-__all__ = ["follow_ups", "follow_ups_elsewhere"]
+__all__ = ["FollowUp", "follow_ups", "follow_ups_elsewhere"]
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUp:
+    """One proposed edit: replace the bytes ``start_byte:end_byte`` with ``text``."""
+
+    start_byte: int
+    end_byte: int
+    start_point: tuple[int, int]
+    end_point: tuple[int, int]
+    text: str
+    kind: EditKind
+    reason: str
 
 
 def follow_ups(edit: UserEdit, src: bytes, tree: Tree | None) -> list[FollowUp]:
@@ -66,20 +81,20 @@ def _follow(node: Node, text: str, edit: UserEdit, reason: str) -> FollowUp:
 
 def _renames(edit: UserEdit, root: Node, src: bytes) -> list[FollowUp]:
     scope: Node | None = root
-    if edit.scope != _key(root):
+    if edit.scope != byte_span(root):
         scope = root.named_descendant_for_byte_range(*edit.scope)
-    while scope is not None and (scope.type not in _SCOPES or _key(scope) != edit.scope):
+    while scope is not None and (scope.type not in SCOPES or byte_span(scope) != edit.scope):
         scope = scope.parent
     if scope is None:
         return []
-    resolver = _Resolver(root, src, edit.old, edit.scope)
+    resolver = Resolver(root, src, edit.old, edit.scope)
     found: list[FollowUp] = []
     reason = f"{edit.what} `{edit.old}` renamed to `{edit.new}` (line {edit.line + 1})"
-    for node in _identifiers(root, src, edit.old, edit.scope):
-        if not _is_reference(node):
+    for node in identifiers(root, src, edit.old, edit.scope):
+        if not is_reference(node):
             continue
         resolved = resolver.resolve(node)
-        if resolved is not None and _key(resolved) == edit.scope:
+        if resolved is not None and byte_span(resolved) == edit.scope:
             found.append(
                 _follow(node, edit.new, edit, f"{reason}: this reference still says the old name")
             )
@@ -91,28 +106,28 @@ def _renames(edit: UserEdit, root: Node, src: bytes) -> list[FollowUp]:
 def _method_uses(edit: UserEdit, root: Node, src: bytes, cls: Node, reason: str) -> list[FollowUp]:
     """``self.name``/``cls.name`` in the class, ``Class.name`` anywhere in the file."""
     cls_name = cls.child_by_field_name("name")
-    owner = _text(cls_name) if cls_name is not None else ""
+    owner = node_text(cls_name) if cls_name is not None else ""
     found: list[FollowUp] = []
-    for node in _identifiers(root, src, edit.old, (0, len(src))):
+    for node in identifiers(root, src, edit.old, (0, len(src))):
         parent = node.parent
-        if parent is None or parent.type != "attribute" or not _is_field(node, parent, "attribute"):
+        if parent is None or parent.type != "attribute" or not is_field(node, parent, "attribute"):
             continue
         obj = parent.child_by_field_name("object")
         if obj is None or obj.type != "identifier":
             continue
         inside = cls.start_byte <= node.start_byte < cls.end_byte
-        if (inside and _text(obj) in ("self", "cls")) or _text(obj) == owner:
-            found.append(_follow(node, edit.new, edit, f"{reason}: `{_text(parent)}` calls it"))
+        if (inside and node_text(obj) in ("self", "cls")) or node_text(obj) == owner:
+            found.append(_follow(node, edit.new, edit, f"{reason}: `{node_text(parent)}` calls it"))
     return found
 
 
 def _imports_name(root: Node, src: bytes, module: str, name: str) -> bool:
-    for node in _identifiers(root, src, name, (0, len(src))):
-        statement = _enclosing(node, ("import_from_statement",))
+    for node in identifiers(root, src, name, (0, len(src))):
+        statement = enclosing(node, ("import_from_statement",))
         if statement is None:
             continue
         source = statement.child_by_field_name("module_name")
-        if source is not None and _text(source).split(".")[-1] == module:
+        if source is not None and node_text(source).split(".")[-1] == module:
             return True
     return False
 
@@ -121,26 +136,26 @@ def _imported_renames(edit: UserEdit, module: str, root: Node, src: bytes) -> li
     found: list[FollowUp] = []
     reason = f"`{edit.old}` renamed to `{edit.new}` in {module}"
     if _imports_name(root, src, module, edit.old):
-        resolver = _Resolver(root, src, edit.old, None)
-        for node in _identifiers(root, src, edit.old, (0, len(src))):
-            statement = _enclosing(node, ("import_from_statement",))
+        resolver = Resolver(root, src, edit.old, None)
+        for node in identifiers(root, src, edit.old, (0, len(src))):
+            statement = enclosing(node, ("import_from_statement",))
             if statement is not None:
                 source = statement.child_by_field_name("module_name")
-                if source is not None and _text(source).split(".")[-1] == module:
+                if source is not None and node_text(source).split(".")[-1] == module:
                     found.append(_follow(node, edit.new, edit, f"{reason}: imported here"))
                 continue
-            if not _is_reference(node):
+            if not is_reference(node):
                 continue
             resolved = resolver.resolve(node)
             if resolved is not None and resolved.type == "module":
                 found.append(_follow(node, edit.new, edit, f"{reason}: used here"))
-    for node in _identifiers(root, src, edit.old, (0, len(src))):
+    for node in identifiers(root, src, edit.old, (0, len(src))):
         parent = node.parent
-        if parent is None or parent.type != "attribute" or not _is_field(node, parent, "attribute"):
+        if parent is None or parent.type != "attribute" or not is_field(node, parent, "attribute"):
             continue
         obj = parent.child_by_field_name("object")
-        if obj is not None and _text(obj).split(".")[-1] == module:
-            found.append(_follow(node, edit.new, edit, f"{reason}: `{_text(parent)}`"))
+        if obj is not None and node_text(obj).split(".")[-1] == module:
+            found.append(_follow(node, edit.new, edit, f"{reason}: `{node_text(parent)}`"))
     return found
 
 
@@ -149,25 +164,25 @@ def _calls(
 ) -> list[FollowUp]:
     """The calls of the function (bare, or ``module.f`` in another file) or method (``x.m``)."""
     found: list[FollowUp] = []
-    for node in _identifiers(root, src, edit.old, (0, len(src))):
+    for node in identifiers(root, src, edit.old, (0, len(src))):
         parent = node.parent
         if parent is None:
             continue
         call = parent
-        if parent.type == "attribute" and _is_field(node, parent, "attribute"):
+        if parent.type == "attribute" and is_field(node, parent, "attribute"):
             call = parent.parent if parent.parent is not None else parent
-            if call.type != "call" or not _is_field(parent, call, "function"):
+            if call.type != "call" or not is_field(parent, call, "function"):
                 continue
             obj = parent.child_by_field_name("object")
-            qualified = module and obj is not None and _text(obj).split(".")[-1] == module
+            qualified = module and obj is not None and node_text(obj).split(".")[-1] == module
             if edit.what != "method" and not qualified:
                 continue
         else:
-            bare_call = parent.type == "call" and _is_field(node, parent, "function")
+            bare_call = parent.type == "call" and is_field(node, parent, "function")
             if edit.what == "method" or not bare_call:
                 continue
         arguments = call.child_by_field_name("arguments")
-        if arguments is None or arguments.type != "argument_list" or _key(arguments) == skip:
+        if arguments is None or arguments.type != "argument_list" or byte_span(arguments) == skip:
             continue
         fix = _fix_call(edit, arguments)
         if fix is not None:
