@@ -1,14 +1,27 @@
-"""Fixtures of the context engine tests: a small Python workspace through the real index."""
+"""Fixtures of the context engine tests: a small Python workspace through the real index.
+
+Also what several of them build with: ``engine_for`` (a context engine on that index
+with an approximate tokenizer and a model family's special tokens) and ``cursor_at``
+(a cursor just after a marker of the cart file).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from lsp_assist.backends.base import ModelInfo
+from lsp_assist.config import ContextSettings
+from lsp_assist.context.engine import ContextEngine
+from lsp_assist.context.model import Cursor
+from lsp_assist.context.tokens import ApproxTokenizer
 from lsp_assist.index.workspace import WorkspaceIndex
 from tests.support.workspace import scanned_index
+
+from .fakes import GEMMA_LIKE
 
 BILLING = '''"""Billing: totals and taxes."""
 TAX_RATE = 0.2
@@ -118,3 +131,18 @@ def cart_position(marker: str) -> tuple[int, int]:
     line = CART.count("\n", 0, offset)
     col = offset - (CART.rfind("\n", 0, offset) + 1)
     return line, col
+
+
+def engine_for(
+    index: WorkspaceIndex, model: ModelInfo = GEMMA_LIKE, **changes: object
+) -> ContextEngine:
+    """A context engine on ``index`` for ``model``'s family, settings changed by ``changes``."""
+    settings = dataclasses.replace(ContextSettings(), **changes)  # type: ignore[arg-type]
+    return ContextEngine(index, ApproxTokenizer(model.special_tokens), model, settings)
+
+
+def cursor_at(index: WorkspaceIndex, marker: str, text: str = CART, **kw: object) -> Cursor:
+    """A cursor in the cart file (holding ``text``) just after ``marker``."""
+    line, col = cart_position(marker)
+    path = shop_path(index)
+    return Cursor(path=path, language="python", text=text, line=line, column=col, **kw)  # type: ignore[arg-type]

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lsp_assist.config import ContextSettings
 from lsp_assist.context.engine import ContextEngine, explain
 from lsp_assist.context.model import Cursor
 from lsp_assist.context.retrieval import Retriever
@@ -21,21 +20,10 @@ from lsp_assist.errors import ContextError
 from lsp_assist.index.workspace import WorkspaceIndex
 from tests.support.workspace import rewrite, scanned_index
 
-from .conftest import CART, FILES, cart_position, shop_path
+from .conftest import CART, FILES, cart_position, cursor_at, engine_for, shop_path
 from .fakes import CODELLAMA_LIKE, CODESTRAL_LIKE, GEMMA_LIKE, QWEN_LIKE, SMOLLM_LIKE
 
 MODELS = [GEMMA_LIKE, SMOLLM_LIKE, QWEN_LIKE, CODESTRAL_LIKE, CODELLAMA_LIKE]
-
-
-def engine_for(index: WorkspaceIndex, model=GEMMA_LIKE, **changes: object) -> ContextEngine:
-    settings = dataclasses.replace(ContextSettings(), **changes)  # type: ignore[arg-type]
-    return ContextEngine(index, ApproxTokenizer(model.special_tokens), model, settings)
-
-
-def cursor_at(index: WorkspaceIndex, marker: str, text: str = CART, **kw: object) -> Cursor:
-    line, col = cart_position(marker)
-    path = shop_path(index)
-    return Cursor(path=path, language="python", text=text, line=line, column=col, **kw)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.path)

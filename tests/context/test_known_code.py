@@ -8,8 +8,7 @@ from pathlib import Path
 from lsp_assist.context.known_code import KnownCode, stdlib_root
 from lsp_assist.index.workspace import WorkspaceIndex
 
-from .conftest import BILLING, shop_path
-from .test_engine import cursor_at, engine_for
+from .conftest import BILLING, cursor_at, engine_for, shop_path
 
 
 def test_the_stdlib_and_its_copies_are_known_and_other_files_are_not(tmp_path: Path) -> None:
