@@ -4,8 +4,9 @@ It tokenizes one character per token, sleeps per generated token (so edits can r
 running generation) and answers ``x<N>``, where N is the number of the last ``# edit N``
 comment in the prompt: a test that edits that comment knows, from a suggestion alone,
 which version of the buffer its prompt was built from. Timings are filled the way a real
-backend fills them (from the start of ``generate``). The real model runs the same paths
-in tests/e2e.
+backend fills them (from the start of ``generate``). ``SlowBackend`` only stands in for
+time (the scheduler's, the load gate's and the oversized request's tests). The real
+model runs the same paths in tests/e2e.
 """
 
 from __future__ import annotations
@@ -56,6 +57,36 @@ class CharBackend(Backend):
     def detokenize(self, tokens: Sequence[int]) -> str:
         """The inverse of :meth:`tokenize` for ASCII."""
         return "".join(chr(t) for t in tokens)
+
+
+class SlowBackend(CharBackend):
+    """Generates 'x' tokens slowly, honouring the cancel flag after each one."""
+
+    def __init__(self, step_s: float = 0.02, tokens: int = 20) -> None:
+        self.step_s = step_s
+        self.n = tokens
+        self.prefill_cancelled = 0
+        self.calls = 0
+
+    def generate(self, request: GenerationRequest) -> GenerationResult:
+        self.calls += 1
+        out: list[int] = []
+        for _ in range(self.n):
+            if request.cancel.cancelled:
+                return GenerationResult(text="", tokens=out, stop_reason="cancelled")
+            time.sleep(self.step_s)
+            out.append(ord("x"))
+        return GenerationResult(text="x" * len(out), tokens=out, stop_reason="length")
+
+    def prefill(
+        self, tokens: Sequence[int], *, cache_key: str = "", cancel: CancelToken | None = None
+    ) -> int:
+        for i in range(50):
+            if cancel is not None and cancel.cancelled:
+                self.prefill_cancelled += 1
+                return i
+            time.sleep(self.step_s)
+        return 50
 
 
 class MarkerBackend(CharBackend):

@@ -12,7 +12,7 @@ from lsp_assist.backends.base import Backend
 from lsp_assist.config import Settings, parse_settings
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.session import Session
-from tests.serving.test_scheduler import SlowBackend
+from tests.serving.fakes import SlowBackend
 
 FILES = 300
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from lsp_assist.backends.base import Backend
 from lsp_assist.config import Settings, parse_settings
 from lsp_assist.serving.session import Session
-from tests.serving.test_scheduler import SlowBackend
+from tests.serving.fakes import SlowBackend
 
 
 def _phases(tmp_path: Path, given: dict[str, object]) -> list[tuple[str, int]]:

@@ -13,8 +13,7 @@ from lsp_assist.documents import Position
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionQuery
 from lsp_assist.serving.session import Session
-from tests.serving.fakes import snapshot
-from tests.serving.test_scheduler import SlowBackend
+from tests.serving.fakes import SlowBackend, snapshot
 
 
 def make(tmp_path: Path, backend: SlowBackend) -> CompletionEngine:

@@ -8,48 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
-from collections.abc import Sequence
 from pathlib import Path
 
-from lsp_assist.backends.base import CancelToken, GenerationRequest, GenerationResult
 from lsp_assist.config import Settings, parse_settings
 from lsp_assist.documents import Position
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
 from lsp_assist.serving.session import Session
-from tests.serving.fakes import CharBackend, snapshot
-
-
-class SlowBackend(CharBackend):
-    """Generates 'x' tokens slowly, honouring the cancel flag after each one."""
-
-    def __init__(self, step_s: float = 0.02, tokens: int = 20) -> None:
-        self.step_s = step_s
-        self.n = tokens
-        self.prefill_cancelled = 0
-        self.calls = 0
-
-    def generate(self, request: GenerationRequest) -> GenerationResult:
-        self.calls += 1
-        out: list[int] = []
-        for _ in range(self.n):
-            if request.cancel.cancelled:
-                return GenerationResult(text="", tokens=out, stop_reason="cancelled")
-            time.sleep(self.step_s)
-            out.append(ord("x"))
-        return GenerationResult(text="x" * len(out), tokens=out, stop_reason="length")
-
-    def prefill(
-        self, tokens: Sequence[int], *, cache_key: str = "", cancel: CancelToken | None = None
-    ) -> int:
-        for i in range(50):
-            if cancel is not None and cancel.cancelled:
-                self.prefill_cancelled += 1
-                return i
-            time.sleep(self.step_s)
-        return 50
+from tests.serving.fakes import SlowBackend, snapshot
 
 
 def make(tmp_path: Path, backend: SlowBackend) -> tuple[CompletionEngine, Scheduler, str]:
