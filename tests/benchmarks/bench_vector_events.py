@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 from lsp_assist.backends.embedding import Embedder, minilm_gguf_path  # noqa: E402
 from lsp_assist.documents.document import Document, Position  # noqa: E402
 from lsp_assist.index.vectors import Embedding, VectorIndex  # noqa: E402
-from tests.index.test_vectors import FILES, BagOfWords  # noqa: E402
+from tests.support.vectors import FILES, BagOfWords  # noqa: E402
 from tests.support.workspace import scanned_index  # noqa: E402
 
 

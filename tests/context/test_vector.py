@@ -16,7 +16,7 @@ import numpy as np
 from lsp_assist.context.similar import Chunk, SimilarHit
 from lsp_assist.context.vector_layer import VectorLayer, merge, query_text
 from lsp_assist.index.vectors import VectorIndex
-from tests.index.test_vectors import FILES, BagOfWords
+from tests.support.vectors import FILES, BagOfWords
 from tests.support.workspace import scanned_index
 
 

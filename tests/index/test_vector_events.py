@@ -19,7 +19,7 @@ import pytest
 from lsp_assist.documents.document import Document, Position
 from lsp_assist.index.vectors import VectorIndex
 from lsp_assist.index.workspace import WorkspaceIndex
-from tests.index.test_vectors import FILES, BagOfWords
+from tests.support.vectors import FILES, BagOfWords
 from tests.support.workspace import scanned_index
 
 SOON_S = 2.5

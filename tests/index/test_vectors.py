@@ -1,47 +1,25 @@
 """The vector index: chunks from the syntax index, incremental embedding, persistence, search.
 
 The chunker and the bookkeeping run over the real ``WorkspaceIndex`` with a counting
-bag-of-words embedding (a unit test of the logic around the model); the threshold and
-the model itself are tested with the packaged all-MiniLM-L6-v2 in tests/index/test_vector_model.py.
+bag-of-words embedding (``tests/support/vectors.py``; a unit test of the logic around the
+model); the threshold and the model itself are tested with the packaged all-MiniLM-L6-v2
+in tests/index/test_vector_model.py.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from lsp_assist.index.vectors import MAX_LINES, VectorIndex, chunk_file
 from lsp_assist.index.workspace import WorkspaceIndex
+from tests.support.vectors import FILES, BagOfWords
 from tests.support.workspace import rewrite, scanned_index
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LANGUAGES = ["python", "javascript", "typescript", "go", "rust", "java", "c", "cpp"]
-
-
-class BagOfWords:
-    """Each identifier hashed into one of 256 dimensions; counts every text it embeds."""
-
-    dim = 256
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Return the normalised bag of hashed identifiers of each text."""
-        self.texts.extend(texts)
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"[a-z]+", text.lower()):
-                h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "little")
-                out[row, h % self.dim] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.maximum(norms, 1e-9)
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
@@ -94,27 +72,6 @@ def test_long_definition_is_split(tmp_path: Path) -> None:
     chunks = chunk_file("big.py", index.symbols_of(path), index.text_of(path) or "")
     assert [s.label for s, _ in chunks] == ["big", "big (part 2)", "big (part 3)"]
     assert [(s.start_line, s.end_line) for s, _ in chunks] == [(0, 39), (40, 79), (80, 95)]
-
-
-FILES = {
-    "shop/cart.py": (
-        "def cart_total(items):\n"
-        "    return sum(item.price * item.quantity for item in items)\n\n\n"
-        "def cart_clear(cart):\n"
-        "    cart.items.clear()\n"
-    ),
-    "shop/mail.py": (
-        "def send_receipt(address, order):\n"
-        "    body = render_receipt(order)\n"
-        "    smtp_deliver(address, body)\n"
-    ),
-    "shop/geo.py": (
-        "class Point:\n"
-        "    '''A point on the map.'''\n\n"
-        "    def distance(self, other):\n"
-        "        return 0\n"
-    ),
-}
 
 
 def _vectors(index: WorkspaceIndex, model: BagOfWords, cache: Path | None = None) -> VectorIndex:

@@ -20,7 +20,7 @@ from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionQuery
 from lsp_assist.serving.session import Session
 from lsp_assist.serving.status import status_json
-from tests.index.test_vectors import BagOfWords
+from tests.support.vectors import BagOfWords
 from tests.support.workspace import write_files
 
 from .fakes import CURSOR_COLUMN, CURSOR_LINE, SOURCE, MarkerBackend

@@ -16,7 +16,7 @@ from lsp_assist.config import Settings, parse_settings
 from lsp_assist.index.vectors import VectorIndex
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.session import Session
-from tests.index.test_vectors import BagOfWords
+from tests.support.vectors import BagOfWords
 from tests.support.workspace import write_files
 
 from .fakes import MarkerBackend
