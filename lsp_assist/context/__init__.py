@@ -1,13 +1,16 @@
 """Context: the layered, budgeted prompt for a cursor position (see docs/context.md).
 
-Entry points: :class:`ContextEngine` and :func:`explain`; value types :class:`Cursor`,
-:class:`AssembledPrompt` and its layers; :func:`get_parser`, the engine's parser per
+Entry points: :class:`ContextEngine` and :func:`explain`; :class:`PromptMemory`, what a
+completion keeps for the next prompt of its file (owned by its caller, read by a build
+handed it); value types :class:`Cursor`, :class:`AssembledPrompt` and its layers;
+:func:`get_parser`, the engine's parser per
 language (evaluation checks with it that a suggestion parses). The tokenizer and the
 ``ModelInfo`` come from the backend or from ``lsp_assist.backends.Vocabulary`` (a
 vocabulary-only load): this package never imports llama_cpp.
 """
 
 from lsp_assist.context.engine import ContextEngine, explain
+from lsp_assist.context.memory import BuildNote, PromptMemory
 from lsp_assist.context.model import AssembledPrompt, Cursor, Layer, LayerItem, TokenCounter
 from lsp_assist.context.rewrite import (
     RECENT_EDITS,
@@ -30,12 +33,14 @@ __all__ = [
     "RECENT_EDITS",
     "REWRITE_FORMATS",
     "AssembledPrompt",
+    "BuildNote",
     "ContextEngine",
     "Cursor",
     "EditWindow",
     "Layer",
     "LayerItem",
     "LineEdit",
+    "PromptMemory",
     "RecentEdit",
     "Rejoin",
     "RewriteFormat",

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # memory.py builds on this module's types
+    from lsp_assist.context.memory import BuildNote
 
 
 class TokenCounter(Protocol):
@@ -97,6 +100,9 @@ class AssembledPrompt:
     build_ms: float = 0.0
     budget_reason: str = ""
     """Why ``budget`` is what it is (set by whoever chose it: serving's adaptive budget)."""
+    note: BuildNote | None = field(default=None, compare=False, repr=False)
+    """What a layered build keeps for the next build of its file, for the owner of a
+    ``PromptMemory`` to remember (None: a baseline build keeps nothing)."""
 
     @property
     def total_tokens(self) -> int:

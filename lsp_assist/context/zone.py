@@ -12,7 +12,8 @@ over-long line is the only thing ever trimmed).
 
 The zone is returned in three parts so the prompt can keep everything but the
 typed part of the cursor line stable while the user types within that line;
-:func:`zone_pieces` renders them as the prompt's ``editing_zone`` layer.
+:func:`zone_pieces` renders them as the prompt's ``editing_zone`` layer, and
+:func:`widen_zone` grows a rendered zone into what the layers after it left unused.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from tree_sitter import Node, Tree
 
+from lsp_assist.context.budget import MAX_GROUP_FACTOR, BudgetPlan
 from lsp_assist.context.layout import Parts, PieceMaker, cost, heal_split
 from lsp_assist.context.model import LayerItem
 
@@ -86,7 +88,7 @@ def zone_from_span(
 
     ``middle_from`` (FIM only): the lines from there to the cursor line are part of the
     typed text, written after the middle token, rather than of the prefix: the lines a
-    user types one after another then only append to the prompt (``_anchored``).
+    user types one after another then only append to the prompt (``memory.anchored``).
     """
     end = end if fim else line
     before, typed, after = _parts(lines, start, end, line, col, fim)
@@ -444,3 +446,55 @@ def zone_pieces(maker: PieceMaker, parts: Parts, zone: Zone, rel: str, *, heal: 
         )
     ]
     return zone_cost
+
+
+WIDEN_TRIES = 3
+"""How often :func:`widen_zone` asks for a wider zone that overshot the room, with less."""
+
+
+def zone_room(plan: BudgetPlan) -> int:
+    """Return the tokens the zone may still take: what the layers after it left unused
+    (the plan's carry), within the zone's group cap and the budget."""
+    cap = int(MAX_GROUP_FACTOR * plan.shares.get("editing_zone", 0))
+    room = cap - plan.spent.get("editing_zone", 0)
+    return max(0, min(plan.carry, room, plan.remaining))
+
+
+def widen_zone(
+    plan: BudgetPlan,
+    zone: Zone,
+    zone_cost: int,
+    select: Callable[[int], Zone],
+    *,
+    maker: PieceMaker,
+    parts: Parts,
+    rel: str,
+    step: int,
+) -> tuple[Zone, int]:
+    """Return the zone grown into the plan's room (:func:`zone_room`) and its tokens.
+
+    ``select(extra)`` selects the zone with ``extra`` more tokens than ``zone`` had. The
+    selection estimates tokens, so a wider zone may overshoot the room by a few: it is
+    asked again for that much less (and ``step``, the typed part's charge) rather than
+    the narrow zone kept. The chosen zone's pieces are in ``parts``; the plan is charged
+    for what it added and granted the room.
+    """
+    extra = zone_room(plan)
+    grant = extra
+    for _ in range(WIDEN_TRIES):
+        if grant <= step:
+            break
+        wider = select(grant)
+        if (wider.start_line, wider.end_line) == (zone.start_line, zone.end_line):
+            break
+        wider_cost = zone_pieces(maker, parts, wider, rel)
+        over = wider_cost - zone_cost - extra
+        if over > 0:
+            grant -= over + step
+            continue
+        plan.spent["editing_zone"] += wider_cost - zone_cost
+        plan.granted["editing_zone"] += extra
+        plan.carry -= wider_cost - zone_cost
+        return wider, wider_cost
+    zone_pieces(maker, parts, zone, rel)
+    return zone, zone_cost

@@ -126,8 +126,14 @@ class CompletionEngine:
         *,
         strategy: str | None = None,
         budget: int | None = None,
+        keep: bool = False,
     ) -> AssembledPrompt:
-        """Assemble the prompt for a position (raises BackendError when there is no model)."""
+        """Assemble the prompt for a position (raises BackendError when there is no model).
+
+        With ``keep`` (a completion, a prefill: the only ones) the build reads the session's
+        prompt memory and leaves its note there for the document's next prompt; without,
+        it is a pure query that changes nothing (an explain).
+        """
         session = self.session
         engine = session.context_engine() if session.load_backend() is not None else None
         if engine is None:
@@ -137,7 +143,10 @@ class CompletionEngine:
         decision = budget_for(settings, session.adaptive, strategy) if budget is None else None
         if decision is not None:
             budget = decision.tokens
-        prompt = engine.build(cursor, strategy=strategy, budget=budget)
+        memory = session.memory_for(engine) if keep else None
+        prompt = engine.build(cursor, strategy=strategy, budget=budget, memory=memory, slot=doc.uri)
+        if memory is not None:
+            memory.remember(prompt.note)
         prompt.budget_reason = decision.reason if decision is not None else ""
         return prompt
 
@@ -194,7 +203,7 @@ class CompletionEngine:
         # A running index scan waits between files while the prompt is built and decoded.
         try:
             with session.foreground():
-                prompt = self.build_prompt(doc, pos, strategy=query.strategy)
+                prompt = self.build_prompt(doc, pos, strategy=query.strategy, keep=True)
                 outcome = self._generate(
                     query,
                     doc,
@@ -461,7 +470,7 @@ class CompletionEngine:
         began = time.perf_counter()
         position = doc.clamp(line, column)
         try:
-            prompt = self.build_prompt(doc, position)
+            prompt = self.build_prompt(doc, position, keep=True)
         except LspAssistError as exc:
             logger.debug("prefill skipped: %s", exc)
             return 0
@@ -502,7 +511,8 @@ class CompletionEngine:
         *,
         strategy: str | None = None,
     ) -> AssembledPrompt:
-        """Return the prompt the engine would build at a snapshot's position (explain commands)."""
+        """Return the prompt the engine would build at a snapshot's position (explain
+        commands): a fresh build, which reads nothing completions kept and keeps nothing."""
         return self.build_prompt(doc, doc.clamp(line, column), strategy=strategy)
 
     def _finish(

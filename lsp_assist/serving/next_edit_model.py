@@ -106,15 +106,11 @@ class ModelRewriter:
         if engine is None:
             return []
         try:
-            prompt = engine.build(self._session.cursor_at(job.view, job.cursor))
+            items = engine.related_definitions(self._session.cursor_at(job.view, job.cursor))
         except LspAssistError as exc:
             log.debug("next edit: no related code: %s", exc)
             return []
-        found: list[tuple[str, str]] = []
-        for layer in prompt.layers:
-            if layer.name == "related":
-                found += [(item.source, item.text) for item in layer.items if item.text]
-        return found[:RELATED_CHUNKS]
+        return [(item.source, item.text) for item in items if item.text][:RELATED_CHUNKS]
 
     def rewrite(self, job: RewriteJob, cancel: CancelToken) -> RewriteOutcome:
         """Rewrite the window around ``job.cursor``; the edits it implies (blocking)."""

@@ -3,7 +3,9 @@
 Owns the composition of the stages for a workspace: the :class:`WorkspaceIndex`, the
 vector index behind it (``layerVector``: wired by ``vectors_wiring``), the metrics log,
 the backend slot (loaded lazily, swapped when the model settings change), the context
-engine (built once the model's tokenizer is known, dropped with the model) and the
+engine (built once the model's tokenizer is known, dropped with the model), the prompt
+memory paired with it (what a completion or a prefill keeps for the next prompt of its
+document, keyed by URI as the backend keys its KV state; dropped with the engine) and the
 open buffers (:class:`~lsp_assist.serving.buffers.Buffers`). :meth:`Session.close`
 stops every thread the session started: the watcher and scan, the vector worker, the
 vector layer's query thread, the metrics writer (the shown suggestions still open
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from lsp_assist.backends import Backend, create_backend, memory_plan
 from lsp_assist.config import Settings, workspace_cache_dir
-from lsp_assist.context import ContextEngine, Cursor, attach_vectors
+from lsp_assist.context import ContextEngine, Cursor, PromptMemory, attach_vectors
 from lsp_assist.documents import DocumentSnapshot, Position, language_for_path
 from lsp_assist.errors import BackendError, LspAssistError, ModelLoadError
 from lsp_assist.index import EmptyIndex, VectorIndex, WorkspaceIndex
@@ -70,6 +72,8 @@ class Session:
         self.adaptive = AdaptiveBudget()
         """The measured prompt speed and the budget it implies (replaced at each load)."""
         self._context: ContextEngine | None = None
+        self._memory: PromptMemory | None = None
+        """What completions and prefills keep for the next prompt, paired with ``_context``."""
         self.index: WorkspaceIndex | None = self._build_index()
         self._vectors: VectorIndex | None = None
         self.metrics: MetricsLog | None = None
@@ -203,8 +207,10 @@ class Session:
     # -- the context engine --------------------------------------------------------
 
     def _drop_context(self) -> None:
-        """Forget the context engine (built for another model) and stop its vector layer."""
+        """Forget the context engine (built for another model) and its prompt memory (token
+        ids of that model) and stop its vector layer."""
         context, self._context = self._context, None
+        self._memory = None
         if context is not None and context.vectors is not None:
             context.vectors.stop()
 
@@ -224,8 +230,18 @@ class Session:
         for path in reversed(self.buffers.recent):
             context.note_opened(path)
         attach_vectors(context, self._vectors, index)
+        self._memory = PromptMemory()  # before the engine: memory_for pairs the two
         self._context = context
         return context
+
+    def memory_for(self, context: ContextEngine) -> PromptMemory | None:
+        """Return the prompt memory paired with ``context`` (None once it was dropped).
+
+        Its writers are a completion and a prefill (``CompletionEngine.build_prompt`` with
+        ``keep``); every other reader of the context builds without it.
+        """
+        memory = self._memory
+        return memory if self._context is context else None
 
     def _note_opened(self, path: Path) -> None:
         context = self._context

@@ -86,6 +86,7 @@ def fixed_prompts(backend: LocalBackend) -> PromptFn:
 def engine_prompts(backend: LocalBackend) -> PromptFn:
     """Prompts from the project's context engine over an index of this repository."""
     from lsp_assist.config import ContextSettings, IndexSettings
+    from lsp_assist.context import PromptMemory
     from lsp_assist.context.engine import ContextEngine
     from lsp_assist.context.model import Cursor
     from lsp_assist.index.workspace import WorkspaceIndex
@@ -93,6 +94,7 @@ def engine_prompts(backend: LocalBackend) -> PromptFn:
     index = WorkspaceIndex([ROOT / "lsp_assist"], IndexSettings(watch=False))
     index.scan()
     engine = ContextEngine(index, backend, backend.info, ContextSettings(), relative=index.relative)
+    memory = PromptMemory()  # what the session keeps between a file's completions
     opened: set[Path] = set()
 
     def build(path: Path, text: str, line: int, col: int) -> tuple[list[int], int]:
@@ -104,8 +106,10 @@ def engine_prompts(backend: LocalBackend) -> PromptFn:
         typed = lines[line][:col]
         current = "\n".join([*lines[:line], typed, *lines[line + 1 :]])
         prompt = engine.build(
-            Cursor(path=path, language="python", text=current, line=line, column=col)
+            Cursor(path=path, language="python", text=current, line=line, column=col),
+            memory=memory,
         )
+        memory.remember(prompt.note)
         return prompt.tokens, prompt.stable_prefix_len
 
     return build

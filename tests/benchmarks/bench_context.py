@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from bench_common import pct  # noqa: E402
 
 from lsp_assist.config import ContextSettings, IndexSettings  # noqa: E402
+from lsp_assist.context import PromptMemory  # noqa: E402
 from lsp_assist.context.engine import ContextEngine  # noqa: E402
 from lsp_assist.context.model import AssembledPrompt, Cursor  # noqa: E402
 from lsp_assist.context.tokens import CachedCounter  # noqa: E402
@@ -154,7 +155,10 @@ def main() -> int:
         )
         # as in the server: didOpen hands the buffer to the index, which parses it
         index.open_buffer(path, text)
-        first = layered_engine.build(cursor)
+        # as a completion builds: the session's memory read, the build remembered
+        memory = PromptMemory()
+        first = layered_engine.build(cursor, memory=memory)
+        memory.remember(first.note)
         cold_ms.append(first.build_ms)
         # the next keystroke at the same place: a character typed at the cursor
         typed_line = lines[line][:col] + "x" + lines[line][col:]
@@ -167,7 +171,8 @@ def main() -> int:
                 line=line,
                 column=col + 1,
                 open_files=open_files,
-            )
+            ),
+            memory=memory,
         )
         warm_ms.append(second.build_ms)
         base = baseline_engine.build(cursor, strategy="baseline")

@@ -12,11 +12,13 @@ import itertools
 from pathlib import Path
 
 from lsp_assist.config import ContextSettings
-from lsp_assist.context.engine import ContextEngine, zone_growth
+from lsp_assist.context.engine import ContextEngine
+from lsp_assist.context.memory import zone_growth
 from lsp_assist.context.model import AssembledPrompt, Cursor
 from lsp_assist.context.tokens import ApproxTokenizer
 from tests.support.workspace import scanned_index
 
+from .completions import Completions
 from .fakes import GEMMA_LIKE, QWEN_LIKE
 
 BODY = "\n".join(
@@ -26,14 +28,14 @@ BODY = "\n".join(
 TYPED = ["    first = len(values)", "    second = first * 2", "    third = second + first"]
 
 
-def _engine(root: Path, **changes: object) -> tuple[ContextEngine, Path]:
+def _engine(root: Path, **changes: object) -> tuple[Completions, Path]:
     index = scanned_index(root, {"pkg/long.py": BODY + "\ndef work(values):\n    pass\n"})
     settings = dataclasses.replace(ContextSettings(), context_budget=400, **changes)  # type: ignore[arg-type]
     engine = ContextEngine(index, ApproxTokenizer(GEMMA_LIKE.special_tokens), GEMMA_LIKE, settings)
-    return engine, root / "pkg" / "long.py"
+    return Completions(engine), root / "pkg" / "long.py"
 
 
-def _type_lines(engine: ContextEngine, path: Path) -> list[AssembledPrompt]:
+def _type_lines(engine: Completions, path: Path) -> list[AssembledPrompt]:
     """Type TYPED one line after another into ``work``; the prompt at each line's start."""
     base = (BODY + "\ndef work(values):\n").split("\n")
     first = len(base) - 1
@@ -100,7 +102,9 @@ def test_a_new_line_keeps_the_related_layer_a_typed_call_would_change(tmp_path: 
         {"pkg/long.py": BODY + "\ndef work(values):\n    pass\n", "pkg/scale.py": helper},
     )
     settings = dataclasses.replace(ContextSettings(), context_budget=600)
-    engine = ContextEngine(index, ApproxTokenizer(model.special_tokens), model, settings)
+    engine = Completions(
+        ContextEngine(index, ApproxTokenizer(model.special_tokens), model, settings)
+    )
     path = tmp_path / "pkg" / "long.py"
     base = (BODY + "\ndef work(values):\n").split("\n")
     at = len(base) - 1
@@ -142,7 +146,9 @@ def test_an_edit_after_the_cursor_keeps_the_head_of_the_build_at_that_line(
         root = tmp_path / fmt.name
         index = scanned_index(root, {"pkg/long.py": BODY})
         settings = dataclasses.replace(ContextSettings(), context_budget=400)
-        engine = ContextEngine(index, ApproxTokenizer(fmt.special_tokens), fmt, settings)
+        engine = Completions(
+            ContextEngine(index, ApproxTokenizer(fmt.special_tokens), fmt, settings)
+        )
         path = root / "pkg" / "long.py"
         lines = BODY.split("\n")
         row = 4 * 30 + 1  # "    total_30 = sum(values) * 30"

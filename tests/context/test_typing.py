@@ -2,7 +2,8 @@
 
 A real ``WorkspaceIndex`` over a temporary workspace; the buffer is re-indexed at
 every keystroke as the server does, and each keystroke's prompt is built with
-``ContextEngine.build``.
+``ContextEngine.build`` as a completion builds it (reading the prompt memory, then
+remembered in it: ``completions.Completions``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from lsp_assist.context.model import AssembledPrompt, Cursor
 from lsp_assist.context.tokens import ApproxTokenizer
 from tests.support.workspace import scanned_index, write_files
 
+from .completions import Completions
 from .fakes import GEMMA_LIKE, QWEN_LIKE
 
 HELPERS = '''"""Header parsing helpers."""
@@ -157,6 +159,7 @@ def test_head_is_identical_for_every_keystroke_within_a_line(workspace: Path, mo
     text = path.read_text()
     lines = text.split("\n")
     engine.note_opened(path)
+    typing = Completions(engine)
     fim = model.path != GEMMA_LIKE.path
     for target in (
         "        header = parse_header(self.data, strict=True)",
@@ -171,7 +174,7 @@ def test_head_is_identical_for_every_keystroke_within_a_line(workspace: Path, mo
             typed[line] = target[:k]
             buffer = "\n".join(typed)
             index.open_buffer(path, buffer)
-            prompt = engine.build(
+            prompt = typing.build(
                 Cursor(path=path, language="python", text=buffer, line=line, column=k)
             )
             assert prompt.total_tokens <= prompt.budget
@@ -228,6 +231,7 @@ def test_new_lines_typed_in_a_fim_prompt_only_append_to_it(workspace: Path) -> N
     path = workspace / "pkg" / "reader.py"
     lines = path.read_text().split("\n")
     engine.note_opened(path)
+    typing = Completions(engine)
     at = lines.index("        self.sum.update(self.data)")
     new_lines = ["        extra = self.data[:4]", "        self.sum.update(extra)"]
     prompts: list[AssembledPrompt] = []
@@ -237,7 +241,7 @@ def test_new_lines_typed_in_a_fim_prompt_only_append_to_it(workspace: Path) -> N
             buffer = "\n".join(typed)
             index.open_buffer(path, buffer)
             cursor = Cursor(path=path, language="python", text=buffer, line=at + n, column=k)
-            prompts.append(engine.build(cursor))
+            prompts.append(typing.build(cursor))
     mid = QWEN_LIKE.fim_middle_id
     first = prompts[0].tokens[: prompts[0].tokens.index(mid) + 1]
     for prompt in prompts:
