@@ -12,9 +12,10 @@ import ast
 import os
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -641,3 +642,140 @@ def test_checker_sees_an_engine_attribute_reached_into() -> None:
         "engine.typethrough",
     ], found
     assert list(reaching_into_the_engine("lsp_assist.serving.fake", source, set())) == []
+
+
+# -- the prompt is a query: its memory has one owner ------------------------------------
+
+MEMORY_WRITER = f"{PACKAGE}.serving.engine"
+"""The one module that stores a build's note in a ``PromptMemory`` (a completion, a prefill)."""
+
+ENGINE_FIELDS: dict[str, str] = {
+    "index": "the workspace's lookups",
+    "counter": "token ids per chunk of text (a cache of the tokenizer)",
+    "model": "the model's info",
+    "format": "the prompt format",
+    "settings": "the settings (update_settings)",
+    "relative": "workspace-relative paths (a pure function's cache)",
+    "n_ctx": "the baseline's context",
+    "repo_name": "the repository header",
+    "maker": "the piece maker",
+    "baseline": "the baseline strategy",
+    "trees": "each file's syntax tree, derived from the text it is given (a cache)",
+    "retriever": "the index reads, memoised for one build (reset at each)",
+    "similar": "the similar-code scorer",
+    "known": "the standard library's names",
+    "vectors": "the vector layer (given by the session)",
+    "outline": "the file summary's renderer",
+    "_recent": "the recent files (note_opened / note_edited, never a build)",
+    "_lock": "one build at a time",
+    "_recent_lock": "the recent files' lock",
+}
+"""``ContextEngine``'s fields, each holding nothing a build keeps for the next: what a
+completion keeps is a ``PromptMemory`` its caller owns (docs/architecture.md)."""
+
+
+def _shallow(value: object) -> object:
+    """A container's items (a copy), any other field's identity."""
+    if isinstance(value, dict):
+        return list(value.items())
+    if isinstance(value, (list, set, frozenset, tuple)):
+        return list(value)
+    return id(value)
+
+
+def kept_by_the_engine(engine: object, build: Callable[[], object]) -> list[str]:
+    """What ``build()`` left in ``engine``'s own fields for a later build: a field that
+    is not one of :data:`ENGINE_FIELDS`, or a container field it changed."""
+    before = {name: _shallow(value) for name, value in vars(engine).items()}
+    build()
+    found = []
+    for name, value in vars(engine).items():
+        if name not in ENGINE_FIELDS:
+            found.append(f"ContextEngine.{name}: a new field (a build's memory is a PromptMemory)")
+        elif before.get(name) != _shallow(value):
+            found.append(f"ContextEngine.{name}: changed by a build")
+    return found
+
+
+def writing_the_prompt_memory(module: str, source: str) -> Iterator[str]:
+    """A module other than :data:`MEMORY_WRITER` calling ``.remember(...)``."""
+    if module == MEMORY_WRITER:
+        return
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "remember"
+        ):
+            yield f"{module}:{node.lineno}: .remember(...) (only {MEMORY_WRITER} writes it)"
+
+
+def _context_engine(root: Path, kind: type | None = None) -> tuple[Any, list[Any]]:
+    """A context engine (of ``kind``, a subclass) over a small scanned workspace and
+    cursors in two of its files."""
+    from lsp_assist.backends.base import ModelInfo
+    from lsp_assist.context import ContextEngine, Cursor
+    from lsp_assist.context.tokens import ApproxTokenizer
+    from tests.support.workspace import scanned_index
+
+    body = "".join(f"def step_{i}(v):\n    return v * {i}\n\n" for i in range(40))
+    files = {"pkg/a.py": body + "def work(v):\n    x = step_3(v)\n", "pkg/b.py": body}
+    index = scanned_index(root, files)
+    engine = (kind or ContextEngine)(index, ApproxTokenizer(), ModelInfo(path="m.gguf"))
+    cursors = [
+        Cursor(path=root / rel, language="python", text=text, line=line, column=4)
+        for rel, text in files.items()
+        for line in (text.count("\n"), text.count("\n") - 1, 5)
+    ]
+    return engine, cursors
+
+
+def test_the_context_engine_holds_no_per_path_state(tmp_path: Path) -> None:
+    from lsp_assist.context import PromptMemory
+
+    engine, cursors = _context_engine(tmp_path)
+    memory = PromptMemory()
+
+    def builds() -> None:
+        for cursor in cursors:
+            memory.remember(engine.build(cursor, memory=memory).note)
+            engine.build(cursor, strategy="baseline")
+            engine.related_definitions(cursor)
+
+    found = kept_by_the_engine(engine, builds)
+    assert not found, "\n".join(found)
+    assert len(memory) == 2  # what was kept went to the memory: one note per file
+
+
+def test_only_serving_writes_the_prompt_memory() -> None:
+    found: list[str] = []
+    for path in sorted(ROOT.rglob("*.py")):
+        found += writing_the_prompt_memory(module_name(path), path.read_text("utf-8"))
+    assert not found, "\n".join(found)
+
+
+def test_checker_sees_a_build_that_keeps_per_path_state(tmp_path: Path) -> None:
+    from lsp_assist.context import ContextEngine
+
+    class Remembering(ContextEngine):
+        """The engine with the per-file memo it once had."""
+
+        def build(self, cursor: Any, **options: Any) -> Any:
+            prompt = super().build(cursor, **options)
+            self._line_states = {**getattr(self, "_line_states", {}), cursor.path: prompt}
+            return prompt
+
+    engine, cursors = _context_engine(tmp_path, Remembering)
+    found = kept_by_the_engine(engine, lambda: engine.build(cursors[0]))
+    assert found == ["ContextEngine._line_states: a new field (a build's memory is a PromptMemory)"]
+    engine._line_states = {}
+    ENGINE_FIELDS["_line_states"] = "pretend a review kept it"
+    try:
+        found = kept_by_the_engine(engine, lambda: engine.build(cursors[0]))
+    finally:
+        del ENGINE_FIELDS["_line_states"]
+    assert found == ["ContextEngine._line_states: changed by a build"]
+    source = "def f(memory, prompt):\n    memory.remember(prompt.note)\n"
+    assert len(list(writing_the_prompt_memory(f"{PACKAGE}.serving.next_edit", source))) == 1
+    assert len(list(writing_the_prompt_memory(f"{PACKAGE}.context.engine", source))) == 1
+    assert list(writing_the_prompt_memory(MEMORY_WRITER, source)) == []
