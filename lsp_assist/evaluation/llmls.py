@@ -290,7 +290,7 @@ class LlmLsSuggester:
         on_answer: AnswerCallback,
     ) -> None:
         """``M.lsp_suggest`` and llm-ls's ``get_completions``."""
-        from lsp_assist.documents.document import language_for_path
+        from lsp_assist.documents import language_for_path
 
         self._timer = None
         if self._stopped:
@@ -299,7 +299,7 @@ class LlmLsSuggester:
         language = language_for_path(path)
         if language is not None:
             from lsp_assist.errors import IndexError_
-            from lsp_assist.index.languages import parse
+            from lsp_assist.index import parse
 
             with contextlib.suppress(IndexError_):
                 tree = parse(language, text.encode("utf-8"))

@@ -6,7 +6,7 @@ The symbolic next edits (``next_edit``, a package of its own) read the same tree
 """
 
 from lsp_assist.index.files import FileRules
-from lsp_assist.index.languages import available_languages
+from lsp_assist.index.languages import available_languages, parse
 from lsp_assist.index.model import (
     EmptyIndex,
     FileEntry,
@@ -43,4 +43,5 @@ __all__ = [
     "classify",
     "follow_ups",
     "follow_ups_elsewhere",
+    "parse",
 ]
