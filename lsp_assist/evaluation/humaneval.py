@@ -450,9 +450,9 @@ def report_markdown(result: dict[str, Any]) -> str:
     key = meta.get("set", "single")
     words = SET_TEXT[key]
     sample = (
-        f"all {meta['tasks']} {words['unit']}"
+        f"all {meta['tasks']:,} {words['unit']}"
         if meta["all_lines"]
-        else f"a sample of {meta['tasks']} of the {meta['candidates']} {words['unit']} "
+        else f"a sample of {meta['tasks']} of the {meta['candidates']:,} {words['unit']} "
         f"(seed {meta['seed']})"
     )
     out = [
@@ -477,7 +477,7 @@ def report_markdown(result: dict[str, Any]) -> str:
         if arm["summary"].get("skipped")
     ]
     if skipped:
-        out += ["Requests the server skipped (reason, count): " + "; ".join(skipped) + ".", ""]
+        out += ["Answers recorded as skipped (arm: reason count): " + "; ".join(skipped) + ".", ""]
     out += [
         "Arms: **plain** the model alone (llama.cpp in this process): "
         "`<FIM prefix>` + the program before the cursor + "

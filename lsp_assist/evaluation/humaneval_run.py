@@ -457,7 +457,9 @@ def shown_settings(settings: Mapping[str, Any]) -> str:
 
 def where(task: Task) -> dict[str, Any]:
     """Return where a task's record says its part is: line and indentation (single-line),
-    the set, the name and the 1-based line and column of the start and the end."""
+    the set, the name, the 1-based line and column of the start and the end, and the
+    non-blank characters right of the cursor on its line (the server's automatic trigger
+    skips beyond ``maxCharsRightOfCursor``)."""
     if isinstance(task, he.LineTask):
         return {"line": task.line + 1, "indent": task.indent}
     return {
@@ -465,6 +467,7 @@ def where(task: Task) -> dict[str, Any]:
         "name": task.name,
         "start": task.where(task.start),
         "end": task.where(task.end),
+        "right_of_cursor": len(task.suffix().split("\n", 1)[0].strip()),
     }
 
 
