@@ -26,11 +26,12 @@ from typing import Any
 
 from lsp_assist.config import machine_cpus, parse_settings
 from lsp_assist.evaluation import safim as sf
-from lsp_assist.evaluation.client import close_document, command, open_document
+from lsp_assist.evaluation.client import close_document, open_document
 from lsp_assist.evaluation.humaneval_run import (
     PlainModel,
     add_outcome,
     greedy,
+    inline_item,
     model_label,
     run_meta,
     run_plain,
@@ -152,9 +153,11 @@ def offset_at(text: str, line: int, character: int) -> int:
     return end
 
 
-def apply_item(task: sf.Task, text: str, edit_range: Any) -> tuple[str, str | None, bool]:
-    """Apply an inline item as an editor does: ``text`` over ``edit_range`` (LSP Range, or
-    None: at the cursor) in the blanked program.
+def apply_item(
+    task: sf.Task, text: str, edit_range: list[int] | None
+) -> tuple[str, str | None, bool]:
+    """Apply an inline item as an editor does: ``text`` over ``edit_range`` (start line,
+    character, end line, character; None: at the cursor) in the blanked program.
 
     Returns the program, the completion where the mask was (None when the edit changed
     text before the cursor) and whether it removed text right of the cursor that it did
@@ -165,8 +168,8 @@ def apply_item(task: sf.Task, text: str, edit_range: Any) -> tuple[str, str | No
     if edit_range is None:
         start = end = cursor
     else:
-        start = offset_at(blank, edit_range.start.line, edit_range.start.character)
-        end = offset_at(blank, edit_range.end.line, edit_range.end.character)
+        start = offset_at(blank, edit_range[0], edit_range[1])
+        end = offset_at(blank, edit_range[2], edit_range[3])
     if start < cursor and text.startswith(blank[start:cursor]):  # the range rewrites the
         text, start = text[cursor - start :], cursor  # line's start as it was: the same edit
     program = blank[:start] + text + blank[end:]
@@ -176,35 +179,6 @@ def apply_item(task: sf.Task, text: str, edit_range: Any) -> tuple[str, str | No
     if program.startswith(prefix):  # the edit removed suffix text it did not write back
         return program, blank[cursor:start] + text, True
     return program, None, False
-
-
-async def _inline_item(
-    client: Any, uri: str, line: int, character: int
-) -> tuple[str, Any, float, dict[str, Any]]:
-    """Send one automatic inline request; return the first item's text and range (None:
-    no range), the round trip (ms) and the server's last outcome."""
-    from lsprotocol import types
-
-    started = time.perf_counter()
-    result = await client.text_document_inline_completion_async(
-        types.InlineCompletionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            position=types.Position(line=line, character=character),
-            context=types.InlineCompletionContext(
-                trigger_kind=types.InlineCompletionTriggerKind.Automatic
-            ),
-        )
-    )
-    elapsed = (time.perf_counter() - started) * 1000
-    items = result.items if isinstance(result, types.InlineCompletionList) else (result or [])
-    text = str(items[0].insert_text) if items else ""
-    edit_range = items[0].range if items else None
-    accept = items[0].command if items else None
-    answer_id = str(accept.arguments[0]) if accept is not None and accept.arguments else ""
-    last: dict[str, Any] = (await command(client, "lspAssist.status")).get("last", {})
-    if answer_id and last.get("request_id") != answer_id:
-        last = {"request_id": answer_id, "pending": True}
-    return text, edit_range, elapsed, last
 
 
 async def _serve(
@@ -226,14 +200,14 @@ async def _serve(
             path.write_text(blank, encoding="utf-8")
             try:
                 open_document(client, uri, blank, LANGUAGE_IDS.get(task.lang, task.lang))
-                text, edit_range, client_ms, last = await _inline_item(client, uri, line, character)
+                text, edit_range, client_ms, last = await inline_item(client, uri, line, character)
             finally:
                 path.unlink(missing_ok=True)  # gone before didClose: the index forgets it
             close_document(client, uri)
             program, completion, eaten = apply_item(task, text, edit_range)
             answer: Answer = {
                 "suggestion": text,
-                "range": _range_json(edit_range),
+                "range": edit_range,
                 "program": program,
                 "completion": completion,
                 "suffix_eaten": eaten,
@@ -242,13 +216,6 @@ async def _serve(
             last_id = add_outcome(answer, last, last_id, client_ms)
             on_answer(task, answer)
     return server.session
-
-
-def _range_json(edit_range: Any) -> list[int] | None:
-    if edit_range is None:
-        return None
-    start, end = edit_range.start, edit_range.end
-    return [start.line, start.character, end.line, end.character]
 
 
 def run_server(

@@ -12,7 +12,6 @@ import gzip
 import json
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -276,9 +275,8 @@ def test_parse_errors_of_a_block_cut_mid_statement() -> None:
 # -- the server's edit and the plain prompt --------------------------------------------------------
 
 
-def _range(a: tuple[int, int], b: tuple[int, int]) -> Any:
-    start = SimpleNamespace(line=a[0], character=a[1])
-    return SimpleNamespace(start=start, end=SimpleNamespace(line=b[0], character=b[1]))
+def _range(a: tuple[int, int], b: tuple[int, int]) -> list[int]:
+    return [a[0], a[1], b[0], b[1]]
 
 
 def test_an_item_is_applied_over_its_range() -> None:
