@@ -81,3 +81,31 @@ def test_bench_replay_runs_one_region_through_the_server(tmp_path: Path) -> None
     assert keys[0]["first"] and keys[0]["shown"] is None
     # the user's copy was never written
     assert (ws / "orders.py").read_text(encoding="utf-8") == CODE
+
+
+@pytest.mark.timeout(600)
+def test_bench_replay_runs_the_llm_ls_peer_row(tmp_path: Path) -> None:
+    from lsp_assist.backends import small_model_path
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "orders.py").write_text(CODE, encoding="utf-8")
+    out = tmp_path / "out"
+    argv = ["bench", "--replay", str(ws), "--model", str(small_model_path())]
+    argv += ["--regions", "1", "--pace-ms", "200", "--rest-ms", "300", "--rows", "llmls"]
+    argv += ["--setting", "threads=1", "--out", str(out)]
+    assert main(argv) == 0
+    result = json.loads((out / "results.json").read_text())
+    (row,) = result["rows"]
+    assert "error" not in row and row["label"] == "llm-ls"
+    assert row["settings"] == {"threads": 1, "seed": 14}
+    (region,) = result["regions"]
+    keys = row["keys"]
+    assert "".join(k["text"] for k in keys) == region["target"]
+    stats = row["stats"]
+    # every key reached the client and, 200 ms apart, outlived the 150 ms debounce: each
+    # asked llm-ls, which sent it or found nothing to complete (the last key's timer may
+    # be cut by the region's end)
+    assert stats["keys"] == len(keys)
+    assert len(keys) - 1 <= stats["requests"] + stats["skipped_empty"] <= len(keys)
+    assert stats["requests"] >= 1
