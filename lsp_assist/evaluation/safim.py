@@ -43,10 +43,12 @@ ARMS = ("plain", "server")
 ARM_LABELS = {
     "plain": "plain FIM",
     "plain_line": "plain FIM, first line",
+    "plain_trunc": "plain FIM, SAFIM's truncation",
     "server": "lsp-assist serve",
 }
-"""Each arm's name in the table (``plain_line``: the plain answer cut at its first line break,
-scored beside it, not run separately)."""
+"""Each arm's name in the table (``plain_line``: the plain answer cut at its first line break;
+``plain_trunc``: cut by SAFIM's syntax-aware truncation, :func:`safim_truncate`; both scored
+beside it, not run separately)."""
 MASK = "{{completion}}"
 """Where the masked part was in a task's ``eval_prompt``."""
 EXTENSIONS = {"python": "py", "java": "java", "cpp": "cpp", "csharp": "cs"}
@@ -467,6 +469,49 @@ def program_key(task: Task, program: str) -> str:
 def first_line(completion: str) -> str:
     """Return the completion cut at its first line break (the model alone, one line)."""
     return completion.split("\n", 1)[0]
+
+
+def _cut_at_close(text: str, *, below_zero: bool) -> str:
+    """Cut ``text`` after the ``)`` that closes depth 0 (``below_zero``: before the first
+    unmatched one)."""
+    depth = 0
+    for i, c in enumerate(text):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if below_zero and depth < 0:
+                return text[:i]
+            if not below_zero and depth == 0 and c == ")":
+                return text[: i + 1]
+    return text
+
+
+def safim_truncate(task: Task, completion: str, reference_errors: int | None) -> str:
+    """Return the completion cut as SAFIM's post-processing cuts it (its ``generate.py``
+    flags per split; a model's own answer scored beside the server's, as the paper does).
+
+    block (``truncate_line_until_block``): drop the last line until the completed
+    program has no more parse errors than the reference (C#: no grammar here, kept
+    whole); control (``truncate_control``): Python the first non-empty line, the C
+    family up to the first unmatched ``)``; api (``truncate_api_call``): up to the
+    ``)`` that brings the bracket depth back to 0.
+    """
+    if task.split == "control":
+        if task.lang == "python":
+            return next((line for line in completion.split("\n") if line.strip()), "")
+        return _cut_at_close(completion, below_zero=True)
+    if task.split == "api":
+        return _cut_at_close(completion, below_zero=False)
+    lines = completion.split("\n")
+    for end in range(len(lines), 0, -1):
+        candidate = "\n".join(lines[:end])
+        errors = parse_errors(task.lang, task.filled(candidate))
+        if errors is None:
+            return completion
+        if errors <= (reference_errors or 0):
+            return candidate
+    return lines[0]
 
 
 # -- summary and report ----------------------------------------------------------------------

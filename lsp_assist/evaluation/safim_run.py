@@ -40,8 +40,9 @@ from lsp_assist.evaluation.humaneval_run import (
 )
 from lsp_assist.evaluation.progress import Progress
 
-PLAIN_MAX_TOKENS = {"block": 256, "control": 64, "api": 64}
-"""Tokens the plain arm may write per split (it stops earlier at its end-of-text)."""
+PLAIN_MAX_TOKENS = {"block": 128, "control": 64, "api": 64}
+"""Tokens the plain arm may write per split (it stops earlier at its end-of-text); block's
+128 is SAFIM's own harness's (``max_length`` = the input + 128)."""
 DEFAULT_TASKS = 3
 """Tasks per split x language by default (36 in all: minutes on a 2-core CPU)."""
 SAVE_EVERY = 8
@@ -338,6 +339,13 @@ def run_safim(config: SafimConfig, command_line: str) -> dict[str, Any]:
                 arms["plain_line"] = {
                     "latency_ms": answer.get("latency_ms"),
                     **score_once(task, line, task.filled(line)),
+                }
+                ref = records[task.id]["reference_parse_errors"]
+                cut = sf.safim_truncate(task, str(completion or ""), ref)
+                arms["plain_trunc"] = {
+                    "latency_ms": answer.get("latency_ms"),
+                    "completion": cut,
+                    **score_once(task, cut, task.filled(cut)),
                 }
             progress.step(f"{arm} {task.split} {task.lang}")
             answered += 1

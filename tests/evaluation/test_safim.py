@@ -440,3 +440,23 @@ def test_bench_safim_end_to_end_with_smollm2(
     assert again["records"] == records
     assert again["sessions"] == saved["sessions"] and set(saved["sessions"]) == {"plain", "server"}
     assert again["meta"]["resumed_from"]["date"] == saved["meta"]["date"]
+
+
+def test_safim_truncation_cuts_a_block_until_the_program_parses() -> None:
+    program = "def f(a):\n    if a:\n        {{completion}}\n    return a\n"
+    task = _task("python", program, "a += 1", [])
+    ref = sf.parse_errors("python", task.filled("a += 1"))
+    rambling = "a += 1\n    return a\n\nprint(f(2)) )"
+    assert sf.parse_errors("python", task.filled(rambling)) > ref  # type: ignore[operator]
+    # the last line goes (an unmatched bracket); what is left parses
+    assert sf.safim_truncate(task, rambling, ref) == "a += 1\n    return a\n"
+    assert sf.safim_truncate(task, "a += 1", ref) == "a += 1"
+
+
+def test_safim_truncation_of_control_and_api() -> None:
+    cpp = _task("cpp", "int main(){\n  if({{completion}}) return 1;\n}\n", "a", [], "control")
+    assert sf.safim_truncate(cpp, "a > (b + 1)) return 2;", 0) == "a > (b + 1)"
+    py = _task("python", "if {{completion}}:\n    pass\n", "a", [], "control")
+    assert sf.safim_truncate(py, "\na > 0:\n    pass", 0) == "a > 0:"
+    api = _task("python", "x = {{completion}}\n", "f(1)", [], "api")
+    assert sf.safim_truncate(api, "np.zeros((n, m))\ny = 2", 0) == "np.zeros((n, m))"
