@@ -18,6 +18,36 @@ def code_text(chars: int, name: str = "lsp_assist/backends/kv_states.py") -> str
     return (REPO / name).read_text()[:chars]
 
 
+COPY_SOURCE = '''class Inventory:
+    """Items in stock, by name."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, int] = {}
+
+    def add(self, name: str, count: int = 1) -> int:
+        """Add ``count`` of ``name``; return the new count."""
+        if count <= 0:
+            raise ValueError("count must be positive")
+        self.items[name] = self.items.get(name, 0) + count
+        return self.items[name]
+
+    def remove(self, name: str, count: int = 1) -> int:
+        """Remove ``count`` of ``name``; return what is left."""
+        left = self.items.get(name, 0) - count
+        if left < 0:
+            raise KeyError(name)
+        self.items[name] = left
+        return left
+
+
+class Warehouse(Inventory):
+    """The same inventory, in a warehouse."""
+
+    def add(self, name: str, count: int = 1) -> int:
+'''
+"""A continuation that copies its context (the method above, in a subclass)."""
+
+
 @pytest.fixture(scope="module")
 def smol_path() -> Path:
     """SmolLM2-135M (Q4_1), the fast test model."""

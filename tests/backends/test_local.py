@@ -18,7 +18,7 @@ from lsp_assist.config import ModelSettings
 from lsp_assist.errors import DraftModelError, ModelLoadError
 from tests.support.tiny_gguf import default_words, write_tiny_gguf
 
-from .conftest import code_text
+from .conftest import COPY_SOURCE, code_text
 from .identity import check_rows_bit_identical, plain_and_drafted
 
 pytestmark = pytest.mark.slow
@@ -438,36 +438,6 @@ def test_file_switch_restores_state_and_lru_evicts(smol_path: Path) -> None:
 
 
 # --- drafting ---------------------------------------------------------------------------
-
-
-COPY_SOURCE = '''class Inventory:
-    """Items in stock, by name."""
-
-    def __init__(self) -> None:
-        self.items: dict[str, int] = {}
-
-    def add(self, name: str, count: int = 1) -> int:
-        """Add ``count`` of ``name``; return the new count."""
-        if count <= 0:
-            raise ValueError("count must be positive")
-        self.items[name] = self.items.get(name, 0) + count
-        return self.items[name]
-
-    def remove(self, name: str, count: int = 1) -> int:
-        """Remove ``count`` of ``name``; return what is left."""
-        left = self.items.get(name, 0) - count
-        if left < 0:
-            raise KeyError(name)
-        self.items[name] = left
-        return left
-
-
-class Warehouse(Inventory):
-    """The same inventory, in a warehouse."""
-
-    def add(self, name: str, count: int = 1) -> int:
-'''
-"""A continuation that copies its context (the method above, in a subclass)."""
 
 
 def _copy_prompt(backend: LocalBackend) -> list[int]:

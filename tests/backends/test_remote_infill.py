@@ -36,8 +36,6 @@ from lsp_assist.context import AssembledPrompt, Layer, LayerItem
 from lsp_assist.documents.document import Document
 from lsp_assist.errors import RemoteBackendError
 from lsp_assist.serving.infill_parts import infill_parts
-from tests.backends.test_llama_server import BINARY, LlamaServer, _free_port, remote_settings
-from tests.backends.test_remote import KEY, KEY_ENV, Server
 from tests.e2e.conftest import (
     SERVER,
     inline_params,
@@ -47,6 +45,9 @@ from tests.e2e.conftest import (
     wait_ready,
 )
 from tests.support.bounded import bounded
+from tests.support.llama_server import BINARY, LlamaServer, remote_settings
+from tests.support.ports import free_port
+from tests.support.remote_servers import KEY, KEY_ENV, LlamaCppPythonServer
 
 PARTS = InfillParts(prefix="def add(a, b):\n", suffix="\n", typed="    return")
 
@@ -307,7 +308,7 @@ QWEN_ARGS += ["--threads", "2", "--threads-batch", "2"]
 @pytest.fixture(scope="module")
 def qwen_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
     log = tmp_path_factory.mktemp("llama-server-qwen") / "server.log"
-    server = LlamaServer(QWEN, _free_port(), log, QWEN_ARGS)
+    server = LlamaServer(QWEN, free_port(), log, QWEN_ARGS)
     server.start()
     yield server
     server.kill()
@@ -420,8 +421,8 @@ def test_doctor_checks_llama_server(
 
 
 @pytest.fixture(scope="module")
-def plain_server(smol_path: Path) -> Iterator[Server]:
-    srv = Server(smol_path, _free_port())
+def plain_server(smol_path: Path) -> Iterator[LlamaCppPythonServer]:
+    srv = LlamaCppPythonServer(smol_path, free_port())
     srv.start()
     yield srv
     srv.kill()
@@ -429,7 +430,9 @@ def plain_server(smol_path: Path) -> Iterator[Server]:
 
 @pytest.mark.slow
 def test_auto_uses_completions_on_a_server_without_infill(
-    plain_server: Server, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    plain_server: LlamaCppPythonServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv(KEY_ENV, KEY)
     settings = _settings(plain_server.url, remote_api_key_env=KEY_ENV)
@@ -450,7 +453,7 @@ def test_auto_uses_completions_on_a_server_without_infill(
 
 
 def test_doctor_says_an_unreachable_server(capsys: pytest.CaptureFixture[str]) -> None:
-    report = remote_report(_settings(f"http://127.0.0.1:{_free_port()}"))
+    report = remote_report(_settings(f"http://127.0.0.1:{free_port()}"))
     assert report["reachable"] is False and "ConnectError" in report["error"]
     print_remote(report)
     assert "UNREACHABLE" in capsys.readouterr().out

@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 from lsp_assist.backends.base import GenerationRequest  # noqa: E402
 from lsp_assist.backends.remote import RemoteBackend  # noqa: E402
 from lsp_assist.config import ModelSettings  # noqa: E402
-from tests.backends.test_remote import FaultServer, _bounded, _cancel_delays  # noqa: E402
+from tests.support.bounded import bounded  # noqa: E402
+from tests.support.remote_servers import FaultServer, cancel_delays  # noqa: E402
 
 
 def _outcome(value: Any) -> str:
@@ -39,7 +40,7 @@ def _outcome(value: Any) -> str:
 
 def _held(work: Any, limit: float) -> str:
     try:
-        value, took = _bounded(work, limit)
+        value, took = bounded(work, limit)
     except AssertionError:
         return f"still running after {limit:.0f} s"
     return f"{_outcome(value)}, {took:.2f} s"
@@ -63,7 +64,7 @@ def _row(fault: str, limit: float) -> str:
     ):
         backend.breaker.success()
         try:
-            delays, _ = _cancel_delays(server, work)
+            delays, _ = cancel_delays(server, work)
             row.append(f"{max(delays) * 1000:.1f} ms")
         except AssertionError:
             row.append("still running after 10 s")

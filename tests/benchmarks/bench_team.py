@@ -61,8 +61,9 @@ from bench_typing import PROMPT_TIMEOUT_MS  # noqa: E402
 from bench_typing import run as replay  # noqa: E402
 
 from lsp_assist.backends.models import preset_path  # noqa: E402
-from tests.backends.test_llama_server import BINARY, LlamaServer, _free_port  # noqa: E402
-from tests.backends.test_remote import KEY, KEY_ENV, Server  # noqa: E402
+from tests.support.llama_server import BINARY, LlamaServer  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
+from tests.support.remote_servers import KEY, KEY_ENV, LlamaCppPythonServer  # noqa: E402
 
 FILES = [
     "base_events.py",
@@ -256,14 +257,14 @@ def run_arm(
     arm: str, n: int, args: argparse.Namespace, model: Path, extra: dict[str, Any], tmp: Path
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Start the arm's server (if any), run N editors against it, return figures and records."""
-    server: LlamaServer | Server | None = None
+    server: LlamaServer | LlamaCppPythonServer | None = None
     if arm == "llama-server":
         flags = ["--parallel", str(n), "--ctx-size", str(n * args.slot_ctx)]
         flags += ["--batch-size", "512", "--ubatch-size", "512"]
         flags += ["--threads", "2", "--threads-batch", "2"]
-        server = LlamaServer(model, _free_port(), tmp / f"llama-server-{n}.log", flags)
+        server = LlamaServer(model, free_port(), tmp / f"llama-server-{n}.log", flags)
     elif arm == "llama_cpp.server":
-        server = Server(model, _free_port(), n_ctx=args.slot_ctx)
+        server = LlamaCppPythonServer(model, free_port(), n_ctx=args.slot_ctx)
     url = ""
     if server is not None:
         server.start()
