@@ -21,10 +21,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from lsp_assist.backends.models import small_model_path  # noqa: E402
-from tests.e2e.test_protocol_abuse import (  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
+from tests.support.raw_server import (  # noqa: E402
     INITIALIZE,
-    Server,
-    free_port,
+    ServerProcess,
     resources,
     wait_model,
 )
@@ -32,7 +32,7 @@ from tests.e2e.test_protocol_abuse import (  # noqa: E402
 
 def reinitialize(model: Path, count: int) -> None:
     """Print the resources after each initialize on one stdio connection."""
-    process = Server(Path(tempfile.mkdtemp(prefix="lsp-assist-bench-")), model=model)
+    process = ServerProcess(Path(tempfile.mkdtemp(prefix="lsp-assist-bench-")), model=model)
     try:
         client = process.stdio()
         for n in range(1, count + 1):
@@ -52,7 +52,7 @@ def tcp_sessions(model: Path, count: int) -> None:
     """Print the resources with the model loaded and after each TCP session."""
     port = free_port(socket.AF_INET, "127.0.0.1")
     tmp = Path(tempfile.mkdtemp(prefix="lsp-assist-bench-"))
-    process = Server(tmp, "--tcp", f"127.0.0.1:{port}", model=model)
+    process = ServerProcess(tmp, "--tcp", f"127.0.0.1:{port}", model=model)
     try:
         for n in range(1, count + 1):
             client = process.connect(socket.AF_INET, "127.0.0.1", port)

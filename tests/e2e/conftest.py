@@ -1,4 +1,9 @@
-"""Fixtures that start ``lsp-assist serve`` as a subprocess and drive it with pytest-lsp."""
+"""Fixtures that start ``lsp-assist serve`` as a subprocess and drive it with pytest-lsp.
+
+Also the helpers the end-to-end tests share: the LSP params they send, the demo project
+with a half-typed last line (``demo_with_tail``, ``cursor_at_end``), ``run_cli`` (the
+CLI as a subprocess).
+"""
 
 from __future__ import annotations
 
@@ -21,6 +26,17 @@ from tests.support.jsonrpc import StdioClient
 from tests.support.workspace import copy_demo
 
 SERVER = [sys.executable, "-m", "lsp_assist.cli.main", "serve", "--log-level", "INFO"]
+CLI = [sys.executable, "-m", "lsp_assist.cli.main"]
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run ``lsp-assist ARGS`` and return the finished process."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=timeout, env=full_env, check=False
+    )
 
 
 def server_env(**extra: str) -> dict[str, str]:
@@ -208,7 +224,19 @@ def open_with_small_model(client: StdioClient, workspace: Path, cache: Path, pat
 
 
 TAIL = "    return create_"
-"""The half-typed line the demo's shop/checkout.py ends with in :func:`demo_with_tail`."""
+"""The half-typed line the demo's shop/checkout.py ends with in :func:`demo_with_tail`:
+even the tiny test model completes a call here."""
+
+CHECKOUT = "shop/checkout.py"
+"""The demo's file the completion tests type in (relative to the workspace)."""
+
+
+def cursor_at_end(path: Path) -> tuple[int, int]:
+    """Write the half-typed line :data:`TAIL` into ``path``; return the cursor after it."""
+    text = path.read_text().rstrip() + "\n" + TAIL
+    path.write_text(text)
+    lines = text.split("\n")
+    return len(lines) - 1, len(lines[-1])
 
 
 def demo_with_tail(tmp_path: Path) -> tuple[Path, Path, int, int]:

@@ -22,8 +22,15 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from lsp_assist.backends.models import small_model_path
 from lsp_assist.config import parse_settings
 from lsp_assist.serving.adaptive_budget import budget_cap
-from tests.e2e.conftest import SERVER, copy_demo, open_file, server_env, start_session, wait_ready
-from tests.e2e.test_cli import run_cli
+from tests.e2e.conftest import (
+    SERVER,
+    copy_demo,
+    open_file,
+    run_cli,
+    server_env,
+    start_session,
+    wait_ready,
+)
 
 pytestmark = pytest.mark.slow
 

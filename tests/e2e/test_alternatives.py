@@ -14,8 +14,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from lsp_assist.evaluation.client import line_edit
-from tests.e2e.conftest import inline_params, open_file, wait_ready
-from tests.e2e.test_server import CHECKOUT, _cursor_at_end
+from tests.e2e.conftest import CHECKOUT, cursor_at_end, inline_params, open_file, wait_ready
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +38,7 @@ async def test_invoked_request_returns_distinct_alternatives_greedy_first(
     workspace: Path = client.workspace_path  # type: ignore[attr-defined]
     assert (await wait_ready(client))["model"]["loaded"]
     path = workspace / CHECKOUT
-    line, col = _cursor_at_end(path)  # after "    return create_"
+    line, col = cursor_at_end(path)  # after "    return create_"
     uri = open_file(client, path)
 
     automatic = texts(

@@ -3,29 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from lsp_assist.backends.models import small_model_path
+from tests.e2e.conftest import CLI, run_cli
+from tests.support.ports import free_port
 from tests.support.workspace import copy_demo
-
-CLI = [sys.executable, "-m", "lsp_assist.cli.main"]
-
-
-def run_cli(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    """Run ``lsp-assist ARGS`` and return the finished process."""
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, timeout=timeout, env=full_env, check=False
-    )
 
 
 def test_help_documents_every_subcommand() -> None:
@@ -115,12 +103,6 @@ def test_doctor_names_a_missing_model(tmp_path: Path) -> None:
     assert "missing.gguf" in json.loads(out.stdout)["model"]["error"]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _serve_tcp(address: str, port: int, model: Path) -> str:
     """Start ``serve --tcp``, wait until 127.0.0.1:port accepts, stop it; return stderr."""
     proc = subprocess.Popen(
@@ -146,13 +128,13 @@ def _serve_tcp(address: str, port: int, model: Path) -> str:
 
 
 def test_serve_tcp_binds_loopback_by_default(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     err = _serve_tcp(str(port), port, tmp_path / "none.gguf")
     assert "127.0.0.1" in err and "non-loopback" not in err
 
 
 def test_serve_warns_for_a_non_loopback_address(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     err = _serve_tcp(f"0.0.0.0:{port}", port, tmp_path / "none.gguf")
     assert "non-loopback" in err
 

@@ -4,214 +4,36 @@ Each test starts the server as a subprocess and writes bytes to it the way a bro
 hostile client would, then checks that a well-formed request still gets its answer (or
 that the process ends with the documented code). Only the TCP session test loads a
 model; the others name a model file that does not exist, so the server starts in a
-second and answers with empty completions.
+second and answers with empty completions. The server process and the raw channel to it
+are tests/support/raw_server.py.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import queue
 import socket
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
 
 import pytest
 
 from lsp_assist.backends.models import small_model_path
-
-SERVE = [sys.executable, "-m", "lsp_assist.cli.main", "serve", "--log-level", "INFO"]
-ANSWER_S = 15.0
-"""How long a request may take to be answered before the server counts as deaf."""
-
-
-def body(message: dict[str, Any]) -> bytes:
-    """Serialize a message (ASCII JSON)."""
-    return json.dumps(message).encode("ascii")
-
-
-def frame(message: dict[str, Any]) -> bytes:
-    """A well-formed frame."""
-    data = body(message)
-    return b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
-
-
-def status_request(msg_id: int) -> dict[str, Any]:
-    """The lspAssist.status command as a request."""
-    return {
-        "jsonrpc": "2.0",
-        "id": msg_id,
-        "method": "workspace/executeCommand",
-        "params": {"command": "lspAssist.status", "arguments": []},
-    }
-
-
-INITIALIZE: dict[str, Any] = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"processId": None, "rootUri": None, "capabilities": {}},
-}
-
-
-def read_frames(stream: IO[bytes], out: queue.Queue[dict[str, Any] | None]) -> None:
-    """Parse the server's output strictly (it must frame correctly) into ``out``."""
-    while True:
-        length = None
-        while True:
-            line = stream.readline()
-            if not line:
-                out.put(None)
-                return
-            if line == b"\r\n":
-                break
-            name, _, value = line.decode("ascii").partition(":")
-            if name == "Content-Length":
-                length = int(value)
-        assert length is not None, "the server sent a header block without Content-Length"
-        out.put(json.loads(stream.read(length)))
-
-
-class Server:
-    """A server subprocess, its stderr in a file; ``stdio()`` or ``connect()`` talk to it."""
-
-    def __init__(self, tmp_path: Path, *args: str, model: Path | None = None) -> None:
-        self.stderr_path = tmp_path / f"stderr-{time.monotonic_ns()}.log"
-        self._stderr = self.stderr_path.open("wb")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LSP_ASSIST_")}
-        env["LSP_ASSIST_CACHE_DIR"] = str(tmp_path / "cache")
-        model = model or tmp_path / "no-model.gguf"
-        self.process = subprocess.Popen(
-            [*SERVE, "--model", str(model), *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=env,
-        )
-        self.pid = self.process.pid
-
-    def stdio(self) -> Channel:
-        """The channel over the process's stdin and stdout."""
-        stdin, stdout = self.process.stdin, self.process.stdout
-        assert stdin is not None and stdout is not None
-
-        def write(data: bytes) -> None:
-            stdin.write(data)
-            stdin.flush()
-
-        return Channel(self, write, stdout, stdin.close)
-
-    def connect(self, family: socket.AddressFamily, host: str, port: int) -> Channel:
-        """A new TCP connection (retried until the server listens)."""
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                sock = socket.create_connection((host, port), timeout=2)
-                break
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the server does not listen on {host}:{port}:\n{self.log()}")
-                time.sleep(0.2)
-        sock.settimeout(None)
-        assert sock.family == family
-        return Channel(self, sock.sendall, sock.makefile("rb"), sock.close)
-
-    def wait(self, timeout: float = 20) -> int:
-        """Wait for the process to end; return its exit code."""
-        try:
-            return self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"the server did not exit within {timeout} s:\n{self.log()}")
-
-    def log(self) -> str:
-        """The server's stderr so far (its end)."""
-        self._stderr.flush()
-        return self.stderr_path.read_text(errors="replace")[-4000:]
-
-    def close(self) -> None:
-        """Kill the process if it still runs."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=10)
-        self._stderr.close()
-
-
-class Channel:
-    """One connection to a server: raw bytes out, the server's parsed frames in."""
-
-    def __init__(
-        self,
-        server: Server,
-        write: Callable[[bytes], Any],
-        stream: IO[bytes],
-        close: Callable[[], None],
-    ) -> None:
-        self.server = server
-        self._write = write
-        self.close = close
-        self.messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self.seen: list[dict[str, Any]] = []
-        threading.Thread(target=read_frames, args=(stream, self.messages), daemon=True).start()
-
-    def send_raw(self, data: bytes) -> None:
-        """Write bytes as they are."""
-        self._write(data)
-
-    def send(self, message: dict[str, Any]) -> None:
-        """Write one well-formed frame."""
-        self.send_raw(frame(message))
-
-    def response(self, msg_id: int | str, timeout: float = ANSWER_S) -> dict[str, Any]:
-        """Wait for the response to ``msg_id``; fail if the server is silent or gone."""
-        for message in self.seen:
-            if message.get("id") == msg_id and "method" not in message:
-                return message
-        deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                message = self.messages.get(timeout=left)
-            except queue.Empty:
-                break
-            if message is None:
-                log = self.server.log()
-                pytest.fail(f"the server closed the stream before answering {msg_id}:\n{log}")
-            if "method" in message and "id" in message:  # a request to the client
-                self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
-                continue
-            self.seen.append(message)
-            if message.get("id") == msg_id and "method" not in message:
-                return message
-        pytest.fail(f"no answer to {msg_id} within {timeout} s:\n{self.server.log()}")
-
-    def initialize(self) -> dict[str, Any]:
-        """Send initialize and initialized; return the initialize result."""
-        self.send(INITIALIZE)
-        result = self.response(1, timeout=60)
-        assert "result" in result, result
-        self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-        return result
-
-    def wait_closed(self, timeout: float = 20) -> None:
-        """Wait until the server closes the stream."""
-        deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                if self.messages.get(timeout=left) is None:
-                    return
-            except queue.Empty:
-                break
-        pytest.fail(f"the server kept the stream open:\n{self.server.log()}")
+from tests.support.ports import free_port
+from tests.support.raw_server import (
+    INITIALIZE,
+    Channel,
+    ServerProcess,
+    body,
+    proc_status,
+    resources,
+    status_request,
+    wait_model,
+)
 
 
 @pytest.fixture
 def server(tmp_path: Path):  # type: ignore[no-untyped-def]
     """A stdio channel to a server without a model, not yet initialized."""
-    process = Server(tmp_path)
+    process = ServerProcess(tmp_path)
     yield process.stdio()
     process.close()
 
@@ -221,29 +43,6 @@ def assert_serves(client: Channel, msg_id: int) -> None:
     client.send(status_request(msg_id))
     answer = client.response(msg_id)
     assert answer.get("result", {}).get("initialized") is True, answer
-
-
-def wait_model(client: Channel, timeout: float = 120) -> dict[str, Any]:
-    """Poll lspAssist.status until the model is loaded or has failed; return its part."""
-    deadline = time.monotonic() + timeout
-    msg_id = 1000
-    while True:
-        msg_id += 1
-        client.send(status_request(msg_id))
-        model: dict[str, Any] = client.response(msg_id)["result"]["model"]
-        if model.get("loaded") or model.get("error") or time.monotonic() > deadline:
-            return model
-        time.sleep(0.2)
-
-
-def proc_status(pid: int) -> dict[str, int]:
-    """Threads, VmRSS and VmHWM (kB) of a process, from /proc."""
-    values: dict[str, int] = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("Threads", "VmRSS", "VmHWM"):
-            values[key] = int(value.split()[0])
-    return values
 
 
 # -- framing ------------------------------------------------------------------------
@@ -381,13 +180,6 @@ def test_shutdown_then_exit_exits_with_code_0(server: Channel) -> None:
 # -- TCP ------------------------------------------------------------------------------
 
 
-def free_port(family: socket.AddressFamily, host: str) -> int:
-    """A port nobody listens on now."""
-    with socket.socket(family) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
 def ipv6_loopback() -> bool:
     """Whether ::1 can be bound here."""
     try:
@@ -401,7 +193,7 @@ def ipv6_loopback() -> bool:
 @pytest.mark.skipif(not ipv6_loopback(), reason="no IPv6 loopback here")
 def test_tcp_on_ipv6_loopback(tmp_path: Path) -> None:
     port = free_port(socket.AF_INET6, "::1")
-    process = Server(tmp_path, "--tcp", f"[::1]:{port}")
+    process = ServerProcess(tmp_path, "--tcp", f"[::1]:{port}")
     try:
         client = process.connect(socket.AF_INET6, "::1", port)
         client.initialize()
@@ -416,7 +208,7 @@ def test_tcp_on_ipv6_loopback(tmp_path: Path) -> None:
 
 def test_tcp_refuses_sessions_beyond_max_sessions(tmp_path: Path) -> None:
     port = free_port(socket.AF_INET, "127.0.0.1")
-    process = Server(tmp_path, "--tcp", f"127.0.0.1:{port}", "--max-sessions", "1")
+    process = ServerProcess(tmp_path, "--tcp", f"127.0.0.1:{port}", "--max-sessions", "1")
     try:
         first = process.connect(socket.AF_INET, "127.0.0.1", port)
         first.initialize()
@@ -437,21 +229,11 @@ def test_tcp_refuses_sessions_beyond_max_sessions(tmp_path: Path) -> None:
         process.close()
 
 
-def resources(pid: int) -> dict[str, int]:
-    """Threads, RSS (kB) and open file descriptors of a process."""
-    status = proc_status(pid)
-    return {
-        "threads": status["Threads"],
-        "rss_kb": status["VmRSS"],
-        "fds": len(os.listdir(f"/proc/{pid}/fd")),
-    }
-
-
 @pytest.mark.slow
 def test_tcp_sessions_free_their_engine_and_model(tmp_path: Path) -> None:
     """Three sessions one after another, each loading the model: no growth by a model each."""
     port = free_port(socket.AF_INET, "127.0.0.1")
-    process = Server(tmp_path, "--tcp", f"127.0.0.1:{port}", model=small_model_path())
+    process = ServerProcess(tmp_path, "--tcp", f"127.0.0.1:{port}", model=small_model_path())
     try:
         before: dict[str, int] = {}
         loaded: list[dict[str, int]] = []

@@ -18,23 +18,9 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
 from lsp_assist.cli.demo_cmd import line_edit
-from tests.e2e.conftest import inline_params, open_file, wait_ready
+from tests.e2e.conftest import CHECKOUT, cursor_at_end, inline_params, open_file, wait_ready
 
 pytestmark = pytest.mark.slow
-
-CHECKOUT = "shop/checkout.py"
-
-
-TAIL = "    return create_"
-"""The half-typed last line: even the tiny test model completes a call here."""
-
-
-def _cursor_at_end(path: Path) -> tuple[int, int]:
-    """Write the half-typed line into the file and return the cursor after it."""
-    text = path.read_text().rstrip() + "\n" + TAIL
-    path.write_text(text)
-    lines = text.split("\n")
-    return len(lines) - 1, len(lines[-1])
 
 
 async def test_inline_completion_with_real_model(client: LanguageClient) -> None:
@@ -42,7 +28,7 @@ async def test_inline_completion_with_real_model(client: LanguageClient) -> None
     status = await wait_ready(client)
     assert status["model"]["loaded"], status
     path = workspace / CHECKOUT
-    line, col = _cursor_at_end(path)
+    line, col = cursor_at_end(path)
     uri = open_file(client, path)
     result = await client.text_document_inline_completion_async(inline_params(uri, line, col))
     assert isinstance(result, types.InlineCompletionList)
@@ -65,7 +51,7 @@ async def test_completion_fallback_is_one_labelled_item(client: LanguageClient) 
     workspace: Path = client.workspace_path  # type: ignore[attr-defined]
     await wait_ready(client)
     path = workspace / CHECKOUT
-    line, col = _cursor_at_end(path)
+    line, col = cursor_at_end(path)
     uri = open_file(client, path)
     result = await client.text_document_completion_async(
         types.CompletionParams(
@@ -97,7 +83,7 @@ async def test_newer_request_supersedes_older(client: LanguageClient) -> None:
     workspace: Path = client.workspace_path  # type: ignore[attr-defined]
     await wait_ready(client)
     path = workspace / CHECKOUT
-    line, col = _cursor_at_end(path)
+    line, col = cursor_at_end(path)
     uri = open_file(client, path)
     first = asyncio.ensure_future(
         client.text_document_inline_completion_async(inline_params(uri, line, col))
@@ -114,7 +100,7 @@ async def test_cancel_request_is_honoured_and_server_keeps_serving(client: Langu
     workspace: Path = client.workspace_path  # type: ignore[attr-defined]
     await wait_ready(client)
     path = workspace / CHECKOUT
-    line, col = _cursor_at_end(path)
+    line, col = cursor_at_end(path)
     uri = open_file(client, path)
     future = asyncio.ensure_future(
         client.protocol.send_request_async(
@@ -139,7 +125,7 @@ async def test_type_through_and_accept_are_recorded(client: LanguageClient) -> N
     cache: Path = client.cache_path  # type: ignore[attr-defined]
     await wait_ready(client)
     path = workspace / CHECKOUT
-    line, col = _cursor_at_end(path)
+    line, col = cursor_at_end(path)
     uri = open_file(client, path)
     first = await client.text_document_inline_completion_async(inline_params(uri, line, col))
     assert first is not None and first.items
@@ -193,7 +179,7 @@ async def test_explain_context_command(client: LanguageClient) -> None:
     workspace: Path = client.workspace_path  # type: ignore[attr-defined]
     await wait_ready(client)
     path = workspace / CHECKOUT
-    line, col = _cursor_at_end(path)
+    line, col = cursor_at_end(path)
     uri = open_file(client, path)
     result = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="lspAssist.explainContext", arguments=[uri, line, col])
@@ -287,7 +273,7 @@ async def test_model_swap_through_configuration(client: LanguageClient) -> None:
     status = await wait_ready(client)
     assert status["model"]["architecture"] == "llama"
     path = workspace / CHECKOUT
-    line, col = _cursor_at_end(path)
+    line, col = cursor_at_end(path)
     uri = open_file(client, path)
     client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(
@@ -357,7 +343,7 @@ async def test_settings_that_would_fill_the_memory_are_refused_or_clamped(
     )
     assert state["model"]["loaded"] and not state["model"]["refused"]
     path = workspace / CHECKOUT
-    line, col = _cursor_at_end(path)
+    line, col = cursor_at_end(path)
     uri = open_file(client, path)
     result = await client.text_document_inline_completion_async(inline_params(uri, line, col))
     assert isinstance(result, types.InlineCompletionList) and result.items

@@ -19,13 +19,13 @@ from lsp_assist.config import MAX_DRAFT_TOKENS
 from tests.e2e.conftest import (
     SERVER,
     SMALL_MODEL_OPTIONS,
+    TAIL,
     inline_params,
     open_file,
     server_env,
     start_session,
     wait_ready,
 )
-from tests.e2e.test_server import TAIL
 
 pytestmark = pytest.mark.slow
 

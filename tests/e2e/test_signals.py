@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import demo_with_tail, open_with_small_model, server_env
-from tests.e2e.test_protocol_abuse import Server, free_port
 from tests.support.jsonrpc import SERVE, StdioClient
+from tests.support.ports import free_port
+from tests.support.raw_server import ServerProcess
 
 EXIT_BOUND_S = 30
 """Generous: the close frees the model and stops the index on 2 busy cores."""
@@ -88,7 +89,7 @@ def test_a_signal_ends_a_tcp_server_and_its_sessions_with_0(
 ) -> None:
     """Over TCP (no model: the protocol only): the open session closes, the process ends 0."""
     port = free_port(socket.AF_INET, "127.0.0.1")
-    process = Server(tmp_path, "--tcp", f"127.0.0.1:{port}")
+    process = ServerProcess(tmp_path, "--tcp", f"127.0.0.1:{port}")
     try:
         client = process.connect(socket.AF_INET, "127.0.0.1", port)
         client.initialize()
