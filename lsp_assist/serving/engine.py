@@ -184,11 +184,13 @@ class CompletionEngine:
         too_big = oversized_reason(doc, settings)
         if too_big:
             outcome.skipped = too_big
+            self._remember(outcome)
             return outcome
         tree = self._tree(doc)
         reason = skip_reason(doc, pos, query.trigger, settings.completion, tree)
         if reason:
             outcome.skipped = reason
+            self._remember(outcome)
             return outcome
         # The type-through cache is consulted by the scheduler before the debounce.
         if cancel.cancelled:
@@ -515,6 +517,12 @@ class CompletionEngine:
         commands): a fresh build, which reads nothing completions kept and keeps nothing."""
         return self.build_prompt(doc, doc.clamp(line, column), strategy=strategy)
 
+    def _remember(self, outcome: CompletionOutcome) -> None:
+        """Keep the outcome for ``lspAssist.status`` (a skip by the trigger rules too: no
+        metrics record, as no model work was asked for)."""
+        with self._outcomes_lock:
+            self.last_outcomes = (*self.last_outcomes[-19:], outcome)
+
     def _finish(
         self,
         outcome: CompletionOutcome,
@@ -524,8 +532,7 @@ class CompletionEngine:
         prompt: AssembledPrompt | None,
     ) -> None:
         """Remember the outcome for status and write its metrics record."""
-        with self._outcomes_lock:
-            self.last_outcomes = (*self.last_outcomes[-19:], outcome)
+        self._remember(outcome)
         metrics = self.session.metrics
         if metrics is None:
             return

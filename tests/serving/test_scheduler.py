@@ -16,6 +16,7 @@ from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
 from lsp_assist.serving.session import Session
+from lsp_assist.serving.status import status_json
 from tests.serving.fakes import SlowBackend, snapshot
 
 
@@ -137,6 +138,9 @@ def test_automatic_trigger_skip_rules(tmp_path: Path) -> None:
 
     assert skipped(0, 3) == "mid-word"
     assert skipped(0, 8) == "text right of cursor"
+    # a skip is the last outcome status reports (a benchmark's record says why it is empty)
+    assert engine.last_outcomes[-1].skipped == "text right of cursor"
+    assert status_json(engine)["last"]["skipped"] == "text right of cursor"
     assert skipped(1, 16) == "inside a comment"
     assert skipped(2, 24) == ""  # strings are allowed unless skipInStrings is on
     assert skipped(3, 4) == ""
