@@ -115,6 +115,7 @@ async def run(
     block: int = 1,
     root: Path | None = None,
     rest_s: float = 0.0,
+    next_edits: bool = False,
 ) -> dict[str, Any]:
     """Replay the typing and return one record per request.
 
@@ -122,6 +123,10 @@ async def run(
     ``rest_s``: at each jump the cursor rests this long before the user edits (the editor
     reports it with lspAssist/didMoveCursor; the wait ends early when the server's
     prefill there is done); 0: no rest, no report (the user types at once).
+    ``next_edits``: after each answer, ask for next edits at the cursor
+    (``textDocument/copilotInlineEdit``, as the Neovim plugin does after a change) and
+    wait for them: with ``nextEdit`` ``model`` or ``both`` the model rewrites between
+    keystrokes, which must not change what the next completion reuses.
     """
     stdlib = root or Path(sysconfig.get_paths()["stdlib"]).resolve()
     tmp = Path(tempfile.mkdtemp(prefix="lsp-assist-typing-"))
@@ -245,6 +250,16 @@ async def run(
                     }
                 )
                 sent += 1
+                if next_edits:
+                    edits = await client.protocol.send_request_async(
+                        "textDocument/copilotInlineEdit",
+                        {
+                            "textDocument": {"uri": uri, "version": versions[name]},
+                            "position": {"line": row, "character": k},
+                            "context": {"triggerKind": 2},
+                        },
+                    )
+                    records[-1]["next_edits"] = len(getattr(edits, "edits", None) or [])
     await stop_server(client)
     join_metrics(records, tmp / "cache")
     return {"records": records, "lines": len({(r["file"], r["line"]) for r in records})}
@@ -379,6 +394,13 @@ def main() -> int:
         help="at each jump the cursor rests this long before the user edits, reported with "
         "lspAssist/didMoveCursor as the editors do (default 0: no rest, no report)",
     )
+    parser.add_argument(
+        "--next-edits",
+        action="store_true",
+        help="after each answer ask for next edits (textDocument/copilotInlineEdit) and wait "
+        "for them, as the Neovim plugin asks after a change; with --setting nextEdit=both "
+        "the model rewrites between keystrokes",
+    )
     parser.add_argument("--json", default="")
     args = parser.parse_args()
     extra = parse_setting_args(args.setting)
@@ -393,6 +415,7 @@ def main() -> int:
             pause_s=args.pause_ms / 1000,
             block=max(1, args.block),
             rest_s=args.rest_ms / 1000,
+            next_edits=args.next_edits,
         )
     )
     s = summarize(out["records"])
