@@ -19,18 +19,28 @@ cancels it, and when it completes with a text other than the start (longer, shor
 different or empty) ``on_ready`` is called (the LSP layer sends
 ``lspAssist/suggestionReady``). A keystroke that typed all of what is written so
 far waits for the next piece on ``TypeThrough.wait_for_more`` (serving/typethrough.py).
+
+Who cancels whom is one table, :data:`SUPERSEDES`: for each :class:`Arrival` (a
+completion that goes to the model, a type-through hit, a skipped completion, a prefill,
+a rewrite, the shutdown), the :class:`Work` in flight it cancels, how far it reaches
+(:class:`Reach`: the same document's, the one on the model thread, all) and the reason
+given. The scheduler keeps every piece of work in flight in one registry and applies
+the table to it when something arrives; nothing else cancels. Work run with
+:meth:`Scheduler.run` (a model load, a settings change, the explain command) is not in
+the table: it is never cancelled and cancels nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from lsp_assist.backends import CancelToken
 from lsp_assist.documents import DocumentSnapshot
@@ -61,10 +71,114 @@ def _settle(future: asyncio.Future[CompletionOutcome], answer: CompletionOutcome
 
 COMPLETION_FIRST = "completion requested"
 """Why a completion cancels a prefill or a rewrite (the rewrite then runs again)."""
+SUPERSEDED = "superseded"
+"""Why newer work of the same kind cancels older work (the user has moved on)."""
 CURSOR_MOVED = "cursor"
 """The reason of a prefill at the position the client reported (``lspAssist/didMoveCursor``)."""
 REWRITE_RETRIES = 3
 """How often a rewrite cancelled by completions runs again."""
+
+
+class Work(enum.Enum):
+    """A kind of work the scheduler has in flight, which something arriving may cancel."""
+
+    COMPLETION = "completion"
+    """A completion not answered yet: in its debounce, queued, or on the model thread."""
+    EARLY_REST = "early rest"
+    """The rest of a suggestion answered early, which the model thread is still writing."""
+    PREFILL = "prefill"
+    """A prompt's stable prefix evaluated ahead of the request (at open, at the cursor)."""
+    REWRITE = "rewrite"
+    """A next-edit rewrite by the model."""
+
+
+class Arrival(enum.Enum):
+    """What arrives at the scheduler and may supersede the work in flight."""
+
+    COMPLETION = "completion"
+    """A completion that goes to the model (not served from the cache, not skipped)."""
+    CACHE_HIT = "type-through hit"
+    """A completion answered from the type-through cache."""
+    SKIPPED = "skipped completion"
+    """An automatic completion the skip rules answer before the model (mid-word, text
+    right of the cursor: the rules that need no syntax tree)."""
+    CURSOR_PREFILL = "prefill at the cursor"
+    """A prefill where the client reports the cursor at rest (``lspAssist/didMoveCursor``)."""
+    OPEN_PREFILL = "prefill at open"
+    """A prefill of a file opened, or of each open file once the model has loaded."""
+    REWRITE = "rewrite"
+    """A next-edit rewrite."""
+    SHUTDOWN = "shutdown"
+    """The scheduler stops (the session ends)."""
+
+
+class Reach(enum.Flag):
+    """Which work of a kind an arrival cancels."""
+
+    SAME_DOCUMENT = enum.auto()
+    """The work for the document the arrival is for, waiting or on the model thread."""
+    ON_MODEL = enum.auto()
+    """The work the model thread runs now, whatever its document."""
+    ALL = enum.auto()
+    """Every piece of work of the kind."""
+
+
+@dataclass(frozen=True, slots=True)
+class Supersedes:
+    """One cell of the table: how far an arrival reaches into a kind of work, and why."""
+
+    reach: Reach
+    reason: str
+
+
+SUPERSEDES: Final[Mapping[Arrival, Mapping[Work, Supersedes]]] = {
+    # the user typed: the suggestion at the cursor comes first; an early rest still
+    # being written is dropped (the request writes its own)
+    Arrival.COMPLETION: {
+        Work.COMPLETION: Supersedes(Reach.SAME_DOCUMENT | Reach.ON_MODEL, SUPERSEDED),
+        Work.EARLY_REST: Supersedes(Reach.ALL, SUPERSEDED),
+        Work.PREFILL: Supersedes(Reach.ALL, COMPLETION_FIRST),
+        Work.REWRITE: Supersedes(Reach.ALL, COMPLETION_FIRST),
+    },
+    # a keystroke into a suggestion: the early rest writes the very text being typed
+    Arrival.CACHE_HIT: {
+        Work.COMPLETION: Supersedes(Reach.SAME_DOCUMENT | Reach.ON_MODEL, SUPERSEDED),
+        Work.PREFILL: Supersedes(Reach.ALL, COMPLETION_FIRST),
+        Work.REWRITE: Supersedes(Reach.ALL, COMPLETION_FIRST),
+    },
+    # in Emacs every rest of point asks: the prefill where the cursor rests survives it
+    Arrival.SKIPPED: {
+        Work.COMPLETION: Supersedes(Reach.SAME_DOCUMENT | Reach.ON_MODEL, SUPERSEDED),
+        Work.EARLY_REST: Supersedes(Reach.ALL, SUPERSEDED),
+    },
+    # the user has moved on: the older prefills, queued or running, are for elsewhere
+    Arrival.CURSOR_PREFILL: {Work.PREFILL: Supersedes(Reach.ALL, "the cursor moved")},
+    Arrival.OPEN_PREFILL: {},
+    Arrival.REWRITE: {Work.REWRITE: Supersedes(Reach.ALL, SUPERSEDED)},
+    Arrival.SHUTDOWN: {kind: Supersedes(Reach.ALL, "shutdown") for kind in Work},
+}
+"""Who cancels whom: for each arrival, the kinds of work it cancels, how far, and why.
+A kind of work an arrival does not name goes on. Read by ``Scheduler._supersede``,
+checked against behaviour by tests/serving/test_cancellation.py."""
+
+
+@dataclass(eq=False)
+class _InFlight:
+    """One piece of work in the scheduler's registry: its kind, document and token."""
+
+    kind: Work
+    uri: str
+    cancel: CancelToken = field(default_factory=CancelToken)
+    on_model: bool = False
+    """True while the model thread runs it (written there, read on the event loop)."""
+
+    def reached(self, reach: Reach, uri: str) -> bool:
+        """True when an arrival for ``uri`` reaching ``reach`` reaches this work."""
+        if Reach.ALL in reach:
+            return True
+        if Reach.SAME_DOCUMENT in reach and self.uri == uri:
+            return True
+        return Reach.ON_MODEL in reach and self.on_model
 
 
 @dataclass(eq=False)
@@ -72,11 +186,16 @@ class _Ticket:
     """The scheduler's bookkeeping for one query: what it adds, kept out of the value."""
 
     query: CompletionQuery
-    cancel: CancelToken = field(default_factory=CancelToken)
+    work: _InFlight
     queued_at: float | None = None
     """When the scheduler handed the query to the model thread (after the debounce)."""
     on_answer: Callable[[CompletionOutcome], None] | None = None
     """Set for a query that may be answered early: the engine calls it on the model thread."""
+
+    @property
+    def cancel(self) -> CancelToken:
+        """The query's cancel flag (its work's)."""
+        return self.work.cancel
 
 
 class Scheduler:
@@ -89,20 +208,45 @@ class Scheduler:
             max_workers=WAITERS, thread_name_prefix="lsp-assist-wait"
         )
         """Where a keystroke waits for the rest of a suggestion off the event loop."""
-        self._latest: dict[str, CancelToken] = {}
-        self._running: CancelToken | None = None
-        self._prefills: set[CancelToken] = set()
-        self._rewrites: set[CancelToken] = set()
-        """Next-edit rewrites queued or running: a completion or a newer rewrite cancels them."""
-        self._writing_on: set[CancelToken] = set()
-        """Requests answered early whose rest the model thread is still writing."""
+        self._in_flight: dict[int, _InFlight] = {}
+        """Every piece of work the table may cancel, by id (changed on the event loop)."""
         self.on_ready = on_ready
         """Called on the event loop when an early-answered suggestion is complete and not
         the start answered (chosen by the caller at set-up: the LSP server, from the
         client's capabilities)."""
 
+    # -- the registry and the table -------------------------------------------------
+
+    def _supersede(self, arrival: Arrival, uri: str = "") -> None:
+        """Cancel the work in flight that ``arrival`` (for ``uri``) supersedes: SUPERSEDES."""
+        rules = SUPERSEDES[arrival]
+        for work in list(self._in_flight.values()):
+            rule = rules.get(work.kind)
+            if rule is not None and not work.cancel.cancelled and work.reached(rule.reach, uri):
+                work.cancel.cancel(rule.reason)
+
+    def _register(self, kind: Work, uri: str = "") -> _InFlight:
+        """Add new work to the registry (after its arrival superseded what it supersedes)."""
+        work = _InFlight(kind, uri)
+        self._in_flight[id(work)] = work
+        return work
+
+    def _end(self, work: _InFlight) -> None:
+        self._in_flight.pop(id(work), None)
+
+    @staticmethod
+    def _on_model(work: _InFlight, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``func`` on the model thread as ``work`` (its token the thread's current)."""
+        work.on_model = True
+        try:
+            return work.cancel.call(func, *args, **kwargs)
+        finally:
+            work.on_model = False
+
+    # -- work ------------------------------------------------------------------------
+
     async def run(self, func: Callable[..., T], *args: Any) -> T:
-        """Run a blocking engine call on the model executor."""
+        """Run a blocking engine call on the model executor (never cancelled)."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, func, *args)
 
@@ -119,22 +263,27 @@ class Scheduler:
         The caller takes the snapshot on the event loop (the buffer as it is then). A
         completion cancels it; a prefill at the cursor (``reason`` ``cursor``) cancels
         the older prefills still queued or running, since the user has moved on."""
-        if reason == CURSOR_MOVED:
-            for older in list(self._prefills):
-                older.cancel("the cursor moved")
-        token = CancelToken()
-        self._prefills.add(token)
+        arrival = Arrival.CURSOR_PREFILL if reason == CURSOR_MOVED else Arrival.OPEN_PREFILL
+        self._supersede(arrival, snapshot.uri)
+        work = self._register(Work.PREFILL, snapshot.uri)
         try:
             loop = asyncio.get_running_loop()
             done: int = await loop.run_in_executor(
                 self.executor,
-                lambda: token.call(
-                    self.engine.prefill, snapshot, line, column, cancel=token, reason=reason
+                partial(
+                    self._on_model,
+                    work,
+                    self.engine.prefill,
+                    snapshot,
+                    line,
+                    column,
+                    cancel=work.cancel,
+                    reason=reason,
                 ),
             )
             return done
         finally:
-            self._prefills.discard(token)
+            self._end(work)
 
     async def rewrite(
         self, func: Callable[[CancelToken], T], *, wanted: Callable[[], bool] | None = None
@@ -146,63 +295,34 @@ class Scheduler:
         rewrite is for), it runs again after that completion, up to ``REWRITE_RETRIES``
         times: Emacs asks for a suggestion and a next edit after the same change, and the
         suggestion would otherwise empty every model answer."""
-        for older in list(self._rewrites):
-            older.cancel("superseded")
+        self._supersede(Arrival.REWRITE)
         loop = asyncio.get_running_loop()
         tries = 0
         while True:
-            token = CancelToken()
-            self._rewrites.add(token)
+            work = self._register(Work.REWRITE)  # a retry is the same rewrite: no new arrival
             try:
-                result = await loop.run_in_executor(self.executor, partial(token.call, func, token))
+                result = await loop.run_in_executor(
+                    self.executor, partial(self._on_model, work, func, work.cancel)
+                )
             finally:
-                self._rewrites.discard(token)
-            again = token.reason == COMPLETION_FIRST and wanted is not None and wanted()
+                self._end(work)
+            again = work.cancel.reason == COMPLETION_FIRST and wanted is not None and wanted()
             if not again or tries == REWRITE_RETRIES:
                 return result
             tries += 1
 
-    def _supersede(self, ticket: _Ticket, *, hit: bool = False, prefills: bool = True) -> None:
-        """Cancel older work for a new query; a cache ``hit`` leaves early answers writing
-        on; ``prefills`` False leaves the prefills and rewrites (the query will be skipped)."""
-        for token in (list(self._prefills) + list(self._rewrites)) if prefills else []:
-            token.cancel(COMPLETION_FIRST)
-        uri = ticket.query.uri
-        previous = self._latest.get(uri)
-        if previous is not None and previous is not ticket.cancel:
-            previous.cancel("superseded")
-        running = self._running
-        keep = hit and running in self._writing_on
-        if running is not None and running is not ticket.cancel and not keep:
-            running.cancel("superseded")
-        if not hit:
-            for token in list(self._writing_on):
-                token.cancel("superseded")
-        self._latest[uri] = ticket.cancel
-
     async def complete(self, query: CompletionQuery) -> CompletionOutcome:
         """Answer a query: type-through cache first, then debounce, then the model."""
-        ticket = _Ticket(query)
         # An explicit ask for alternatives goes to the model: the cache holds one suggestion.
         cycles = wanted(query, self.engine.settings.completion) > 1
         hit = None if cycles else self.engine.cached(query)
         if hit is None and not cycles:
             hit = await self._wait_for_the_rest(query)
         if hit is not None:
-            self._supersede(ticket, hit=True)
+            self._supersede(Arrival.CACHE_HIT, query.uri)
             return hit
-        # An automatic request the model will not see (mid-word, text right of the cursor:
-        # the rules that need no syntax tree) leaves the prefills running: in Emacs every
-        # rest of point asks, and a prefill where the cursor rests must survive it.
-        doc = query.snapshot
-        skipped = skip_reason(
-            doc,
-            doc.clamp(query.line, query.column),
-            query.trigger,
-            self.engine.settings.completion,
-            None,
-        )
-        self._supersede(ticket, prefills=not skipped)
+        self._supersede(self._arrival(query), query.uri)
+        ticket = _Ticket(query, self._register(Work.COMPLETION, query.uri))
         try:
             delay = self.engine.settings.completion.debounce_ms / 1000
             if delay > 0 and query.trigger == "automatic":
@@ -226,15 +346,27 @@ class Scheduler:
                 early.cancel()
                 return await future
             answer = early.result()
-            self._writing_on.add(ticket.cancel)
+            ticket.work.kind = Work.EARLY_REST  # the registry keeps it until it is written
             future.add_done_callback(lambda done: self._written(ticket, answer, done))
             return answer
         except asyncio.CancelledError:
             ticket.cancel.cancel("client cancelled")
             raise
         finally:
-            if self._latest.get(query.uri) is ticket.cancel:
-                del self._latest[query.uri]
+            if ticket.work.kind is Work.COMPLETION:
+                self._end(ticket.work)
+
+    def _arrival(self, query: CompletionQuery) -> Arrival:
+        """A completion missing the cache: skipped before the model, or for the model.
+
+        The skip rules that need no syntax tree (mid-word, text right of the cursor)
+        decide it here; the engine runs them again on the model thread, with the tree.
+        """
+        doc = query.snapshot
+        pos = doc.clamp(query.line, query.column)
+        settings = self.engine.settings.completion
+        skipped = skip_reason(doc, pos, query.trigger, settings, None)
+        return Arrival.SKIPPED if skipped else Arrival.COMPLETION
 
     async def _wait_for_the_rest(self, query: CompletionQuery) -> CompletionOutcome | None:
         """A keystroke that typed all of a suggestion still being written waits for more.
@@ -262,7 +394,7 @@ class Scheduler:
         done: asyncio.Future[CompletionOutcome],
     ) -> None:
         """The rest of an early-answered suggestion is written (or was cancelled)."""
-        self._writing_on.discard(ticket.cancel)
+        self._end(ticket.work)
         if done.cancelled() or done.exception() is not None:
             return
         whole = done.result()
@@ -278,18 +410,14 @@ class Scheduler:
     def _run_on_model(self, ticket: _Ticket) -> CompletionOutcome:
         if ticket.cancel.cancelled:
             return self._cancelled(ticket)
-        self._running = ticket.cancel
-        try:
-            # as the thread's current token, it also cancels work not handed the token
-            return ticket.cancel.call(
-                self.engine.complete,
-                ticket.query,
-                cancel=ticket.cancel,
-                queued_at=ticket.queued_at,
-                on_answer=ticket.on_answer,
-            )
-        finally:
-            self._running = None
+        return self._on_model(
+            ticket.work,
+            self.engine.complete,
+            ticket.query,
+            cancel=ticket.cancel,
+            queued_at=ticket.queued_at,
+            on_answer=ticket.on_answer,
+        )
 
     @staticmethod
     def _cancelled(ticket: _Ticket, reason: str = "") -> CompletionOutcome:
@@ -303,9 +431,11 @@ class Scheduler:
             latency_ms=(time.perf_counter() - query.received_at) * 1000,
         )
 
-    def shutdown(self) -> None:
-        """Cancel what runs and stop the executor."""
-        if self._running is not None:
-            self._running.cancel("shutdown")
+    def shutdown(self, *, wait: bool = False) -> None:
+        """Cancel the work in flight and stop the executors; with ``wait``, until the model
+        thread is idle (a model load runs to its end: it cannot be cancelled)."""
+        self._supersede(Arrival.SHUTDOWN)
         self.executor.shutdown(wait=False, cancel_futures=True)
         self._waiters.shutdown(wait=False, cancel_futures=True)
+        if wait:
+            self.executor.shutdown(wait=True)
