@@ -1315,17 +1315,20 @@ The server receives workspace/didChangeConfiguration with {\"lspAssist\": {...}}
     (current-buffer)))
 
 (defun lsp-assist-explain-context-text ()
-  "Return the server's explanation of the context it builds at point."
-  (let* ((position (eglot--pos-to-lsp-position))
-         (result (lsp-assist--execute
-                  "lspAssist.explainContext"
-                  (vector (eglot--path-to-uri (buffer-file-name))
-                          (plist-get position :line)
-                          (plist-get position :character)))))
-    (cond ((stringp result) result)
-          ((stringp (plist-get result :text)) (plist-get result :text))
-          ((plist-get result :error) (format "error: %s" (plist-get result :error)))
-          (t (format "%S" result)))))
+  "Return the server's explanation of the context it builds at point.
+A command the server refuses (a JSON-RPC error) gives \"error: \" and its message."
+  (let ((position (eglot--pos-to-lsp-position)))
+    (condition-case err
+        (let ((result (lsp-assist--execute
+                       "lspAssist.explainContext"
+                       (vector (eglot--path-to-uri (buffer-file-name))
+                               (plist-get position :line)
+                               (plist-get position :character)))))
+          (cond ((stringp result) result)
+                ((stringp (plist-get result :text)) (plist-get result :text))
+                (t (format "%S" result))))
+      (jsonrpc-error
+       (format "error: %s" (or (alist-get 'jsonrpc-error-message (cdr err)) (cdr err)))))))
 
 ;;;###autoload
 (defun lsp-assist-explain-context ()
