@@ -2,6 +2,7 @@
 
     LspAssistError                 base of everything this package raises
     ├── ConfigError                a setting that cannot be used (the caller falls back to defaults)
+    ├── UsageError                 a command names what is not there (no such document)
     ├── DocumentError              an edit or position that does not fit the document
     ├── IndexError_                the workspace index cannot do what was asked
     ├── ContextError               the prompt cannot be assembled
@@ -25,6 +26,10 @@ class LspAssistError(Exception):
 
 class ConfigError(LspAssistError):
     """A setting has a value that cannot be used."""
+
+
+class UsageError(LspAssistError):
+    """A request or command names what is not there (the LSP layer answers InvalidParams)."""
 
 
 class DocumentError(LspAssistError):

@@ -1,4 +1,4 @@
-"""The pygls server object: protocol fixes, settings, lifecycle. Features live beside it.
+"""The pygls server object: the protocol's fixes and the one serving object. Features beside it.
 
 pygls 2.1 behaviours corrected here: a request whose params fail to deserialize got
 no response at all (the editor waited forever) and now gets InvalidParams; a request
@@ -13,10 +13,8 @@ always ended with 0). Framing and the stdio/TCP loops are in ``lsp/transport.py`
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import logging
-import threading
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
@@ -33,20 +31,11 @@ from pygls.protocol.json_rpc import JsonRPCNotification
 from pygls.protocol.language_server import lsp_method
 
 from lsp_assist import __version__
-from lsp_assist.config import Settings, parse_settings
+from lsp_assist.config import Settings
 from lsp_assist.documents import Position, uri_to_path
-from lsp_assist.lsp.blocking import run_blocking
 from lsp_assist.lsp.document_sync import OwnDocumentSync
 from lsp_assist.lsp.transport import peek_request_id
-from lsp_assist.serving import (
-    Buffers,
-    CompletionEngine,
-    CompletionOutcome,
-    CompletionQuery,
-    NextEdits,
-    Scheduler,
-    Session,
-)
+from lsp_assist.serving import CompletionOutcome, CompletionQuery, Service, settings_from_options
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +188,13 @@ class AssistProtocol(OwnDocumentSync):
 
 
 class LspAssistServer(LanguageServer):
-    """The lsp-assist language server: a session, its engine, a scheduler, the client's encoding."""
+    """The lsp-assist language server: pygls with the protocol fixed, and one serving object.
+
+    Made at ``initialize`` (:meth:`setup`), the :class:`~lsp_assist.serving.Service` owns
+    the session, the model's lifecycle and every answer; the handlers in
+    ``lsp/features`` each call it once. The server is its :class:`~lsp_assist.serving.Client`
+    (messages, work-done progress) and sends ``lspAssist/suggestionReady``.
+    """
 
     def __init__(self, settings: Settings | None = None) -> None:
         super().__init__(
@@ -209,30 +204,18 @@ class LspAssistServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
         )
         self.base_settings = settings or Settings()
-        self.settings = self.base_settings
-        self.session: Session | None = None
-        """What the connection owns (index, vectors, metrics, model, buffers); set at initialize."""
-        self.buffers: Buffers | None = None
-        """The session's open documents (didOpen/didChange/didClose, snapshots)."""
-        self.engine: CompletionEngine | None = None
-        self.scheduler: Scheduler | None = None
-        self.next_edits: NextEdits | None = None
-        """The next-edit source (textDocument/copilotInlineEdit); set at initialize."""
+        self._service: Service | None = None
+        """The connection's serving object, made at initialize (None before it: a
+        connection closed before ``initialize`` has nothing to free)."""
         self.setup_hooks: list[Callable[[LspAssistServer], None]] = []
         """Run at the end of setup, before pygls builds the capabilities (features)."""
-        self.pending_warnings: list[str] = []
-        self.ready = threading.Event()
-        self._model_loads = 0
-        """How many model loads this session began (each gets its own progress token)."""
-        self.closed = False
-        """Set once shutdown_engine ran: the session's resources are being released."""
-        self._tasks: set[asyncio.Future[Any]] = set()
 
-    def background(self, awaitable: Any) -> None:
-        """Run an awaitable in the background, keeping a reference until it ends."""
-        task = asyncio.ensure_future(awaitable)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    @property
+    def service(self) -> Service:
+        """The serving object (the protocol refuses every request before ``initialize``)."""
+        if self._service is None:
+            raise JsonRpcServerNotInitialized("the server is not initialized")
+        return self._service
 
     @property
     def encoding(self) -> str:
@@ -246,27 +229,19 @@ class LspAssistServer(LanguageServer):
         return str(getattr(value, "value", value))
 
     def setup(self, params: types.InitializeParams) -> None:
-        """Create the session, engine and scheduler for the client's workspace and settings."""
-        settings, warnings = parse_settings(
-            params.initialization_options
-            if isinstance(params.initialization_options, dict)
-            else None,
-            base=self.base_settings,
+        """Make the serving object for the client's workspace, settings and capabilities."""
+        settings, warnings = settings_from_options(
+            params.initialization_options, self.base_settings
         )
-        if params.initialization_options is not None and not isinstance(
-            params.initialization_options, dict
-        ):
-            warnings.append("initializationOptions must be an object; using defaults")
-        self.settings = settings
-        self.pending_warnings.extend(warnings)
-        root = workspace_root(params)
-        self.session = Session(settings, workspace=root)
-        self.buffers = self.session.buffers
-        self.engine = CompletionEngine(self.session)
         # chosen here, from the client's capabilities: no request handler installs it
         on_ready = self.announce_ready if wants_ready_notices(params.capabilities) else None
-        self.scheduler = Scheduler(self.engine, on_ready=on_ready)
-        self.next_edits = NextEdits(self.session)
+        self._service = Service(
+            settings,
+            client=self,
+            workspace=workspace_root(params),
+            on_ready=on_ready,
+            warnings=warnings,
+        )
         for hook in self.setup_hooks:
             hook(self)
 
@@ -281,52 +256,17 @@ class LspAssistServer(LanguageServer):
             },
         )
 
-    def warn(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+    # -- the serving object's Client --------------------------------------------------
+
+    def warn(self, message: str, *, error: bool = False) -> None:
         """Log a message and show it in the editor."""
         logger.warning(message)
+        kind = types.MessageType.Error if error else types.MessageType.Warning
         self.window_show_message(
             types.ShowMessageParams(type=kind, message=f"lsp-assist: {message}")
         )
 
-    def apply_settings(self, values: Any) -> None:
-        """Apply settings from workspace/didChangeConfiguration."""
-        session = self.session
-        if session is None:
-            return
-        if isinstance(values, dict) and "lspAssist" in values:
-            values = values["lspAssist"]
-        if not isinstance(values, dict):
-            if values is not None:
-                self.warn("settings must be an object; keeping the current ones")
-            return
-        settings, warnings = parse_settings(values, base=self.settings)
-        for warning in warnings:
-            self.warn(warning)
-        self.settings = settings
-        if self.scheduler is not None:
-            # On the model thread, after whatever runs there: a model swap must not close
-            # the model under a running generation.
-            swap = settings.model != session.settings.model
-            self.background(self._apply_on_model_thread(settings, swap))
-        else:
-            session.update_settings(settings)
-
-    async def _apply_on_model_thread(self, settings: Settings, swap: bool) -> None:
-        assert self.scheduler is not None and self.session is not None
-        session = self.session
-        if swap:
-            self.ready.clear()  # status says loading until the new model is in
-        warnings = await self.scheduler.run(session.update_settings, settings)
-        for warning in warnings:
-            self.warn(warning)
-        if swap and session.settings.model != settings.model:
-            # refused (the KV cache would not fit): the loaded model runs on
-            self.warn(session.model_refused, types.MessageType.Error)
-            self.ready.set()
-        elif swap:
-            await self._load_model_with_progress()
-
-    async def _begin_progress(self, token: str, title: str) -> bool:
+    async def begin_progress(self, token: str, title: str) -> bool:
         """Create a work-done progress token and begin it; False if the client has none."""
         try:
             await asyncio.wait_for(self.work_done_progress.create_async(token), timeout=5)
@@ -338,105 +278,22 @@ class LspAssistServer(LanguageServer):
             return False
         return True
 
-    async def start_background_work(self) -> None:
-        """Load the model and index the workspace without blocking the editor."""
-        assert self.session is not None and self.scheduler is not None
-        self.background(self._index_with_progress())
-        await self._load_model_with_progress()
+    def report_progress(self, token: str, message: str, percentage: int) -> None:
+        """Report a phase of a work-done progress begun."""
+        self.work_done_progress.report(
+            token, types.WorkDoneProgressReport(message=message, percentage=percentage)
+        )
 
-    async def _load_model_with_progress(self) -> None:
-        """Load the model on its thread, reported as work-done progress; then set ready."""
-        assert self.session is not None and self.scheduler is not None
-        session = self.session
-        self.ready.clear()
-        token = f"lsp-assist/model-{self._model_loads}" if self._model_loads else "lsp-assist/model"
-        self._model_loads += 1
-        loop = asyncio.get_running_loop()
-        # phases heard before the begin has gone out wait for it (None: not yet begun)
-        began: list[bool | None] = [None]
-        heard_early: list[tuple[str, int]] = []
+    def end_progress(self, token: str, message: str) -> None:
+        """End a work-done progress begun."""
+        self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
 
-        def report(message: str, percentage: int) -> None:
-            if began[0] is None:
-                heard_early.append((message, percentage))
-            elif began[0]:
-                self.work_done_progress.report(
-                    token, types.WorkDoneProgressReport(message=message, percentage=percentage)
-                )
-
-        def heard(message: str, percentage: int) -> None:  # on the model thread
-            loop.call_soon_threadsafe(report, message, percentage)
-
-        loading = asyncio.ensure_future(self.scheduler.run(session.load_backend, heard))
-        progress_ok = await self._begin_progress(token, "lsp-assist: loading model")
-        began[0] = progress_ok
-        for message, percentage in heard_early:
-            report(message, percentage)
-        backend = await loading
-        if backend is None:
-            message = f"no completions: {session.model_error or 'model not loaded'}"
-            self.warn(message, types.MessageType.Error)
-        else:
-            message = "ready"
-            if progress_ok:
-                self.work_done_progress.report(
-                    token,
-                    types.WorkDoneProgressReport(message="evaluating open files", percentage=90),
-                )
-            # Files opened while the model loaded: evaluate their stable prefix now.
-            for uri in session.buffers.uris():
-                snapshot = session.buffers.snapshot(uri, disk=False)
-                if snapshot is not None:
-                    await self.scheduler.prefill(snapshot)
-        if progress_ok:
-            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
-        self.ready.set()
-
-    async def _index_with_progress(self) -> None:
-        session = self.session
-        if session is None or session.index is None:
-            return
-        token = "lsp-assist/index"
-        loop = asyncio.get_running_loop()
-        progress_ok = await self._begin_progress(token, "lsp-assist: indexing")
-
-        last = [-1]
-
-        def report(done: int, total: int) -> None:
-            pct = int(done * 100 / total) if total else 100
-            if progress_ok and pct != last[0]:
-                last[0] = pct
-                loop.call_soon_threadsafe(
-                    self.work_done_progress.report,
-                    token,
-                    types.WorkDoneProgressReport(message=f"{done}/{total} files", percentage=pct),
-                )
-
-        thread = session.start_indexing(report)
-        if thread is not None:
-            await run_blocking(thread.join, name="lsp-assist-index-wait")
-            # The index's objects live as long as the session: keep them out of the
-            # collector's full passes (75-90 ms pauses that land on completion requests).
-            # Not once the session is closed: that would keep its garbage for good (the
-            # TCP transport unfreezes when a session ends).
-            if not self.closed:
-                gc.freeze()
-        if progress_ok:
-            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="indexed"))
+    # -- the end of a session ---------------------------------------------------------
 
     def shutdown_engine(self) -> None:
-        """Stop background work and release the model (blocking, idempotent).
-
-        The model is freed only once the model thread is idle: a running generation is
-        cancelled (it ends within milliseconds), but a model load runs to its end, and
-        freeing the model under either would be a use-after-free in llama.cpp.
-        """
-        self.closed = True
-        if self.scheduler is not None:
-            self.scheduler.shutdown()
-            self.scheduler.executor.shutdown(wait=True)
-        if self.session is not None:
-            self.session.close()
+        """Stop background work and release the model (blocking, idempotent)."""
+        if self._service is not None:
+            self._service.close()
 
     def close_session(self) -> None:
         """Free everything the connection held: the session, the model, pygls's thread pool."""

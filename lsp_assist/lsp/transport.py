@@ -38,7 +38,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from lsp_assist.lsp.blocking import run_blocking
+from lsp_assist.serving import run_blocking
 
 logger = logging.getLogger(__name__)
 

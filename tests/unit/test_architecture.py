@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -65,11 +66,16 @@ REVIEWED_LONG: dict[str, str] = {}
 """Modules over MAX_LINES that a review kept whole: the module and why it has no seam."""
 
 COMPOSITION_ROOT = f"{PACKAGE}.serving.session"
-"""Where serving builds the stages' long-lived objects (the session); lsp builds a Session."""
+"""Where serving builds the stages' long-lived objects (the session); the serving object
+builds a Session."""
+
+SERVING_OBJECT = f"{PACKAGE}.serving.service"
+"""The module of ``Service``, the one serving object the LSP server holds (it builds the
+Session, the engine, the scheduler and the next-edit source at ``initialize``)."""
 
 BUILT_BY_THE_SESSION = ("WorkspaceIndex", "MetricsLog", "ContextEngine", "Session")
-"""What only the composition root calls in serving (lsp builds the Session itself, in
-``LspAssistServer.setup``); the vector index has its wiring module,
+"""What only the composition root calls in serving (the serving object builds the
+Session itself, for ``LspAssistServer.setup``); the vector index has its wiring module,
 serving/vectors_wiring.py, which the session calls; a model a session serves is loaded
 through its backend factory (``adaptive_budget.measure`` loads one for the CLI alone)."""
 
@@ -307,27 +313,36 @@ def built_outside_the_root(module: str, source: str) -> Iterator[str]:
             continue
         func = node.func
         name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-        if name == "Session" and module == f"{PACKAGE}.lsp.server":
+        if name == "Session" and module == SERVING_OBJECT:
             continue
         if name in BUILT_BY_THE_SESSION:
             yield f"{module}:{node.lineno}: {name}(...) (the session builds it: {COMPOSITION_ROOT})"
 
 
-def engine_methods(root: Path = ROOT) -> set[str]:
-    """The public methods of ``CompletionEngine`` (read from serving/engine.py's source)."""
-    tree = ast.parse((root / "serving" / "engine.py").read_text(encoding="utf-8"))
+def public_methods(path: Path, cls: str, *, properties: bool = False) -> set[str]:
+    """The public methods of class ``cls`` in the module at ``path`` (read from its source),
+    with its properties when asked."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == "CompletionEngine":
+        if isinstance(node, ast.ClassDef) and node.name == cls:
             return {
                 item.name
                 for item in node.body
-                if isinstance(item, ast.FunctionDef)
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
                 and not item.name.startswith("_")
-                and not any(
-                    isinstance(d, ast.Name) and d.id == "property" for d in item.decorator_list
+                and (
+                    properties
+                    or not any(
+                        isinstance(d, ast.Name) and d.id == "property" for d in item.decorator_list
+                    )
                 )
             }
     return set()
+
+
+def engine_methods(root: Path = ROOT) -> set[str]:
+    """The public methods of ``CompletionEngine`` (read from serving/engine.py's source)."""
+    return public_methods(root / "serving" / "engine.py", "CompletionEngine")
 
 
 def reaching_into_the_engine(module: str, source: str, methods: set[str]) -> Iterator[str]:
@@ -779,3 +794,207 @@ def test_checker_sees_a_build_that_keeps_per_path_state(tmp_path: Path) -> None:
     assert len(list(writing_the_prompt_memory(f"{PACKAGE}.serving.next_edit", source))) == 1
     assert len(list(writing_the_prompt_memory(f"{PACKAGE}.context.engine", source))) == 1
     assert list(writing_the_prompt_memory(MEMORY_WRITER, source)) == []
+
+
+# -- one serving object for the LSP layer ------------------------------------------------
+
+COLLABORATORS = ("session", "buffers", "engine", "scheduler", "next_edits", "service")
+"""What the LSP server once held as five nullable attributes, and the serving object it
+holds now. The server's own ``_service`` (None until ``initialize``, read by its
+``service`` property and by closing) is the one attribute tested for None."""
+
+HANDLER_LINES = 20
+"""The most lines an LSP handler takes, its signature included (jedi-language-server's
+are 10-40): a call into the serving object and the lsprotocol types around it."""
+
+
+def serving_attributes(source: str, serving: set[str]) -> list[str]:
+    """The attributes ``LspAssistServer.__init__`` declares with a type from serving."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.ClassDef) and node.name == "LspAssistServer"):
+            continue
+        for item in ast.walk(node):
+            if not (
+                isinstance(item, ast.AnnAssign)
+                and isinstance(item.target, ast.Attribute)
+                and isinstance(item.target.value, ast.Name)
+                and item.target.value.id == "self"
+            ):
+                continue
+            named = {n.id for n in ast.walk(item.annotation) if isinstance(n, ast.Name)}
+            if isinstance(item.annotation, ast.Constant):  # a string annotation
+                named |= set(re.findall(r"\w+", str(item.annotation.value)))
+            if named & serving:
+                found.append(item.target.attr)
+    return found
+
+
+def own_nodes(func: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.AST]:
+    """The nodes of a function's body, not those of the functions defined in it."""
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def null_tests_of_collaborators(module: str, source: str) -> Iterator[str]:
+    """lsp code testing a serving collaborator for None: ``ls.session is None``, or a
+    local taken from one (``buffers = ls.buffers`` ... ``buffers is not None``)."""
+    if package_of(module) != "lsp":
+        return
+    for func in ast.walk(ast.parse(source)):
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        held: set[str] = set()
+        nodes = sorted(own_nodes(func), key=lambda n: getattr(n, "lineno", 0))
+        for node in nodes:
+            if isinstance(node, ast.Assign):
+                pairs = zip(node.targets, [node.value] * len(node.targets), strict=True)
+                for target, value in pairs:
+                    targets = target.elts if isinstance(target, ast.Tuple) else [target]
+                    values = value.elts if isinstance(value, ast.Tuple) else [value]
+                    for name, taken in zip(targets, values, strict=False):
+                        if (
+                            isinstance(name, ast.Name)
+                            and isinstance(taken, ast.Attribute)
+                            and taken.attr in COLLABORATORS
+                        ):
+                            held.add(name.id)
+        for node in nodes:
+            if not (
+                isinstance(node, ast.Compare)
+                and isinstance(node.ops[0], ast.Is | ast.IsNot)
+                and isinstance(node.comparators[0], ast.Constant)
+                and node.comparators[0].value is None
+            ):
+                continue
+            left = node.left
+            if (isinstance(left, ast.Attribute) and left.attr in COLLABORATORS) or (
+                isinstance(left, ast.Name) and left.id in held
+            ):
+                yield f"{module}:{node.lineno}: {ast.unparse(node)} (in {func.name})"
+
+
+def long_handlers(module: str, source: str, limit: int = HANDLER_LINES) -> Iterator[str]:
+    """LSP handlers (``@server.feature``, ``@server.command``) longer than ``limit`` lines."""
+    if not module.startswith(f"{PACKAGE}.lsp.features"):
+        return
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        registered = any(
+            isinstance(d, ast.Call)
+            and isinstance(d.func, ast.Attribute)
+            and d.func.attr in ("feature", "command")
+            for d in node.decorator_list
+        )
+        lines = (node.end_lineno or node.lineno) - node.lineno + 1
+        if registered and lines > limit:
+            yield f"{module}:{node.lineno}: {node.name} is {lines} lines (at most {limit})"
+
+
+def service_surface(root: Path = ROOT) -> set[str]:
+    """The public methods and properties of ``Service`` (read from serving/service.py)."""
+    path = root / "serving" / "service.py"
+    return public_methods(path, "Service", properties=True) if path.is_file() else set()
+
+
+def reaching_past_the_service(module: str, source: str, surface: set[str]) -> Iterator[str]:
+    """lsp code reading a serving object's attribute that is not one of its public methods
+    or properties (``ls.service.session.shown``: the service is asked, not reached through)."""
+    if package_of(module) != "lsp":
+        return
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute):
+            continue
+        value = node.value
+        held = (isinstance(value, ast.Name) and value.id == "service") or (
+            isinstance(value, ast.Attribute) and value.attr in ("service", "_service")
+        )
+        if held and node.attr not in surface:
+            yield f"{module}:{node.lineno}: service.{node.attr} (not one of its methods)"
+
+
+def test_the_lsp_server_holds_one_serving_object() -> None:
+    source = (ROOT / "lsp" / "server.py").read_text("utf-8")
+    found = serving_attributes(source, package_all("serving"))
+    assert len(found) == 1, f"LspAssistServer holds {found}: one serving object (a Service)"
+
+
+def test_lsp_code_tests_no_serving_collaborator_for_none() -> None:
+    found: list[str] = []
+    for path in sorted((ROOT / "lsp").rglob("*.py")):
+        found += null_tests_of_collaborators(module_name(path), path.read_text("utf-8"))
+    assert not found, "\n".join(found)
+
+
+def test_lsp_handlers_are_one_call_and_short() -> None:
+    found: list[str] = []
+    handlers = 0
+    for path in sorted((ROOT / "lsp" / "features").glob("*.py")):
+        source = path.read_text("utf-8")
+        handlers += source.count("@server.feature(") + source.count("@server.command(")
+        found += long_handlers(module_name(path), source)
+    assert handlers > 15, f"the checker found {handlers} handlers"
+    assert not found, "\n".join(found)
+
+
+def test_lsp_uses_only_the_service_s_methods() -> None:
+    surface = service_surface()
+    assert {"suggest", "explain", "status", "close"} <= surface, surface
+    found: list[str] = []
+    for path in sorted((ROOT / "lsp").rglob("*.py")):
+        found += reaching_past_the_service(module_name(path), path.read_text("utf-8"), surface)
+    assert not found, "\n".join(found)
+
+
+def test_checker_sees_the_serving_attributes_of_the_server() -> None:
+    source = (
+        "class LspAssistServer(LanguageServer):\n"
+        "    def __init__(self):\n"
+        "        self.session: Session | None = None\n"
+        "        self.engine: 'CompletionEngine | None' = None\n"
+        "        self.tasks: set[int] = set()\n"
+        "        self._service: Service | None = None\n"
+    )
+    serving = {"Session", "CompletionEngine", "Service"}
+    assert serving_attributes(source, serving) == ["session", "engine", "_service"]
+
+
+def test_checker_sees_a_collaborator_tested_for_none() -> None:
+    source = (
+        "def f(ls):\n"
+        "    if ls.session is None:\n"
+        "        return\n"
+        "    buffers, scheduler = ls.buffers, ls.scheduler\n"
+        "    if scheduler is not None and buffers is None:\n"
+        "        return\n"
+        "    doc = ls.service.snapshot()\n"
+        "    if doc is None or ls._service is None:\n"
+        "        return\n"
+    )
+    found = list(null_tests_of_collaborators(f"{PACKAGE}.lsp.features.x", source))
+    assert sorted(f.split(": ", 1)[1].split(" (")[0] for f in found) == [
+        "buffers is None",
+        "ls.session is None",
+        "scheduler is not None",
+    ], found
+    assert list(null_tests_of_collaborators(f"{PACKAGE}.serving.x", source)) == []
+
+
+def test_checker_sees_a_long_handler_and_a_reach_past_the_service() -> None:
+    body = "".join(f"        x{i} = {i}\n" for i in range(HANDLER_LINES))
+    source = (
+        "def register(server):\n"
+        "    @server.feature('a')\n"
+        f"    def long(ls, params):\n{body}"
+        f"    def helper(ls):\n{body}"
+    )
+    found = list(long_handlers(f"{PACKAGE}.lsp.features.x", source))
+    assert len(found) == 1 and "long is" in found[0], found
+    source = "def f(ls, service):\n    ls.service.session.shown\n    service.status()\n"
+    found = list(reaching_past_the_service(f"{PACKAGE}.lsp.x", source, {"status"}))
+    assert len(found) == 1 and "service.session" in found[0], found

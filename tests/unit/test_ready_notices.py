@@ -1,8 +1,8 @@
 """``lspAssist/suggestionReady``: chosen at set-up from the client's capabilities.
 
 The scheduler's ``on_ready`` is a constructor argument that ``LspAssistServer.setup``
-picks from ``capabilities.experimental.lspAssistSuggestionReady``; no request handler
-installs it later.
+picks from ``capabilities.experimental.lspAssistSuggestionReady`` and hands to the
+serving object it makes; no request handler installs it later.
 """
 
 from __future__ import annotations
@@ -44,12 +44,12 @@ def _initialized(tmp_path: Path, experimental: Any) -> Any:
 )
 def test_on_ready_is_chosen_at_setup(tmp_path: Path, experimental: Any, wanted: bool) -> None:
     server = _initialized(tmp_path, experimental)
+    scheduler = server.service.scheduler
     try:
-        assert server.scheduler is not None
         if wanted:
-            assert server.scheduler.on_ready == server.announce_ready
+            assert scheduler.on_ready == server.announce_ready
         else:
-            assert server.scheduler.on_ready is None  # a client without the capability: none
+            assert scheduler.on_ready is None  # a client without the capability: none
     finally:
         server.shutdown_engine()
 

@@ -14,7 +14,8 @@ from typing import Any
 from lsprotocol import types
 
 from lsp_assist.lsp.server import LspAssistServer
-from lsp_assist.lsp.suggest import suggest
+from lsp_assist.lsp.suggest import accept_command, lsp_position
+from lsp_assist.serving import Suggestion
 
 DECORATION = "✨ lsp-assist"
 LABEL_CHARS = 60
@@ -56,6 +57,27 @@ def documentation(ls: LspAssistServer, language: str, text: str) -> types.Markup
     return text
 
 
+def completion_item(ls: LspAssistServer, found: Suggestion) -> types.CompletionItem:
+    """The one item of a suggestion: its first text as a text edit at the cursor."""
+    text = found.texts[0]  # one item: no alternatives asked for
+    doc, pos, here = found.snapshot, found.pos, lsp_position(found)
+    label = item_label(doc.line(pos.line)[: pos.column], text)
+    return types.CompletionItem(
+        label=label,
+        label_details=types.CompletionItemLabelDetails(description=DECORATION),
+        kind=types.CompletionItemKind.Text,
+        detail=f"{DECORATION} (AI suggestion)",
+        documentation=documentation(ls, doc.language_id, text),
+        sort_text="0000",
+        filter_text=label,
+        insert_text=label,
+        preselect=True,
+        insert_text_format=types.InsertTextFormat.PlainText,
+        text_edit=types.TextEdit(range=types.Range(start=here, end=here), new_text=text),
+        command=accept_command(found.items[0]),
+    )
+
+
 def register(server: LspAssistServer) -> None:
     """Register the completion handler."""
 
@@ -66,25 +88,9 @@ def register(server: LspAssistServer) -> None:
     async def completion(
         ls: LspAssistServer, params: types.CompletionParams
     ) -> types.CompletionList:
-        uri = params.text_document.uri
-        found = await suggest(ls, uri, params.position, automatic=False)
-        if found is None:
-            return types.CompletionList(is_incomplete=True, items=[])
-        text = found.texts[0]  # one item: no alternatives asked for
-        doc, pos, here = found.snapshot, found.pos, found.lsp_pos
-        label = item_label(doc.line(pos.line)[: pos.column], text)
-        item = types.CompletionItem(
-            label=label,
-            label_details=types.CompletionItemLabelDetails(description=DECORATION),
-            kind=types.CompletionItemKind.Text,
-            detail=f"{DECORATION} (AI suggestion)",
-            documentation=documentation(ls, doc.language_id, text),
-            sort_text="0000",
-            filter_text=label,
-            insert_text=label,
-            preselect=True,
-            insert_text_format=types.InsertTextFormat.PlainText,
-            text_edit=types.TextEdit(range=types.Range(start=here, end=here), new_text=text),
-            command=found.accept,
+        uri, at = params.text_document.uri, params.position
+        found = await ls.service.suggest(
+            uri, at.line, at.character, ls.encoding, automatic=False, inline=False
         )
-        return types.CompletionList(is_incomplete=True, items=[item])
+        items = [] if found is None else [completion_item(ls, found)]
+        return types.CompletionList(is_incomplete=True, items=items)

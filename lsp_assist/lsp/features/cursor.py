@@ -7,7 +7,8 @@ whose requests do it). The server evaluates the stable prompt prefix at that pos
 on the model thread, as it does for the file's start at didOpen, so the first request
 there reuses it instead of evaluating a cold prompt (~400 tokens, 2 s on two cores with
 Qwen2.5-Coder-0.5B). A newer report cancels an older prefill; any completion cancels
-one (``Scheduler.prefill``). A stale version, a closed file or no model: ignored.
+one (the scheduler's table, ``SUPERSEDES``). A stale version, a closed file or no
+model: ignored (``Service.cursor_rested``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 
 from lsp_assist.lsp.params import field_of
 from lsp_assist.lsp.server import LspAssistServer
-from lsp_assist.serving import CURSOR_MOVED
 
 DID_MOVE_CURSOR = "lspAssist/didMoveCursor"
 
@@ -31,12 +31,5 @@ def register(server: LspAssistServer) -> None:
         line, character = field_of(position, "line"), field_of(position, "character")
         if not (isinstance(uri, str) and isinstance(line, int) and isinstance(character, int)):
             return
-        if ls.buffers is None or ls.scheduler is None or ls.session is None:
-            return
-        snapshot = ls.buffers.snapshot(uri, disk=False)
-        if snapshot is None or not ls.session.loaded:
-            return
-        if isinstance(version, int) and version != snapshot.version:
-            return  # the buffer changed since: the next report or request says where
-        at = snapshot.from_lsp(line, character, ls.encoding)
-        ls.background(ls.scheduler.prefill(snapshot, at.line, at.column, reason=CURSOR_MOVED))
+        version = version if isinstance(version, int) else None
+        ls.service.cursor_rested(uri, version, line, character, ls.encoding)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from lsp_assist.lsp.server import LspAssistServer
-from lsp_assist.lsp.suggest import suggest
+from lsp_assist.lsp.suggest import accept_command, lsp_position
 
 
 def register(server: LspAssistServer) -> None:
@@ -16,19 +16,17 @@ def register(server: LspAssistServer) -> None:
         ls: LspAssistServer, params: types.InlineCompletionParams
     ) -> types.InlineCompletionList:
         automatic = params.context.trigger_kind == types.InlineCompletionTriggerKind.Automatic
-        uri, position = params.text_document.uri, params.position
-        if ls.session is not None:
-            ls.session.shown.asked(uri)  # its changes are keys (the quiet rate)
-        found = await suggest(ls, uri, position, automatic=automatic, alternatives=True, early=True)
+        uri, at = params.text_document.uri, params.position
+        found = await ls.service.suggest(
+            uri, at.line, at.character, ls.encoding, automatic=automatic, inline=True
+        )
         if found is None:
             return types.InlineCompletionList(items=[])
-        here = found.lsp_pos
+        here = types.Range(start=lsp_position(found), end=lsp_position(found))
         # In the engine's order: the greedy suggestion (the one the type-through cache
         # keeps) first, then the alternatives the client cycles to.
         items = [
-            types.InlineCompletionItem(
-                insert_text=text, range=types.Range(start=here, end=here), command=command
-            )
-            for text, command in zip(found.texts, found.commands, strict=True)
+            types.InlineCompletionItem(insert_text=text, range=here, command=accept_command(item))
+            for text, item in zip(found.texts, found.items, strict=True)
         ]
         return types.InlineCompletionList(items=items)

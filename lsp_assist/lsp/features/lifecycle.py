@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from lsp_assist.lsp.blocking import run_blocking
 from lsp_assist.lsp.server import LspAssistServer
+from lsp_assist.serving import run_blocking
 
 
 def register(server: LspAssistServer) -> None:
@@ -17,16 +17,13 @@ def register(server: LspAssistServer) -> None:
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: LspAssistServer, params: types.InitializedParams) -> None:
-        for warning in ls.pending_warnings:
-            ls.warn(warning)
-        ls.pending_warnings.clear()
-        ls.background(ls.start_background_work())
+        ls.service.start()  # the settings' warnings, the model's load, the index's scan
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(
         ls: LspAssistServer, params: types.DidChangeConfigurationParams
     ) -> None:
-        ls.apply_settings(params.settings)
+        ls.service.apply_settings(params.settings)
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: LspAssistServer, params: None) -> None:

@@ -9,12 +9,11 @@ clients ignore. ``textDocument/didShowInlineEdit`` (``{item: {command}}`` or
 ``workspace/executeCommand`` (copilot.el sends it as a notification). The command is
 advertised only when ``nextEdit`` is on at initialize (docs/editors.md). With
 ``nextEdit`` = ``model`` or ``both`` the answer waits for the model's rewrite, run on
-the model thread (``Scheduler.rewrite``).
+the model thread: the serving object's round trip (``Service.propose_edits``).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from lsp_assist.lsp.params import field_of
@@ -44,6 +43,12 @@ def _lsp_edit(ls: LspAssistServer, edit: ProposedEdit) -> dict[str, Any]:
     }
 
 
+def _cursor(position: Any) -> tuple[int, int] | None:
+    """The request's position (line, character), None when it is not two numbers."""
+    line, character = field_of(position, "line"), field_of(position, "character")
+    return (line, character) if isinstance(line, int) and isinstance(character, int) else None
+
+
 def _edit_id(item: Any) -> str:
     command = field_of(item, "command")
     arguments = field_of(command, "arguments") or []
@@ -54,13 +59,12 @@ def register(server: LspAssistServer) -> None:
     """Register the next-edit request, its notifications and its accept command."""
 
     def accept(ls: LspAssistServer, *args: Any) -> dict[str, Any]:
-        edit_id = str(args[0]) if args else ""
-        found = ls.next_edits.accept(edit_id) if ls.next_edits is not None else None
-        return {"accepted": found is not None, "id": edit_id}
+        # lenient: copilot.el sends it as a notification, which no error can answer
+        return ls.service.accept_edit(str(args[0]) if args else "")
 
     def advertise(ls: LspAssistServer) -> None:
         # Off at initialize: the accept command is not among executeCommandProvider's.
-        if ls.settings.completion.next_edit == "off":
+        if ls.service.next_edit_mode == "off":
             ls.protocol.fm.commands.pop(ACCEPT_COMMAND, None)
 
     server.command(ACCEPT_COMMAND)(accept)
@@ -68,41 +72,24 @@ def register(server: LspAssistServer) -> None:
 
     @server.command(STATS_COMMAND)
     def stats(ls: LspAssistServer, *args: Any) -> dict[str, Any]:
-        if ls.next_edits is None:
-            return {"initialized": False}
-        return {"mode": ls.next_edits.mode, **asdict(ls.next_edits.counters)}
+        return ls.service.next_edit_stats()
 
     @server.feature(INLINE_EDIT)
     async def inline_edit(ls: LspAssistServer, params: Any) -> dict[str, Any]:
-        document = field_of(params, "textDocument")
-        position = field_of(params, "position")
+        document, position = field_of(params, "textDocument"), field_of(params, "position")
         uri, version = field_of(document, "uri"), field_of(document, "version")
-        if ls.next_edits is None or ls.buffers is None or not isinstance(uri, str):
+        if not isinstance(uri, str):
             return {"edits": []}
-        if ls.next_edits.mode != "off" and ACCEPT_COMMAND not in ls.protocol.fm.commands:
+        if ls.service.next_edit_mode != "off" and ACCEPT_COMMAND not in ls.protocol.fm.commands:
             server.command(ACCEPT_COMMAND)(accept)  # switched on after initialize
-        doc = ls.buffers.get(uri)
-        cursor = None
-        if doc is not None and position is not None:
-            line, character = field_of(position, "line"), field_of(position, "character")
-            if isinstance(line, int) and isinstance(character, int):
-                cursor = doc.from_lsp(line, character, ls.encoding)
-        next_edits = ls.next_edits
-        answer = next_edits.propose(uri, version if isinstance(version, int) else None, cursor)
-        job = answer.job
-        if job is not None and ls.scheduler is not None:
-            outcome = await ls.scheduler.rewrite(
-                lambda cancel: next_edits.rewrite(job, cancel),
-                wanted=lambda: next_edits.current(job),
-            )
-            answer = next_edits.merge(answer, outcome)
-        return {"edits": [_lsp_edit(ls, edit) for edit in answer.edits]}
+        version = version if isinstance(version, int) else None
+        edits = await ls.service.propose_edits(uri, version, _cursor(position), ls.encoding)
+        return {"edits": [_lsp_edit(ls, edit) for edit in edits]}
 
     @server.feature(DID_SHOW)
     def did_show(ls: LspAssistServer, params: Any) -> None:
-        edit_id = _edit_id(field_of(params, "item"))
-        if ls.next_edits is not None and edit_id:
-            ls.next_edits.shown(edit_id)
+        if edit_id := _edit_id(field_of(params, "item")):
+            ls.service.edit_shown(edit_id)
 
     @server.feature(DID_FOCUS)
     def did_focus(ls: LspAssistServer, params: Any) -> None:

@@ -6,15 +6,14 @@ from the start of the item's text to the end of what was accepted), as
 copilot-language-server defines them: ``item`` is the item as the server sent it, of
 which only ``command.arguments[0]``, the item's id, is read (copilot.el sends
 ``{command}`` alone). ``lspAssist/didDismissCompletion`` ``{item}`` is lsp-assist's own:
-the user dismissed it. Each calls the session's shown-suggestion tracker
-(``telemetry.ShownSuggestions``). An accept (partial here, whole in commands.py) sets
-the timer that measures, ``RETAIN_AFTER_S`` later, how much of it is still there
-(:func:`measure_later`).
+the user dismissed it. Each tells the serving object, whose shown-suggestion tracker
+(``telemetry.ShownSuggestions``) counts it; an accept (partial here, whole in
+commands.py) also sets the timer that measures, ``RETAIN_AFTER_S`` later, how much of
+it is still there.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from lsp_assist.lsp.params import field_of
@@ -33,45 +32,21 @@ def item_of(params: Any) -> str:
     return ""
 
 
-def measure_later(ls: LspAssistServer) -> None:
-    """Measure the retention of accepted text when the next measurement is due (a timer
-    on the event loop, where the documents change: the spans and the text agree)."""
-    session = ls.session
-    delay = session.shown.next_due() if session is not None else None
-    if delay is None:
-        return
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # not on the event loop: close() measures what is left
-        return
-    loop.call_later(delay + 0.01, _measure_due, ls)
-
-
-def _measure_due(ls: LspAssistServer) -> None:
-    session = ls.session
-    if session is None or ls.closed:
-        return
-    if session.shown.measure_due():
-        measure_later(ls)  # the next accept waiting, if any
-
-
 def register(server: LspAssistServer) -> None:
     """Register the show, partial-accept and dismiss notifications."""
 
     @server.feature(DID_SHOW)
     def did_show(ls: LspAssistServer, params: Any) -> None:
-        if ls.session is not None and (item := item_of(params)):
-            ls.session.shown.shown(item)
+        if item := item_of(params):
+            ls.service.shown(item)
 
     @server.feature(DID_PARTIALLY_ACCEPT)
     def did_partially_accept(ls: LspAssistServer, params: Any) -> None:
         length = field_of(params, "acceptedLength")
-        if ls.session is None or not isinstance(length, int) or isinstance(length, bool):
-            return
-        if (item := item_of(params)) and ls.session.shown.partially_accepted(item, length):
-            measure_later(ls)
+        if isinstance(length, int) and not isinstance(length, bool) and (item := item_of(params)):
+            ls.service.partially_accepted(item, length)
 
     @server.feature(DID_DISMISS)
     def did_dismiss(ls: LspAssistServer, params: Any) -> None:
-        if ls.session is not None and (item := item_of(params)):
-            ls.session.shown.dismissed(item)
+        if item := item_of(params):
+            ls.service.dismissed(item)

@@ -1,13 +1,13 @@
 """Blocking calls of a session, each on a thread of its own that ends with the call.
 
-This module owns :func:`run_blocking`, how the LSP layer waits for blocking work
-(shutting the engine down, freeing a session, waiting for the index scan) without
-blocking the event loop. It does not use the loop's default executor: that pool
-keeps its idle workers for the life of the loop, and how many it makes depends on
-timing (a worker that has just finished a call counts as busy until it is scheduled
-again, so the next call starts another). Over TCP one loop serves session after
-session, and on a busy machine each session could leave one more idle worker than
-the one before it. A thread here runs one call and ends.
+This module owns :func:`run_blocking`, how the event loop waits for blocking work
+(the serving object waiting for the index scan; the LSP layer shutting the serving
+object down, freeing a session) without blocking the loop. It does not use the loop's
+default executor: that pool keeps its idle workers for the life of the loop, and how
+many it makes depends on timing (a worker that has just finished a call counts as busy
+until it is scheduled again, so the next call starts another). Over TCP one loop serves
+session after session, and on a busy machine each session could leave one more idle
+worker than the one before it. A thread here runs one call and ends.
 """
 
 from __future__ import annotations
