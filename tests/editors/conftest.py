@@ -3,78 +3,21 @@
 Each test drives a real editor (or, for VS Code, the same client libraries in node)
 against the real ``lsp-assist serve`` with SmolLM2 (LSP_ASSIST_MODEL_PATH), so they are
 marked ``editor`` and skipped with a reason when the editor is not installed.
-LSP_ASSIST_TEST_SERVER overrides the server executable (for debugging a client).
+LSP_ASSIST_TEST_SERVER overrides the server executable (for debugging a client). The
+drivers and helpers the tests share (tmux screens, plugin start-up, the code-server and
+node drivers, the metrics records) are in the ``support`` package beside this file.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-EDITORS = REPO / "editors"
-BIN = Path(sys.executable).parent
-
-HELPERS = '''"""Small arithmetic helpers used by main.py."""
-
-
-def add(a: int, b: int) -> int:
-    """Return the sum of a and b."""
-    return a + b
-
-
-def scale(values: list[int], factor: int) -> list[int]:
-    """Return every value multiplied by factor."""
-    return [v * factor for v in values]
-'''
-
-MAIN = '''"""Entry point: prints a few sums."""
-
-from helpers import add, scale
-
-
-def total(values: list[int]) -> int:
-    result = 0
-    for v in values:
-        result = add(result, v)
-    return result
-
-
-def main() -> None:
-    numbers = scale([1, 2, 3], 2)
-    print(total(numbers))
-    print(add(
-'''
-
-# 1-based line of MAIN where the tests put the cursor (at its end) and type.
-CURSOR_LINE = MAIN.count("\n")
-
-# Small prompt and output so SmolLM2 answers fast; generous time caps so a loaded
-# machine (2 shared cores) slows the answer down instead of turning it into an empty one.
-# No early answers (docs/serving.md): these tests take the suggestion shown apart with
-# the keys, so it must be the whole one, not its start (which a lspAssist/suggestionReady
-# notice may replace while a key is pressed); the early-answer tests set answerAfterMs.
-SETTINGS = {
-    "contextBudget": 256,
-    "maxTokens": 12,
-    "debounceMs": 0,
-    "promptTimeoutMs": 30000,
-    "generationTimeoutMs": 30000,
-    "answerAfterMs": 0,
-}
-
-
-def find_executable(name: str) -> str | None:
-    """Return ``name`` from the venv's bin directory, else from PATH."""
-    candidate = BIN / name
-    if candidate.is_file() and os.access(candidate, os.X_OK):
-        return str(candidate)
-    return shutil.which(name)
+from .support.project import HELPERS, MAIN, find_executable
+from .support.vscode_client import HAVE_MODULES, compile_logic
 
 
 @pytest.fixture(scope="session")
@@ -123,3 +66,11 @@ def server_env(tmp_path: Path, small_model: str) -> dict[str, str]:
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
     env["LSP_ASSIST_THREADS"] = env.get("LSP_ASSIST_THREADS", "2")
     return env
+
+
+@pytest.fixture(scope="module")
+def logic_js(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The VS Code extension's src/logic.ts compiled alone (drive-server.mjs loads it)."""
+    if not HAVE_MODULES:
+        pytest.skip("editors/vscode/node_modules missing: run `npm ci` in editors/vscode")
+    return compile_logic(tmp_path_factory.mktemp("vscode-logic"))

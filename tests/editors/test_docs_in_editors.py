@@ -23,20 +23,17 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO
-from .test_emacs import (
-    EMACS,
+from .support.emacs import (
     PLACEHOLDER,
+    emacs_in_tmux,
     emacs_section,
     install_snippet,
     needs_eglot,
-    needs_tmux,
     tmux_env,
 )
-from .test_emacs import Tmux as EmacsTmux
-from .test_nvim import NVIM, TMUX
-from .test_nvim import Tmux as NvimTmux
-from .test_nvim_restart import status
+from .support.nvim import NVIM, status
+from .support.project import REPO
+from .support.tmux import TMUX, Screen, needs_tmux
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
@@ -105,7 +102,8 @@ end }})
     env = {k: server_env[k] for k in keep}
     env.update(XDG_STATE_HOME=str(tmp_path / "state"), PATH="/usr/bin:/bin")
     exports = " ".join(f"{k}={v}" for k, v in env.items())
-    tmux = NvimTmux(f"env -i TERM=tmux-256color {exports} {NVIM} -u {init} main.py", workspace)
+    command = f"env -i TERM=tmux-256color {exports} {NVIM} -u {init} main.py"
+    tmux = Screen(command, workspace, rows=20)
     try:
         # The statusline, as the snippet sets it: the file, then the plugin's state.
         tmux.wait_for(
@@ -203,34 +201,23 @@ def test_emacs_nw_overview_table_keys(server_env: dict[str, str], tmp_path: Path
     next_key, previous_key = ticked(cycle.split("(")[0])
     dismiss_keys = ticked(dismiss)
     assert all_keys and word_keys and line_keys and dismiss_keys and ticked(ask), accept
-    tmux = EmacsTmux(
-        tmp_path,
-        [
-            str(EMACS),
-            "-nw",
-            "-Q",
-            "--eval",
-            "(setq native-comp-async-report-warnings-errors 'silent)",
-            "-l",
-            str(_init(tmp_path, install_snippet(REPO) + OVERVIEW_SETUP)),
-        ],
-        tmux_env(server_env),
-    )
+    init = _init(tmp_path, install_snippet(REPO) + OVERVIEW_SETUP)
+    tmux = emacs_in_tmux(init, env=tmux_env(server_env))
 
     def rows() -> tuple[list[str], tuple[int, int]]:
-        return tmux.screen().splitlines()[1:3], tmux.cursor()
+        return tmux.text().splitlines()[1:3], tmux.cursor()
 
     def press(key: str, lines: list[str], cursor: tuple[int, int]) -> None:
-        tmux.keys(*tmux_key(key))
+        tmux.send(*tmux_key(key))
         until = time.monotonic() + 10
         while rows() != (lines, cursor) and time.monotonic() < until:
             time.sleep(0.1)
-        assert rows() == (lines, cursor), (key, tmux.screen())
+        assert rows() == (lines, cursor), (key, tmux.text())
 
     shown = ["x = foo(bar) + 1", "y = 2"]
     empty = ["x =", ""]  # capture-pane drops trailing blanks
     try:
-        assert tmux.wait_for(r"\*keys\*", 30), tmux.screen()
+        assert tmux.search(r"\*keys\*", 30), tmux.text()
         for key in all_keys:  # the grey text after point, then all of it
             press("F5", shown, (4, 1))
             press(key, shown, (5, 2))
@@ -290,7 +277,7 @@ def test_emacs_nw_first_run_as_install_says(
     demo = workspace / "demo.py"
     demo.write_text("def add(a, b):\n    return a + b\n")
     init = _init(tmp_path, text)
-    tmux = EmacsTmux(tmp_path, [str(EMACS), "-nw", "-Q", "-l", str(init), str(demo)], env)
+    tmux = emacs_in_tmux(init, demo, env=env, quiet=False)  # as Install says, no --eval
     cache = home / ".emacs.d" / "eln-cache"
 
     def compiled() -> int:
@@ -302,7 +289,7 @@ def test_emacs_nw_first_run_as_install_says(
         start = time.monotonic()
         # Until the compilation has stopped: no new .eln for 30 s (at most 13 minutes).
         while time.monotonic() < start + 780:
-            screen = tmux.screen()
+            screen = tmux.text()
             assert "*Warnings*" not in screen, (time.monotonic() - start, screen)
             seen_ready = seen_ready or "✨ready" in screen
             now, count = time.monotonic(), compiled()
@@ -314,15 +301,15 @@ def test_emacs_nw_first_run_as_install_says(
             if not full and watched and seen_ready and count >= 10:
                 break
             time.sleep(0.2)
-        assert compiled() >= 10, (counts, tmux.screen())  # it did compile, natively
-        assert seen_ready, tmux.screen()  # and lsp-assist came up meanwhile
-        assert "*Warnings*" not in tmux.screen(), tmux.screen()
+        assert compiled() >= 10, (counts, tmux.text())  # it did compile, natively
+        assert seen_ready, tmux.text()  # and lsp-assist came up meanwhile
+        assert "*Warnings*" not in tmux.text(), tmux.text()
         if not full:
             return
         # The warnings were there, logged: the line kept them out of a window.
-        tmux.keys("C-x", "b")
-        tmux.keys("*Warnings*", literal=True)
-        tmux.keys("Enter")
-        assert tmux.wait_for(r"Warning \(comp\)", 20), tmux.screen()
+        tmux.send("C-x", "b")
+        tmux.send("*Warnings*", literal=True)
+        tmux.send("Enter")
+        assert tmux.search(r"Warning \(comp\)", 20), tmux.text()
     finally:
         tmux.close()

@@ -4,15 +4,13 @@ Batch tests load the install snippet of docs/editors.md (the checkout's path put
 as an init file and run tests/editors/emacs_driver.el, which presses keys through the
 command loop (`execute-kbd-macro`) and writes what it saw as JSON. The tmux tests run
 `emacs -nw -Q` the way the "Check it works" section says, type with send-keys and read
-the screen with capture-pane.
+the screen with capture-pane (tests/editors/support: the snippet, the terminal).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -20,40 +18,25 @@ from typing import Any
 
 import pytest
 
-from .conftest import CURSOR_LINE, MAIN, REPO, SETTINGS
+from .support.emacs import (
+    EMACS,
+    PLACEHOLDER,
+    code_block,
+    emacs_in_tmux,
+    emacs_section,
+    install_snippet,
+    needs_eglot,
+    quit_without_saving,
+    tmux_env,
+)
+from .support.project import CURSOR_LINE, EARLY_SETTINGS, MAIN, REPO, SETTINGS, one_thread
+from .support.tmux import Screen, needs_tmux
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
-EMACS = shutil.which("emacs")
-TMUX = shutil.which("tmux")
-DOCS = REPO / "docs" / "editors.md"
 MAIN_LINES = MAIN.splitlines()
 DRIVER = REPO / "tests" / "editors" / "emacs_driver.el"
-PLACEHOLDER = "/path/to/lsp-assist"
 
-
-def eglot_available() -> bool:
-    """Whether `emacs --batch` (site-start on) can load eglot."""
-    if EMACS is None:
-        return False
-    proc = subprocess.run(
-        [EMACS, "--batch", "--eval", "(require 'eglot)"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    return proc.returncode == 0
-
-
-HAVE_EGLOT = eglot_available()
-needs_eglot = pytest.mark.skipif(
-    not HAVE_EGLOT,
-    reason="emacs not found (apt-get install emacs-nox elpa-eglot)"
-    if EMACS is None
-    else "eglot not loadable in emacs --batch (apt-get install elpa-eglot)",
-)
-needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux not found (apt-get install tmux)")
 
 # Files where SmolLM2 (greedy, SETTINGS) answers, each with the cursor for a case:
 # a typed prefix at the end of a line, one in the middle of a line, an empty line.
@@ -86,44 +69,6 @@ EMPTY_CASES = [
     {"kind": "empty", "file": "empty1.py", "line": 3, "column": 0},
     {"kind": "empty", "file": "empty2.py", "line": 4, "column": 0},
 ]
-
-
-def env_settings(settings: dict[str, Any]) -> dict[str, str]:
-    """``settings`` as the server's LSP_ASSIST_<UPPER_SNAKE> environment variables."""
-    return {
-        "LSP_ASSIST_" + re.sub(r"(?<!^)(?=[A-Z])", "_", key).upper(): str(value)
-        for key, value in settings.items()
-    }
-
-
-def one_thread(env: dict[str, str]) -> dict[str, str]:
-    """``env`` with one model thread unless the caller chose: on two cores shared with
-    other tests, two threads contending made a 51-token request take 22 s instead of 3."""
-    env = dict(env)
-    env["LSP_ASSIST_THREADS"] = os.environ.get("LSP_ASSIST_THREADS", "1")
-    return env
-
-
-def emacs_section() -> str:
-    """The Emacs section of docs/editors.md."""
-    text = DOCS.read_text(encoding="utf-8")
-    start = text.index("## Emacs (")
-    return text[start : text.index("\n## ", start + 1)]
-
-
-def code_block(section: str, heading: str, language: str) -> str:
-    """The first ``language`` code block after ``heading`` in ``section``."""
-    after = section[section.index(heading) :]
-    match = re.search(rf"```{language}\n(.*?)```", after, re.S)
-    assert match, f"no {language} block under {heading!r} in docs/editors.md"
-    return match.group(1)
-
-
-def install_snippet(checkout: Path | str = REPO) -> str:
-    """The install snippet of the docs, with the placeholder replaced by ``checkout``."""
-    snippet = code_block(emacs_section(), "### Install", "elisp")
-    assert PLACEHOLDER in snippet
-    return snippet.replace(PLACEHOLDER, str(checkout))
 
 
 @pytest.fixture
@@ -329,11 +274,6 @@ def test_preview_keys(
     assert keys["entered_request"] == "automatic", context
 
 
-# Early answers (docs/serving.md): the server answers after the first visible token and
-# writes the rest on; 24 tokens so the whole suggestion is longer than its start.
-EARLY_SETTINGS = {**SETTINGS, "answerAfterMs": 1, "maxTokens": 24}
-
-
 @needs_eglot
 def test_early_answer_then_the_whole_suggestion(
     emacs_workspace: Path, server_command: str, server_env: dict[str, str], tmp_path: Path
@@ -465,74 +405,11 @@ def test_model_error_and_doctor(
     assert re.search(r"\[lsp-assist doctor exited with code \d+\]", doctor), context
 
 
-class Tmux:
-    """One tmux server of its own (socket under tmp) running one command in a pane."""
-
-    def __init__(
-        self, tmp_path: Path, command: list[str], env: dict[str, str], width: int = 100
-    ) -> None:
-        assert TMUX is not None
-        self.base = [TMUX, "-S", str(tmp_path / "tmux.sock")]
-        self.env = env
-        self.run("new-session", "-d", "-x", str(width), "-y", "32", "-s", "t", *command)
-
-    def run(self, *args: str) -> str:
-        """Run a tmux command; return its output."""
-        proc = subprocess.run(
-            [*self.base, *args], env=self.env, capture_output=True, text=True, timeout=30
-        )
-        assert proc.returncode == 0, f"tmux {args}: {proc.stderr}"
-        return proc.stdout
-
-    def keys(self, *keys: str, literal: bool = False) -> None:
-        """Send KEYS (tmux key names, or text with ``literal``)."""
-        self.run("send-keys", "-t", "t", *(["-l"] if literal else []), *keys)
-
-    def screen(self) -> str:
-        """The screen as text."""
-        return self.run("capture-pane", "-p", "-t", "t")
-
-    def cursor(self) -> tuple[int, int]:
-        """The cursor's column and row."""
-        x, y = self.run("display-message", "-p", "-t", "t", "#{cursor_x} #{cursor_y}").split()
-        return int(x), int(y)
-
-    def alive(self) -> bool:
-        """Whether the session (its command) still runs."""
-        proc = subprocess.run(
-            [*self.base, "has-session", "-t", "t"], env=self.env, capture_output=True, timeout=30
-        )
-        return proc.returncode == 0
-
-    def wait_for(self, pattern: str, timeout: float = 60) -> re.Match[str] | None:
-        """Wait until the screen matches PATTERN; return the match (None on timeout)."""
-        until = time.monotonic() + timeout
-        while True:
-            found = re.search(pattern, self.screen(), re.M)
-            if found or time.monotonic() > until:
-                return found
-            time.sleep(0.2)
-
-    def close(self) -> None:
-        """Stop this tmux server (and what runs in it)."""
-        subprocess.run([*self.base, "kill-server"], env=self.env, capture_output=True, timeout=30)
-
-
 def check_it_works_script(try_dir: Path) -> str:
     """The "Check it works" shell block, with the checkout and the scratch folder put in."""
     block = code_block(emacs_section(), "### Check it works", "sh")
     assert PLACEHOLDER in block and "/tmp/lsp-assist-emacs" in block
     return block.replace(PLACEHOLDER, str(REPO)).replace("/tmp/lsp-assist-emacs", str(try_dir))
-
-
-def tmux_env(server_env: dict[str, str]) -> dict[str, str]:
-    """The server's environment (SmolLM2, caches under tmp, the test settings) for tmux."""
-    env = one_thread(server_env)
-    # Time caps for a loaded machine: a slow answer is better than none here.
-    env.update(env_settings(dict(SETTINGS, promptTimeoutMs=120000, generationTimeoutMs=120000)))
-    env.pop("TMUX", None)
-    env["TERM"] = "xterm-256color"
-    return env
 
 
 @needs_eglot
@@ -541,61 +418,52 @@ def test_emacs_nw_check_it_works(server_env: dict[str, str], tmp_path: Path) -> 
     try_dir = tmp_path / "try"
     script = tmp_path / "check.sh"
     script.write_text(check_it_works_script(try_dir))
-    tmux = Tmux(tmp_path, ["bash", str(script)], tmux_env(server_env))
+    tmux = Screen(["bash", str(script)], env=tmux_env(server_env), rows=32)
     try:
         # The script wrote the install snippet, the checkout's path put in.
-        init = (try_dir / "init.el").read_text() if tmux.wait_for("demo.py", 30) else ""
+        init = (try_dir / "init.el").read_text() if tmux.search("demo.py", 30) else ""
         assert init == install_snippet(REPO), init
         # 1. The model loads, then the mode line says ready.
-        assert tmux.wait_for(r"✨ready", 180), tmux.screen()
+        assert tmux.search(r"✨ready", 180), tmux.text()
         # 2. Type at the end of the buffer; the suggestion shows after the cursor.
-        tmux.keys("M->")
-        tmux.keys("    print(", literal=True)
-        shown = tmux.wait_for(r"^    print\((.+?)\s*$", 180)
-        assert shown, tmux.screen()
+        tmux.send("M->")
+        tmux.send("    print(", literal=True)
+        shown = tmux.search(r"^    print\((.+?)\s*$", 180)
+        assert shown, tmux.text()
         ghost = shown.group(1)
         x, y = tmux.cursor()
-        assert x == len("    print("), tmux.screen()  # the cursor stays before it
-        assert tmux.wait_for(r"✨ready \d+ms", 30), tmux.screen()
+        assert x == len("    print("), tmux.text()  # the cursor stays before it
+        assert tmux.search(r"✨ready \d+ms", 30), tmux.text()
         # 3. TAB inserts it: the cursor moves past it, the text stays.
-        tmux.keys("Tab")
+        tmux.send("Tab")
         until = time.monotonic() + 10
         while tmux.cursor() == (x, y) and time.monotonic() < until:
             time.sleep(0.2)
-        screen = tmux.screen()
+        screen = tmux.text()
         assert tmux.cursor() == (x + len(ghost), y), screen
         assert screen.splitlines()[y] == "    print(" + ghost, screen
         # 4. RET, `ret`, C-M-i: `ret` and then the suggestion, nothing lost.
-        tmux.keys("Enter")
-        tmux.keys("ret", literal=True)
+        tmux.send("Enter")
+        tmux.send("ret", literal=True)
         time.sleep(0.5)
-        tmux.keys("C-M-i")
+        tmux.send("C-M-i")
         until = time.monotonic() + 120
         while tmux.cursor()[0] <= len("    ret") and time.monotonic() < until:
             time.sleep(0.2)
-        screen = tmux.screen()
+        screen = tmux.text()
         col, row = tmux.cursor()
         line = screen.splitlines()[row]
         assert line.startswith("    ret") and "✨" not in line, screen
         assert col > len("    ret"), screen
         # 5. M-x lsp-assist-doctor.
-        tmux.keys("M-x")
-        tmux.keys("lsp-assist-doctor", literal=True)
-        tmux.keys("Enter")
-        assert tmux.wait_for(r"\[lsp-assist doctor exited with code 0\]", 90), tmux.screen()
-        screen = tmux.screen()
+        tmux.send("M-x")
+        tmux.send("lsp-assist-doctor", literal=True)
+        tmux.send("Enter")
+        assert tmux.search(r"\[lsp-assist doctor exited with code 0\]", 90), tmux.text()
+        screen = tmux.text()
         assert "*lsp-assist doctor*" in screen and "grammars" in screen, screen
         # 6. Quit without saving.
-        tmux.keys("C-x", "C-c")
-        assert tmux.wait_for(r"Save file", 10), tmux.screen()
-        tmux.keys("n")
-        assert tmux.wait_for(r"yes or no", 10), tmux.screen()
-        tmux.keys("yes", literal=True)
-        tmux.keys("Enter")
-        until = time.monotonic() + 20
-        while tmux.alive() and time.monotonic() < until:
-            time.sleep(0.2)
-        assert not tmux.alive()
+        quit_without_saving(tmux, timeout=20)
     finally:
         tmux.close()
 
@@ -612,15 +480,15 @@ def test_emacs_nw_missing_server(server_env: dict[str, str], tmp_path: Path) -> 
     )
     script.write_text(text)
     # Wide enough for the message and its long temporary path on one line.
-    tmux = Tmux(tmp_path, ["bash", str(script)], tmux_env(server_env), width=250)
+    tmux = Screen(["bash", str(script)], env=tmux_env(server_env), width=250, rows=32)
     try:
         tried = f"{wrong}/.venv/bin/lsp-assist"
         message = f"lsp-assist not found; set lsp-assist-command (tried {tried})"
-        assert tmux.wait_for(re.escape(message), 60), tmux.screen()
-        tmux.keys("C-n")
-        tmux.keys("C-n")
+        assert tmux.search(re.escape(message), 60), tmux.text()
+        tmux.send("C-n")
+        tmux.send("C-n")
         time.sleep(1)
-        screen = tmux.screen()
+        screen = tmux.text()
         assert "file-missing" not in screen and "Error" not in screen, screen
         assert "✨" not in screen, screen  # the mode is off: no lighter
         assert "demo.py" in screen, screen
@@ -643,7 +511,7 @@ def test_emacs_nw_server_that_dies_while_starting(
     script.write_text(
         text.replace('/.venv/bin/lsp-assist" "serve"))', '/.venv/bin/lsp-assist" "serv"))')
     )
-    tmux = Tmux(tmp_path, ["bash", str(script)], tmux_env(server_env), width=250)
+    tmux = Screen(["bash", str(script)], env=tmux_env(server_env), width=250, rows=32)
 
     def joined() -> str:
         """The screen with Emacs's continued lines (a `\\` at the edge) joined."""
@@ -664,22 +532,22 @@ def test_emacs_nw_server_that_dies_while_starting(
         said = wait_joined(r"invalid choice: 'serv'.*M-x lsp-assist-restart", 20)
         assert said, joined()
         # A command says the server is gone, not "not managed by lsp-assist".
-        tmux.keys("C-g")
+        tmux.send("C-g")
         assert wait_joined(r"^Quit", 10), joined()
-        tmux.keys("C-c", "\\")
+        tmux.send("C-c", "\\")
         said = wait_joined(r"lsp-assist: server exited with code 2: .*lsp-assist-restart", 20)
         assert said and "invalid choice: 'serv'" in said.group(0), joined()
         assert "not managed" not in joined(), joined()
         # Fix the command, restart: the server comes up and the mode line says ready.
-        tmux.keys("M-:")
-        tmux.keys(
+        tmux.send("M-:")
+        tmux.send(
             f'(setq lsp-assist-command (list "{REPO}/.venv/bin/lsp-assist" "serve"))',
             literal=True,
         )
-        tmux.keys("Enter")
-        tmux.keys("M-x")
-        tmux.keys("lsp-assist-restart", literal=True)
-        tmux.keys("Enter")
+        tmux.send("Enter")
+        tmux.send("M-x")
+        tmux.send("lsp-assist-restart", literal=True)
+        tmux.send("Enter")
         assert wait_joined(r"✨ready", 240), joined()
         assert "✨error" not in joined(), joined()
     finally:
@@ -697,24 +565,11 @@ KEYS_SETUP = r"""
 """
 
 
-def emacs_nw(tmp_path: Path, server_env: dict[str, str], setup: str) -> Tmux:
+def emacs_nw(tmp_path: Path, server_env: dict[str, str], setup: str) -> Screen:
     """`emacs -nw -Q` in tmux with the install snippet and then SETUP as its init."""
-    assert EMACS is not None
     init = tmp_path / "init.el"
     init.write_text(install_snippet(REPO) + setup)
-    return Tmux(
-        tmp_path,
-        [
-            EMACS,
-            "-nw",
-            "-Q",
-            "--eval",
-            "(setq native-comp-async-report-warnings-errors 'silent)",
-            "-l",
-            str(init),
-        ],
-        tmux_env(server_env),
-    )
+    return emacs_in_tmux(init, env=tmux_env(server_env))
 
 
 @needs_eglot
@@ -725,17 +580,17 @@ def test_emacs_nw_preview_keys_in_a_terminal(server_env: dict[str, str], tmp_pat
 
     def row() -> tuple[str, int]:
         """The text of the first buffer line and the cursor's column."""
-        return tmux.screen().splitlines()[1], tmux.cursor()[0]
+        return tmux.text().splitlines()[1], tmux.cursor()[0]
 
     def press(key: str, expected: tuple[str, int]) -> None:
         until = time.monotonic() + 10
-        tmux.keys(key)
+        tmux.send(key)
         while row() != expected and time.monotonic() < until:
             time.sleep(0.1)
-        assert row() == expected, (key, tmux.screen())
+        assert row() == expected, (key, tmux.text())
 
     try:
-        assert tmux.wait_for(r"^x = foo\(bar, baz\) \+ 1", 30), tmux.screen()
+        assert tmux.search(r"^x = foo\(bar, baz\) \+ 1", 30), tmux.text()
         assert row() == ("x = foo(bar, baz) + 1", 4)  # the cursor before the grey text
         press("M-]", ("x = qux(2)", 4))  # the next alternative
         press("M-p", ("x = foo(bar, baz) + 1", 4))  # and back
@@ -777,25 +632,25 @@ def test_emacs_nw_cursor_at_point_before_a_multiline_ghost(
     def wait_cursor(expected: tuple[int, int], lines: list[str]) -> None:
         until = time.monotonic() + 10
         while time.monotonic() < until:
-            rows = tmux.screen().splitlines()[1 : 1 + len(lines)]
+            rows = tmux.text().splitlines()[1 : 1 + len(lines)]
             if tmux.cursor() == expected and rows == lines:
                 return
             time.sleep(0.1)
-        assert (tmux.cursor(), rows) == (expected, lines), tmux.screen()
+        assert (tmux.cursor(), rows) == (expected, lines), tmux.text()
 
     try:
-        assert tmux.wait_for(r"^x = foo\(1\)$", 30), tmux.screen()
+        assert tmux.search(r"^x = foo\(1\)$", 30), tmux.text()
         # Rows are 0-based with the menu bar on row 0: the buffer's first line is row 1.
         wait_cursor((4, 1), ["x = foo(1)", "    return x", "    y = 2"])
-        tmux.keys("C-e")  # "foo(1)" inserted; the rest starts with a newline
+        tmux.send("C-e")  # "foo(1)" inserted; the rest starts with a newline
         wait_cursor((10, 1), ["x = foo(1)", "    return x", "    y = 2"])
-        tmux.keys("C-e")  # the next line
+        tmux.send("C-e")  # the next line
         wait_cursor((12, 2), ["x = foo(1)", "    return x", "    y = 2"])
-        tmux.keys("C-]")
+        tmux.send("C-]")
         wait_cursor((12, 2), ["x = foo(1)", "    return x", ""])
-        tmux.keys("F6")  # a suggestion that starts a new line
+        tmux.send("F6")  # a suggestion that starts a new line
         wait_cursor((12, 2), ["x = foo(1)", "    return x", "    z = 3"])
-        tmux.keys("Tab")
+        tmux.send("Tab")
         wait_cursor((9, 3), ["x = foo(1)", "    return x", "    z = 3"])
     finally:
         tmux.close()
@@ -819,10 +674,10 @@ def test_emacs_nw_mode_line_draws_the_percent(server_env: dict[str, str], tmp_pa
     """What the mode line draws (not the function's string): the % of a progress."""
     tmux = emacs_nw(tmp_path, server_env, MODE_LINE_SETUP)
     try:
-        assert tmux.wait_for(r"\*keys\*", 30), tmux.screen()
-        assert tmux.wait_for(r"✨loading 60%\)", 10), tmux.screen()
-        tmux.keys("F5")
-        assert tmux.wait_for(r"✨ready 85ms indexing 40%\)", 10), tmux.screen()
+        assert tmux.search(r"\*keys\*", 30), tmux.text()
+        assert tmux.search(r"✨loading 60%\)", 10), tmux.text()
+        tmux.send("F5")
+        assert tmux.search(r"✨ready 85ms indexing 40%\)", 10), tmux.text()
     finally:
         tmux.close()
 
@@ -859,21 +714,21 @@ def test_emacs_nw_cycle_keys_in_a_terminal(server_env: dict[str, str], tmp_path:
 
     def wait_row(expected: str, key: str) -> None:
         until = time.monotonic() + 10
-        while tmux.screen().splitlines()[1] != expected and time.monotonic() < until:
+        while tmux.text().splitlines()[1] != expected and time.monotonic() < until:
             time.sleep(0.1)
-        assert tmux.screen().splitlines()[1] == expected, (key, tmux.screen())
+        assert tmux.text().splitlines()[1] == expected, (key, tmux.text())
 
     try:
-        assert tmux.wait_for(r"\*keys\*", 30), tmux.screen()
+        assert tmux.search(r"\*keys\*", 30), tmux.text()
         typed = ""
         for command, step in (("lsp-assist-next", 1), ("lsp-assist-previous", -1)):
             for key in keys[command]:
-                tmux.keys("F5")
+                tmux.send("F5")
                 wait_row("x = " + typed + "a1", "F5")
-                tmux.keys(key)
+                tmux.send(key)
                 wait_row("x = " + typed + ("b2" if step == 1 else "c3"), key)
                 # The next key is typed, not taken as the rest of an escape sequence.
-                tmux.keys("q", literal=True)
+                tmux.send("q", literal=True)
                 typed += "q"
                 wait_row("x = " + typed, f"{key} then q")
     finally:

@@ -11,23 +11,13 @@ control: its first request is a cold prompt, as every first request after a jump
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 
-from .test_emacs import (
-    EMACS,
-    REPO,
-    Tmux,
-    env_settings,
-    install_snippet,
-    needs_eglot,
-    needs_tmux,
-    tmux_env,
-)
-from .test_nvim_cursor import first_model_request_after, model_requests, wait_prefilled
-
-SOURCE = Path(asyncio.__file__).with_name("queues.py")
+from .support.emacs import emacs_in_tmux, install_snippet, needs_eglot, tmux_env
+from .support.metrics import first_model_request_after, model_requests, wait_prefilled
+from .support.project import REPO, STDLIB_FILE, env_settings
+from .support.tmux import needs_tmux
 
 
 @needs_eglot
@@ -35,8 +25,7 @@ SOURCE = Path(asyncio.__file__).with_name("queues.py")
 def test_emacs_nw_reports_where_point_rests_and_the_first_request_there_is_warm(
     workspace: Path, server_env: dict[str, str], tmp_path: Path
 ) -> None:
-    assert EMACS is not None
-    text = SOURCE.read_text()
+    text = STDLIB_FILE.read_text()
     path = workspace / "queues.py"
     path.write_text(text)
     lines = text.split("\n")
@@ -54,28 +43,21 @@ def test_emacs_nw_reports_where_point_rests_and_the_first_request_there_is_warm(
     env = tmux_env(server_env)
     env.update(env_settings({"contextBudget": 512}))
     cache = Path(server_env["XDG_CACHE_HOME"])
-    command = [
-        EMACS,
-        "-nw",
-        "-Q",
-        "--eval",
-        "(setq native-comp-async-report-warnings-errors 'silent)",
-    ]
-    tmux = Tmux(tmp_path, [*command, "-l", str(init), str(path)], env, width=120)
+    tmux = emacs_in_tmux(init, path, env=env, width=120)
     try:
-        assert tmux.wait_for(r"✨ready", 240), tmux.screen()
+        assert tmux.search(r"✨ready", 240), tmux.text()
         time.sleep(2)  # the prefill at the file's start
-        tmux.keys("M-g", "g")
-        tmux.keys(str(rested), literal=True)
-        tmux.keys("Enter")
+        tmux.send("M-g", "g")
+        tmux.send(str(rested), literal=True)
+        tmux.send("Enter")
         wait_prefilled(log, rested - 1)  # the rest: the report after 0.3 s, the prefill
         before = len(model_requests(cache))
-        tmux.keys("C-e", "Enter")
+        tmux.send("C-e", "Enter")
         warm = first_model_request_after(cache, before)
 
-        tmux.keys("M-g", "g")
-        tmux.keys(f"{hurried}", literal=True)
-        tmux.keys("Enter", "C-e", "Enter")  # queued at once: point never rests
+        tmux.send("M-g", "g")
+        tmux.send(f"{hurried}", literal=True)
+        tmux.send("Enter", "C-e", "Enter")  # queued at once: point never rests
         cold = first_model_request_after(cache, len(model_requests(cache)))
     finally:
         tmux.close()

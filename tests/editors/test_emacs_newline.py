@@ -17,7 +17,9 @@ import re
 import time
 from pathlib import Path
 
-from .test_emacs import EMACS, REPO, Tmux, install_snippet, needs_eglot, needs_tmux, tmux_env
+from .support.emacs import emacs_in_tmux, install_snippet, needs_eglot, tmux_env
+from .support.project import REPO
+from .support.tmux import Screen, needs_tmux
 
 TOTAL = (
     "def total(values):\n"
@@ -38,17 +40,17 @@ STATE = """
 """
 
 
-def _row(tmux: Tmux) -> str:
+def _row(tmux: Screen) -> str:
     """The screen line the cursor is on."""
     _, y = tmux.cursor()
-    return tmux.screen().split("\n")[y]
+    return tmux.text().split("\n")[y]
 
 
-def _dump(tmux: Tmux, dump: Path) -> str:
+def _dump(tmux: Screen, dump: Path) -> str:
     """What lsp-assist-test-dump writes: the notices' actions, the refreshes' answers."""
-    tmux.keys("M-:")
-    tmux.keys(f'(lsp-assist-test-dump "{dump}")', literal=True)
-    tmux.keys("Enter")
+    tmux.send("M-:")
+    tmux.send(f'(lsp-assist-test-dump "{dump}")', literal=True)
+    tmux.send("Enter")
     until = time.monotonic() + 20
     while not dump.exists() and time.monotonic() < until:
         time.sleep(0.2)
@@ -70,9 +72,8 @@ def _answered(tmp_path: Path) -> tuple[int, int]:
     return early, whole
 
 
-def _emacs(workspace: Path, server_env: dict[str, str], tmp_path: Path, text: str) -> Tmux:
+def _emacs(workspace: Path, server_env: dict[str, str], tmp_path: Path, text: str) -> Screen:
     """emacs -nw with the install snippet on total.py holding ``text``, answering early."""
-    assert EMACS is not None
     path = workspace / "total.py"
     path.write_text(text)
     init = tmp_path / "init.el"
@@ -80,14 +81,7 @@ def _emacs(workspace: Path, server_env: dict[str, str], tmp_path: Path, text: st
     env = tmux_env(server_env)
     env["LSP_ASSIST_ANSWER_AFTER_MS"] = "1"
     env["LSP_ASSIST_MAX_TOKENS"] = "24"
-    command = [
-        EMACS,
-        "-nw",
-        "-Q",
-        "--eval",
-        "(setq native-comp-async-report-warnings-errors 'silent)",
-    ]
-    return Tmux(tmp_path, [*command, "-l", str(init), str(path)], env, width=120)
+    return emacs_in_tmux(init, path, env=env, width=120)
 
 
 @needs_eglot
@@ -98,14 +92,14 @@ def test_emacs_nw_new_line_above_its_copy_shows_the_whole_after_the_notice(
     tmux = _emacs(workspace, server_env, tmp_path, TOTAL)
     dump = tmp_path / "state.el"
     try:
-        assert tmux.wait_for(r"✨ready", 240), tmux.screen()
-        tmux.keys("M-<")
-        tmux.keys("C-n", "C-n", "C-n", "C-e")  # the end of "        result = result + v"
-        tmux.keys("Enter", "BSpace")  # python-mode: a new line at 8, Backspace dedents to 4
+        assert tmux.search(r"✨ready", 240), tmux.text()
+        tmux.send("M-<")
+        tmux.send("C-n", "C-n", "C-n", "C-e")  # the end of "        result = result + v"
+        tmux.send("Enter", "BSpace")  # python-mode: a new line at 8, Backspace dedents to 4
         until = time.monotonic() + 5
         while tmux.cursor()[0] != 4 and time.monotonic() < until:
             time.sleep(0.1)
-        assert tmux.cursor()[0] == 4, tmux.screen()
+        assert tmux.cursor()[0] == 4, tmux.text()
         # the start of the copy first (an early answer), then the whole after the notice
         seen: list[str] = []
         until = time.monotonic() + 180
@@ -116,9 +110,9 @@ def test_emacs_nw_new_line_above_its_copy_shows_the_whole_after_the_notice(
             if ghost and not "return result".startswith(ghost):
                 break
             time.sleep(0.2)
-        assert seen and "return result".startswith(seen[0]), (seen, tmux.screen())
-        assert not "return result".startswith(seen[-1]), (seen, tmux.screen())
-        assert tmux.cursor()[0] == 4, tmux.screen()  # point stays before the grey text
+        assert seen and "return result".startswith(seen[0]), (seen, tmux.text())
+        assert not "return result".startswith(seen[-1]), (seen, tmux.text())
+        assert tmux.cursor()[0] == 4, tmux.text()  # point stays before the grey text
         state = _dump(tmux, dump)
         assert re.search(r':notices \([^)]*"refresh"', state), state
         assert seen[-1] in state, (seen, state)  # the refresh's answer is what shows
@@ -140,9 +134,9 @@ def test_emacs_nw_a_start_the_whole_drops_is_cleared(
     tmux = _emacs(workspace, server_env, tmp_path, text)
     dump = tmp_path / "state.el"
     try:
-        assert tmux.wait_for(r"✨ready", 240), tmux.screen()
-        tmux.keys("M-<")
-        tmux.keys("C-n", "C-n", "C-n", "C-n", "C-e")  # the end of "    retur"
+        assert tmux.search(r"✨ready", 240), tmux.text()
+        tmux.send("M-<")
+        tmux.send("C-n", "C-n", "C-n", "C-n", "C-e")  # the end of "    retur"
         rest = "n result"
         seen: list[str] = []
         until = time.monotonic() + 180
@@ -171,6 +165,6 @@ def test_emacs_nw_a_start_the_whole_drops_is_cleared(
         befores = re.findall(r'"([^"]*)"', found.group(2))
         assert befores and rest.startswith(befores[-1]), (befores, state)  # the start
         ghost = _row(tmux)[len("    retur") :].rstrip()
-        assert not (ghost and rest.startswith(ghost)), (seen, tmux.screen())  # gone
+        assert not (ghost and rest.startswith(ghost)), (seen, tmux.text())  # gone
     finally:
         tmux.close()

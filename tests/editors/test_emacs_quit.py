@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import MAIN, REPO
-from .test_emacs import EMACS, Tmux, install_snippet, needs_eglot, needs_tmux, tmux_env
-from .test_shown_nvim import metrics_lines, shown_lines
+from .support.emacs import emacs_in_tmux, install_snippet, needs_eglot, tmux_env
+from .support.metrics import metrics_lines, shown_lines
+from .support.project import MAIN, REPO
+from .support.tmux import needs_tmux
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
@@ -29,29 +30,23 @@ LAST = MAIN.splitlines()[-1]  # "    print(add("
 def test_quitting_emacs_writes_the_suggestion_on_screen_as_ignored(
     tmp_path: Path, workspace: Path, server_env: dict[str, str], server_command: str
 ) -> None:
-    assert EMACS is not None
     log = tmp_path / "server.log"
     command = f'("{server_command}" "serve" "--log-level" "INFO" "--log-file" "{log}")'
     snippet = install_snippet(REPO)
     init = tmp_path / "init.el"
     init.write_text(snippet + f"(setq lsp-assist-command '{command})\n")
-    silent = "(setq native-comp-async-report-warnings-errors 'silent)"
-    tmux = Tmux(
-        tmp_path,
-        [EMACS, "-nw", "-Q", "--eval", silent, "-l", str(init), str(workspace / "main.py")],
-        tmux_env(server_env),
-    )
+    tmux = emacs_in_tmux(init, workspace / "main.py", env=tmux_env(server_env))
     try:
-        assert tmux.wait_for(r"✨ready", 180), tmux.screen()
-        tmux.keys("M->")
-        tmux.keys("C-b")  # the end of `    print(add(`: point rests, an automatic request
+        assert tmux.search(r"✨ready", 180), tmux.text()
+        tmux.send("M->")
+        tmux.send("C-b")  # the end of `    print(add(`: point rests, an automatic request
         until = time.monotonic() + 120
         while not any(
-            x.startswith(LAST) and len(x.rstrip()) > len(LAST) for x in tmux.screen().splitlines()
+            x.startswith(LAST) and len(x.rstrip()) > len(LAST) for x in tmux.text().splitlines()
         ):
-            assert time.monotonic() < until, tmux.screen()
+            assert time.monotonic() < until, tmux.text()
             time.sleep(0.2)
-        tmux.keys("C-x", "C-c")  # nothing modified: Emacs quits at once
+        tmux.send("C-x", "C-c")  # nothing modified: Emacs quits at once
         until = time.monotonic() + 30
         while tmux.alive():
             assert time.monotonic() < until, "Emacs did not quit"

@@ -12,79 +12,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
-import shutil
-import subprocess
-import time
-import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from .conftest import EDITORS
-from .next_edit_source import SHAPES
+from .support.emacs import EMACS
+from .support.next_edit_source import SHAPES
+from .support.project import EDITORS
+from .support.tmux import TMUX, Screen
 
 pytestmark = [pytest.mark.editor]
-
-EMACS = shutil.which("emacs")
-TMUX = shutil.which("tmux")
-
-
-class Screen:
-    """Emacs in a tmux server of its own (its own socket, no tmux config)."""
-
-    def __init__(self, command: list[str], cwd: Path) -> None:
-        assert TMUX is not None
-        self.base = [TMUX, "-L", f"lsp-assist-nee-{uuid.uuid4().hex[:8]}", "-f", "/dev/null"]
-        size = ["-x", "110", "-y", "30"]
-        subprocess.run(
-            [*self.base, "new-session", "-d", "-s", "t", *size, shlex.join(command)],
-            cwd=cwd,
-            check=True,
-        )
-
-    def send(self, *keys: str) -> None:
-        subprocess.run([*self.base, "send-keys", "-t", "t", *keys], check=True)
-
-    def text(self) -> str:
-        proc = subprocess.run(
-            [*self.base, "capture-pane", "-p", "-J", "-t", "t"], capture_output=True, text=True
-        )
-        return "\n".join(line.rstrip() for line in proc.stdout.splitlines())
-
-    def line(self, n: int) -> str:
-        """Line ``n`` of the buffer (1-based; the menu bar is the screen's first line)."""
-        return self.text().splitlines()[n]
-
-    def cursor(self) -> tuple[int, int]:
-        proc = subprocess.run(
-            [*self.base, "display", "-p", "-t", "t", "#{cursor_x},#{cursor_y}"],
-            capture_output=True,
-            text=True,
-        )
-        x, _, y = proc.stdout.strip().partition(",")
-        return int(x or -1), int(y or -1)
-
-    def wait(self, pred: Any, what: str, timeout: float = 60) -> str:
-        """Poll the screen until ``pred(text)`` (generous: a busy machine is slow)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.text()
-            if pred(screen):
-                return screen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{what} never showed:\n{screen}")
-            time.sleep(0.1)
-
-    def wait_cursor(self, expected: tuple[int, int], timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while self.cursor() != expected and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert self.cursor() == expected, f"cursor {self.cursor()}:\n{self.text()}"
-
-    def close(self) -> None:
-        subprocess.run([*self.base, "kill-server"], check=False, capture_output=True)
 
 
 def init_el(workspace: Path, server: str) -> str:
@@ -127,7 +64,7 @@ def test_emacs_nw_next_edit_jump_apply_dismiss_and_delete(
     command = [*env, EMACS, "-nw", "-Q", "--eval", quiet, "-l", str(init), "shapes.py"]
     if "LSP_ASSIST_THREADS" not in os.environ:
         command.insert(1, "LSP_ASSIST_THREADS=2")
-    screen = Screen(command, workspace)
+    screen = Screen(command, workspace, width=110, rows=30, joined=True)
     try:
         # The mode line's state comes from the server's status (no model: an error).
         screen.wait(lambda s: "✨error" in s, "the server's status")

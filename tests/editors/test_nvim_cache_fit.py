@@ -23,9 +23,10 @@ from typing import Any
 
 import pytest
 
-from .test_nvim import EARLY_SETTINGS, NVIM, TMUX, Tmux, plugin_in_tmux
-from .test_nvim_restart import status
-from .test_shown_nvim import metrics_lines, split_grey
+from .support.metrics import metrics_lines
+from .support.nvim import NVIM, plugin_in_tmux, status
+from .support.project import EARLY_SETTINGS
+from .support.tmux import TMUX, Screen, split_grey
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
@@ -45,7 +46,7 @@ SETTINGS = {**EARLY_SETTINGS, "logPrompts": True}
 
 def _start(
     tmp_path: Path, workspace: Path, server_env: dict[str, str], server_command: str, line: str
-) -> tuple[Tmux, Path]:
+) -> tuple[Screen, Path]:
     """Neovim on total.py with ``line`` above ``return result``, insert mode at its end."""
     if NVIM is None or TMUX is None:
         pytest.skip("needs nvim and tmux (apt-get install tmux)")
@@ -58,7 +59,7 @@ def _start(
     return tmux, Path(server_env["XDG_CACHE_HOME"])
 
 
-def _ghost(tmux: Tmux) -> str:
+def _ghost(tmux: Screen) -> str:
     """The grey text on the row asked at."""
     return split_grey(tmux.screen(colours=True)[ROW])[1].strip()
 
@@ -67,7 +68,7 @@ def _requests(cache: Path) -> list[dict[str, Any]]:
     return [x for x in metrics_lines(cache) if "event" not in x]
 
 
-def _watch(tmux: Tmux, cache: Path, until: Any, timeout: float) -> list[str]:
+def _watch(tmux: Screen, cache: Path, until: Any, timeout: float) -> list[str]:
     """The ghosts seen (each change once) until ``until(requests, ghost)`` or ``timeout``."""
     seen: list[str] = []
     deadline = time.monotonic() + timeout

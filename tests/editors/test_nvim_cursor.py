@@ -11,54 +11,17 @@ jump was before.
 
 from __future__ import annotations
 
-import asyncio
-import re
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from .conftest import SETTINGS
-from .test_emacs import one_thread
-from .test_nvim import NVIM, TMUX, plugin_in_tmux
-from .test_nvim_restart import status
-from .test_shown_nvim import metrics_lines
+from .support.metrics import first_model_request_after, model_requests, wait_prefilled
+from .support.nvim import NVIM, plugin_in_tmux, status
+from .support.project import CURSOR_SETTINGS, STDLIB_FILE, one_thread
+from .support.tmux import TMUX
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
-
-SOURCE = Path(asyncio.__file__).with_name("queues.py")
-CURSOR_SETTINGS = {**SETTINGS, "contextBudget": 512}
-
-
-def model_requests(cache: Path) -> list[dict[str, Any]]:
-    """The model requests of the metrics log (no shown lines, no type-through hits)."""
-    return [x for x in metrics_lines(cache) if "event" not in x and not x["cache_hit"]]
-
-
-def first_model_request_after(cache: Path, count: int, timeout: float = 120) -> dict[str, Any]:
-    """The first model request recorded after the first ``count``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        requests = model_requests(cache)
-        if len(requests) > count:
-            return requests[count]
-        time.sleep(0.1)
-    raise AssertionError(f"no model request after {count}: {model_requests(cache)}")
-
-
-def wait_prefilled(log: Path, line: int, timeout: float = 180) -> str:
-    """The server log's line for a cursor prefill on ``line`` (0-based), once written
-    (``--log-level DEBUG``): a fixed rest was too short on two busy cores."""
-    pattern = re.compile(rf"prefilled \(cursor\) \S+:{line}:\d+: .*")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = pattern.search(log.read_text(errors="replace")) if log.exists() else None
-        if found:
-            return found.group(0)
-        time.sleep(0.1)
-    tail = log.read_text(errors="replace")[-3000:] if log.exists() else "(no log)"
-    raise AssertionError(f"no prefill at line {line} within {timeout} s:\n{tail}")
 
 
 def test_nvim_reports_where_the_cursor_rests_and_the_first_request_there_is_warm(
@@ -66,7 +29,7 @@ def test_nvim_reports_where_the_cursor_rests_and_the_first_request_there_is_warm
 ) -> None:
     if NVIM is None or TMUX is None:
         pytest.skip("needs nvim and tmux (apt-get install tmux)")
-    text = SOURCE.read_text()
+    text = STDLIB_FILE.read_text()
     (workspace / "queues.py").write_text(text)
     lines = text.split("\n")
     rested, hurried = (

@@ -11,25 +11,18 @@ leaves the error state, and a suggestion shows in grey where the user types.
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import MAIN
-from .test_nvim import NVIM, SGR, TMUX, foregrounds, plugin_in_tmux
+from .support.nvim import NVIM, plugin_in_tmux, status
+from .support.project import MAIN
+from .support.tmux import GREY, SGR, TMUX, foregrounds
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
-GREY = "38;5;244"
 LAST = MAIN.splitlines()[-1]  # "    print(add("
-
-
-def status(lines: list[str]) -> str:
-    """The statusline's lsp-assist part ('' before it shows)."""
-    found = re.search(r"lsp-assist: .*", "\n".join(lines))
-    return found.group().strip() if found else ""
 
 
 def said_serv(lines: list[str]) -> bool:

@@ -12,22 +12,17 @@ at 15 % of the keys or more (before the fix: 2 of 83; after: 48 of 83, cores bus
 
 from __future__ import annotations
 
-import asyncio
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from .conftest import SETTINGS
-from .test_emacs import one_thread
-from .test_nvim import NVIM, TMUX, plugin_in_tmux
-from .test_nvim_cursor import wait_prefilled
-from .test_nvim_restart import status
+from .support.metrics import wait_prefilled
+from .support.nvim import NVIM, plugin_in_tmux, status
+from .support.project import SETTINGS, STDLIB_FILE, one_thread
+from .support.tmux import TMUX
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
-
-SOURCE = Path(asyncio.__file__).with_name("queues.py")
 KEY_S = 0.18
 # the plugin's defaults but for the tests' small budget and caps (early answers on, as
 # a user has them)
@@ -52,18 +47,7 @@ def typing_region(lines: list[str]) -> tuple[int, list[str]]:
             continue
         if all(x.count("(") == x.count(")") for x in stripped):
             return i, region
-    raise AssertionError("no typing region in " + str(SOURCE))
-
-
-def cursor_row(tmux_base: list[str]) -> int:
-    """The cursor's screen row (tmux's view of the pane)."""
-    out = subprocess.run(
-        [*tmux_base, "display", "-p", "-t", "t", "#{cursor_y}"],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return int(out.stdout.strip())
+    raise AssertionError("no typing region in " + str(STDLIB_FILE))
 
 
 def test_nvim_shows_ghost_text_while_the_user_types_at_180_ms_a_key(
@@ -71,7 +55,7 @@ def test_nvim_shows_ghost_text_while_the_user_types_at_180_ms_a_key(
 ) -> None:
     if NVIM is None or TMUX is None:
         pytest.skip("needs nvim and tmux (apt-get install tmux)")
-    lines = SOURCE.read_text().split("\n")
+    lines = STDLIB_FILE.read_text().split("\n")
     above, region = typing_region(lines)
     (workspace / "queues.py").write_text("\n".join(lines[: above + 1] + lines[above + 4 :]))
     log = tmp_path / "server.log"
@@ -100,7 +84,7 @@ def test_nvim_shows_ghost_text_while_the_user_types_at_180_ms_a_key(
                 keys += 1
             for char in line.strip():
                 time.sleep(KEY_S)
-                row = tmux.screen()[cursor_row(tmux.base)]
+                row = tmux.screen()[tmux.cursor()[1]]
                 # anything on the cursor's screen row right of what is typed is ghost text
                 if typed and row.rstrip() != row[: len(row) - len(row.lstrip())] + typed:
                     shown.append((typed, row.strip()))

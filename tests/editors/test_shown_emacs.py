@@ -20,9 +20,16 @@ from typing import Any
 
 import pytest
 
-from .conftest import REPO
-from .test_emacs import EMACS, Tmux, install_snippet, needs_eglot, needs_tmux, tmux_env
-from .test_shown_nvim import in_order, retained_of, shown_lines
+from .support.emacs import (
+    emacs_in_tmux,
+    install_snippet,
+    needs_eglot,
+    quit_without_saving,
+    tmux_env,
+)
+from .support.metrics import in_order, retained_of, shown_lines
+from .support.project import REPO
+from .support.tmux import needs_tmux
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
@@ -41,70 +48,57 @@ def next_word(text: str) -> str:
 def test_emacs_reports_shown_partly_accepted_dismissed_accepted_typed_over(
     tmp_path: Path, workspace: Path, server_env: dict[str, str], server_command: str
 ) -> None:
-    assert EMACS is not None
     init = tmp_path / "init.el"
     init.write_text(install_snippet(REPO))
-    silent = "(setq native-comp-async-report-warnings-errors 'silent)"
-    main = str(workspace / "main.py")
-    tmux = Tmux(
-        tmp_path,
-        [EMACS, "-nw", "-Q", "--eval", silent, "-l", str(init), main],
-        tmux_env(server_env),
-    )
+    tmux = emacs_in_tmux(init, workspace / "main.py", env=tmux_env(server_env))
 
     def row_text(start: str) -> str:
-        lines = [x.rstrip() for x in tmux.screen().splitlines() if x.startswith(start)]
+        lines = [x.rstrip() for x in tmux.text().splitlines() if x.startswith(start)]
         return lines[-1] if lines else ""
 
     accepted_row = [0]
 
     def new_line() -> str:
         """The line typed after RET (below the accepted one), without its indentation."""
-        lines = tmux.screen().splitlines()
+        lines = tmux.text().splitlines()
         row = accepted_row[0] + 1
         return lines[row].strip() if row < len(lines) else ""
 
     def wait(predicate: Any, timeout: float = 120) -> None:
         until = time.monotonic() + timeout
         while not predicate():
-            assert time.monotonic() < until, tmux.screen()
+            assert time.monotonic() < until, tmux.text()
             time.sleep(0.2)
 
     try:
-        assert tmux.wait_for(r"✨ready", 180), tmux.screen()
-        tmux.keys("M->")
-        tmux.keys("C-b")  # the end of `    print(add(`: point rests, an automatic request
+        assert tmux.search(r"✨ready", 180), tmux.text()
+        tmux.send("M->")
+        tmux.send("C-b")  # the end of `    print(add(`: point rests, an automatic request
         wait(lambda: len(row_text(LAST)) > len(LAST))
         ghost = row_text(LAST)[len(LAST) :]
         word = next_word(ghost)
         assert word != ghost, f"the suggestion {ghost!r} has one word only"
-        tmux.keys("M-f")  # its first word
+        tmux.send("M-f")  # its first word
         wait(lambda: tmux.cursor()[0] == len(LAST + word))
-        tmux.keys("C-g")  # dismiss the rest
+        tmux.send("C-g")  # dismiss the rest
         wait(lambda: row_text(LAST) == LAST + word)
 
-        tmux.keys("C-c", "\\")  # ask now: an explicit request
+        tmux.send("C-c", "\\")  # ask now: an explicit request
         wait(lambda: len(row_text(LAST)) > len(LAST + word))
         asked = row_text(LAST)[len(LAST + word) :]
-        tmux.keys("Tab")
+        tmux.send("Tab")
         wait(lambda: tmux.cursor()[0] == len(LAST + word + asked))
         accepted_row[0] = tmux.cursor()[1]
 
-        tmux.keys("Enter")
-        tmux.keys("print(add(", literal=True)
+        tmux.send("Enter")
+        tmux.send("print(add(", literal=True)
         wait(lambda: new_line().startswith("print(add(") and len(new_line()) > 10, 180)
         third = new_line()[len("print(add(") :]
         other = "q" if third.startswith("z") else "z"
-        tmux.keys(other, literal=True)  # typed over it
+        tmux.send(other, literal=True)  # typed over it
         wait(lambda: new_line() == "print(add(" + other)
         time.sleep(1.5)  # eglot sends the change when Emacs is idle
-        tmux.keys("C-x", "C-c")
-        assert tmux.wait_for(r"Save file", 10), tmux.screen()
-        tmux.keys("n")
-        assert tmux.wait_for(r"yes or no", 10), tmux.screen()
-        tmux.keys("yes", literal=True)
-        tmux.keys("Enter")
-        wait(lambda: not tmux.alive(), 30)
+        quit_without_saving(tmux)
     finally:
         tmux.close()
 

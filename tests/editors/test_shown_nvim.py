@@ -19,71 +19,14 @@ from typing import Any
 
 import pytest
 
-from .conftest import MAIN
-from .test_nvim import NVIM, SGR, TMUX, Tmux, foregrounds, next_word, plugin_in_tmux
+from .support.metrics import in_order, retained_of, shown_lines
+from .support.nvim import NVIM, next_word, plugin_in_tmux
+from .support.project import MAIN
+from .support.tmux import SGR, TMUX, split_grey
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
-GREY = "38;5;244"
 LAST = MAIN.splitlines()[-1]  # "    print(add("
-
-
-def split_grey(line: str) -> tuple[str, str]:
-    """A capture-pane -e line as (the text, the grey text after it)."""
-    chars = foregrounds(line)
-    text = "".join(ch for ch, fg in chars if fg != GREY)
-    grey = "".join(ch for ch, fg in chars if fg == GREY)
-    return text.rstrip(), grey
-
-
-def metrics_lines(cache: Path) -> list[dict[str, Any]]:
-    """Every line of the metrics logs under the cache folder."""
-    lines: list[dict[str, Any]] = []
-    for log in sorted(cache.rglob("metrics.jsonl")):
-        lines += [json.loads(x) for x in log.read_text().splitlines()]
-    return lines
-
-
-def shown_lines(cache: Path) -> list[dict[str, Any]]:
-    """The ``shown`` lines of the metrics logs under the cache folder."""
-    return [x for x in metrics_lines(cache) if x.get("event") == "shown"]
-
-
-def retained_of(cache: Path, *records: dict[str, Any]) -> list[dict[str, Any]]:
-    """The ``retained`` line of each shown record (by its item), waiting for the server's
-    last lines (an accept's retention is measured early when the editor quits)."""
-    by_item: dict[str, dict[str, Any]] = {}
-    for _ in range(100):
-        lines = [x for x in metrics_lines(cache) if x.get("event") == "retained"]
-        by_item = {x["item"]: x for x in lines}
-        if all(r["item"] in by_item for r in records):
-            break
-        time.sleep(0.1)
-    missing = [r["item"] for r in records if r["item"] not in by_item]
-    assert not missing, f"no retained line for {missing}: {list(by_item.values())}"
-    return [by_item[r["item"]] for r in records]
-
-
-def in_order(shown: list[dict[str, Any]], *wanted: tuple[str, str]) -> list[dict[str, Any]]:
-    """The first record of each (outcome, trigger) in ``wanted``, each after the one before
-    (other suggestions may show between them: while typing, or on an empty line)."""
-    found, rest = [], iter(shown)
-    summary = [(x["outcome"], x["trigger"], x["accepted_chars"]) for x in shown]
-    for outcome, trigger in wanted:
-        match = next((x for x in rest if (x["outcome"], x["trigger"]) == (outcome, trigger)), None)
-        assert match is not None, f"no {outcome} {trigger} suggestion in order: {summary}"
-        found.append(match)
-    return found
-
-
-def wait_gone(tmux: Tmux, timeout: float = 60) -> None:
-    """Wait until the editor quit (its tmux session ended with it)."""
-    deadline = time.monotonic() + timeout
-    while (
-        subprocess.run([*tmux.base, "has-session", "-t", "t"], capture_output=True).returncode == 0
-    ):
-        assert time.monotonic() < deadline, "the editor did not quit"
-        time.sleep(0.1)
 
 
 def test_nvim_reports_shown_partly_accepted_dismissed_accepted_typed_over(
@@ -127,7 +70,7 @@ def test_nvim_reports_shown_partly_accepted_dismissed_accepted_typed_over(
         tmux.send("-l", other)  # typed over it
         tmux.wait_for(lambda _: "print(add(" + other in SGR.sub("", "".join(tmux.screen())))
         tmux.send("Escape", ":qa!", "Enter")
-        wait_gone(tmux)
+        tmux.wait_gone()
     finally:
         tmux.close()
 

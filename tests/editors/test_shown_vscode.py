@@ -15,10 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from .test_shown_nvim import in_order, shown_lines
-from .test_vscode_client import HAVE_MODULES, NODE, drive, logic_js
-
-__all__ = ["logic_js"]  # the fixture, shared with test_vscode_client.py
+from .support.metrics import in_order, shown_lines
+from .support.vscode_client import HAVE_MODULES, NODE, drive
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 

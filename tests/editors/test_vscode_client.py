@@ -18,110 +18,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import CURSOR_LINE, EDITORS, MAIN, SETTINGS
-from .next_edit_source import ACCEPT, SHAPES
+from .support.next_edit_source import ACCEPT, SHAPES
+from .support.project import CURSOR_LINE, EARLY_SETTINGS, MAIN
+from .support.vscode_client import HAVE_MODULES, NODE, VSCODE, drive, drive_command
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
-
-NODE = shutil.which("node")
-VSCODE = EDITORS / "vscode"
-HAVE_MODULES = (VSCODE / "node_modules" / "vscode-languageserver-protocol").is_dir()
-
-
-@pytest.fixture(scope="module")
-def logic_js(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """src/logic.ts compiled alone by esbuild (50 ms; tsc takes seconds)."""
-    if not HAVE_MODULES:
-        pytest.skip("editors/vscode/node_modules missing: run `npm ci` in editors/vscode")
-    out = tmp_path_factory.mktemp("vscode-logic") / "logic.js"
-    esbuild = VSCODE / "node_modules" / "esbuild" / "bin" / "esbuild"
-    proc = subprocess.run(
-        [str(esbuild), "src/logic.ts", "--format=cjs", "--platform=node", f"--outfile={out}"],
-        cwd=VSCODE,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return out
-
-
-def drive_command(
-    workspace: Path, server: str, settings: dict[str, Any], logic: Path, *extra: str
-) -> list[str]:
-    """drive-server.mjs at the end of main.py's CURSOR_LINE, polling status until ready."""
-    assert NODE is not None
-    last_line = MAIN.splitlines()[CURSOR_LINE - 1]
-    return [
-        NODE,
-        str(VSCODE / "test" / "drive-server.mjs"),
-        "--file",
-        str(workspace / "main.py"),
-        "--root",
-        str(workspace),
-        "--line",
-        str(CURSOR_LINE - 1),
-        "--character",
-        str(len(last_line)),
-        "--server",
-        server,
-        "--settings",
-        json.dumps(settings),
-        "--timeout-ms",
-        "120000",
-        # The status bar's loop: lspAssist.status from `initialized` until ready or error
-        # (the answers are empty while the model loads).
-        "--status-poll-ms",
-        "100",
-        "--logic",
-        str(logic),
-        *extra,
-    ]
-
-
-def drive(
-    workspace: Path,
-    server: str,
-    env: dict[str, str],
-    logic: Path,
-    settings: dict[str, Any] | None = None,
-    retries: int = 10,
-    extra: tuple[str, ...] | None = None,
-) -> tuple[int, dict[str, Any], str]:
-    """Run drive-server.mjs against the server; return its exit code, JSON report, stderr.
-
-    ``extra``: its other arguments (default: a settings change, what the extension sends
-    when a setting changes: workspace/didChangeConfiguration)."""
-    if extra is None:
-        extra = ("--change-settings", json.dumps({"lspAssist": {"maxTokens": 10}}))
-    cmd = drive_command(
-        workspace,
-        server,
-        SETTINGS if settings is None else settings,
-        logic,
-        "--retries",
-        str(retries),
-        *extra,
-    )
-    proc = subprocess.run(
-        cmd, cwd=VSCODE, env=env, capture_output=True, text=True, timeout=200, check=False
-    )
-    try:
-        report: dict[str, Any] = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        pytest.fail(
-            f"drive-server.mjs printed no JSON (rc {proc.returncode}):\n"
-            f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
-        )
-    return proc.returncode, report, proc.stderr
 
 
 @pytest.mark.skipif(NODE is None, reason="node not found (the VS Code client test needs node 20)")
@@ -188,11 +95,6 @@ def test_vscode_protocol_client(
 
     # The server exited cleanly after shutdown/exit.
     assert report["serverExit"] == {"code": 0, "signal": None}, context
-
-
-# Early answers (docs/serving.md): the server answers after the first visible token and
-# writes the rest on; 24 tokens so the whole suggestion is longer than its start.
-EARLY_SETTINGS = {**SETTINGS, "answerAfterMs": 1, "maxTokens": 24}
 
 
 @pytest.mark.skipif(NODE is None, reason="node not found (the VS Code client test needs node 20)")

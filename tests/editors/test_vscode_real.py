@@ -8,10 +8,10 @@ installs it into an extensions folder; each test starts a code-server of its own
 user settings point ``lspAssist.serverPath`` at the venv's lsp-assist and give the
 server's settings; the server's ``--log-file`` is under the test's tmp_path, so ``pgrep
 -f`` finds its process), opens the workspace in Chromium and types as a user does
-(vscode_real/drive.mjs answers each action and reading). One code-server per test, not
-per module: code-server 4.96 keeps a closed window's extension host (and the lsp-assist
-server it started) for its reconnection grace time, three hours, so only stopping it
-ends them.
+(support/code_server.py; vscode_real/drive.mjs answers each action and reading). One
+code-server per test, not per module: code-server 4.96 keeps a closed window's extension
+host (and the lsp-assist server it started) for its reconnection grace time, three hours,
+so only stopping it ends them.
 
 The word suggestions of VS Code (its suggest widget) are turned off in these tests: while
 the widget shows, Tab takes its item, not the ghost text.
@@ -30,24 +30,23 @@ from typing import Any, TypeVar
 
 import pytest
 
-from .conftest import CURSOR_LINE, MAIN, SETTINGS
-from .next_edit_source import SHAPES
-from .test_emacs import one_thread
-from .test_nvim_cursor import (
-    CURSOR_SETTINGS,
-    SOURCE,
-    first_model_request_after,
-    model_requests,
-    wait_prefilled,
-)
-from .test_shown_nvim import shown_lines
-from .vscode_harness import (
+from .support.code_server import (
     USER_SETTINGS,
     VSCODE,
     CodeServer,
     Workbench,
     install_state,
     pids_of,
+)
+from .support.metrics import first_model_request_after, model_requests, shown_lines, wait_prefilled
+from .support.next_edit_source import SHAPES
+from .support.project import (
+    CURSOR_LINE,
+    CURSOR_SETTINGS,
+    MAIN,
+    SETTINGS,
+    STDLIB_FILE,
+    one_thread,
 )
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
@@ -498,7 +497,7 @@ def test_vscode_real_reports_where_the_cursor_rests(
     server evaluates the prompt there, and the first request after End, Enter finds most
     of its prompt in the KV cache. The control: a second VS Code with `reportCursorMs` 0
     (never), the same rest and End, Enter: that first request evaluates a cold prompt."""
-    text = SOURCE.read_text()
+    text = STDLIB_FILE.read_text()
     (workspace / "queues.py").write_text(text)
     lines = text.split("\n")
     rested = next(i for i in range(len(lines) * 4 // 10, len(lines)) if lines[i].strip()) + 1

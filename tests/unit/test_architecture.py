@@ -22,6 +22,7 @@ import pytest
 
 PACKAGE = "lsp_assist"
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
+TESTS = ROOT.parent / "tests"
 
 LAYERS: dict[str, int] = {
     "_native": 0,  # loads libllama before numpy; imports nothing of the package
@@ -303,6 +304,21 @@ def long_modules(
             yield f"{name} ({count} lines, over {limit})"
 
 
+def importing_a_test_module(module: str, source: str, *, is_package: bool = False) -> Iterator[str]:
+    """A module under tests/ importing a test module (``test_*.py``) or a name from one.
+
+    A helper that two test modules share (an editor driver, a fake server, a workspace)
+    lives in a support package (tests/support, tests/editors/support) that both import.
+    """
+    for imp in imports_of(module, source, is_package=is_package):
+        if imp.target != "tests" and not imp.target.startswith("tests."):
+            continue
+        if imp.target.split(".")[-1].startswith("test_"):
+            yield f"{imp} (move what it takes to a support package)"
+        elif any(name.startswith("test_") for name in imp.names):
+            yield f"{imp} (imports a test module: move what it uses to a support package)"
+
+
 def built_outside_the_root(module: str, source: str) -> Iterator[str]:
     """serving or lsp code other than the session (and lsp's setup) building a session's parts."""
     package = package_of(module)
@@ -467,6 +483,18 @@ def test_a_long_module_is_reviewed() -> None:
     sizes = {module_name(p): len(p.read_text("utf-8").splitlines()) for p in ROOT.rglob("*.py")}
     stale = [name for name in REVIEWED_LONG if sizes.get(name, 0) <= MAX_LINES]
     assert not stale, f"no longer over {MAX_LINES} lines, drop from REVIEWED_LONG: {stale}"
+
+
+def test_no_test_module_imports_another() -> None:
+    found: list[str] = []
+    modules = 0
+    for path in sorted(TESTS.rglob("*.py")):
+        modules += 1
+        found += importing_a_test_module(
+            module_name(path, TESTS), path.read_text("utf-8"), is_package=path.stem == "__init__"
+        )
+    assert modules > 100, f"the checker found too few modules under {TESTS}"
+    assert not found, "\n".join(found)
 
 
 def test_the_session_is_the_composition_root() -> None:
@@ -634,6 +662,24 @@ def test_checker_sees_private_names_taken_from_another_module() -> None:
     )
     found = list(private_names(_check("lsp_assist.index.next_edit.fixes", source)))
     assert len(found) == 1 and "private: _key" in found[0], found
+
+
+def test_checker_sees_a_test_module_importing_another() -> None:
+    def check(module: str, source: str) -> list[str]:
+        return list(importing_a_test_module(module, source))
+
+    assert len(check("tests.editors.test_shown", "from .test_emacs import Tmux\n")) == 1
+    assert len(check("tests.serving.x", "from tests.index.test_vectors import Bag\n")) == 1
+    assert len(check("tests.editors.test_a", "from . import test_nvim\n")) == 1
+    assert len(check("tests.benchmarks.bench", "import tests.e2e.test_cli\n")) == 1
+    local = "def f():\n    from tests.backends.test_local import COPY\n"
+    assert len(check("tests.backends.test_draft", local)) == 1
+    fine = (
+        "from .support import Screen\n"
+        "from tests.support.workspace import write_files\n"
+        "from lsp_assist.index import classify\n"
+    )
+    assert check("tests.editors.test_shown", fine) == []
 
 
 def test_checker_sees_a_stage_built_outside_the_session() -> None:

@@ -1,5 +1,5 @@
 """Real VS Code for the editor tests: code-server 4.96.4 (VS Code 1.96.4) in headless
-Chromium, installed by .ci/code_server.sh and driven by vscode_real/drive.mjs.
+Chromium, installed by .ci/code_server.sh and driven by tests/editors/vscode_real/drive.mjs.
 
 ``CodeServer`` starts one code-server for one test (its own user data, settings and
 environment: the extension host and the lsp-assist server it spawns inherit it) and
@@ -13,7 +13,6 @@ import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -21,9 +20,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .conftest import EDITORS, REPO
+from tests.support.ports import free_port
 
-HARNESS = Path(__file__).resolve().parent / "vscode_real"
+from .project import EDITORS, REPO
+
+HARNESS = REPO / "tests" / "editors" / "vscode_real"
 INSTALL_SCRIPT = REPO / ".ci" / "code_server.sh"
 VSCODE = EDITORS / "vscode"
 
@@ -70,13 +71,6 @@ def install_state() -> tuple[dict[str, Any] | None, str]:
         )
     info: dict[str, Any] = json.loads((folder / "install.json").read_text())
     return info, ""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def pids_of(pattern: str) -> list[int]:
