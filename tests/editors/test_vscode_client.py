@@ -186,6 +186,8 @@ def test_vscode_status_bar_on_model_error(
     assert [view["state"] for view in states] == ["loading", "error"], context
     assert states[-1]["text"] == "$(error) lsp-assist: error"
     assert missing in states[-1]["tooltip"], context
+    # explain has no model to build with: a RequestFailed error, not a result
+    assert report["explainError"]["code"] == -32803, context
 
 
 @pytest.mark.skipif(NODE is None, reason="node not found (the VS Code extension needs node 20)")

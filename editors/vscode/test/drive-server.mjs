@@ -642,10 +642,24 @@ async function main() {
     });
   }
   if (commands.includes('lspAssist.explainContext')) {
-    report.explainContext = await call('lspAssist.explainContext', ExecuteCommandRequest.type, {
-      command: 'lspAssist.explainContext',
-      arguments: [uri, line, character],
-    });
+    // Without a model the server answers explain with RequestFailed (-32803), the
+    // answer the extension shows as an error message: reported apart, not a failure.
+    try {
+      report.explainContext = await withTimeout(
+        connection.sendRequest(ExecuteCommandRequest.type, {
+          command: 'lspAssist.explainContext',
+          arguments: [uri, line, character],
+        }),
+        'lspAssist.explainContext',
+      );
+    } catch (err) {
+      const described = describe(err);
+      if (described.code === -32803) {
+        report.explainError = described;
+      } else {
+        report.errors.push({ request: 'lspAssist.explainContext', ...described });
+      }
+    }
   }
   if (values.telemetry) {
     await sendTelemetry(items);
