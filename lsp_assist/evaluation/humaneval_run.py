@@ -316,7 +316,8 @@ def add_outcome(answer: Answer, last: dict[str, Any], last_id: str, client_ms: f
         answer.update(latency_ms=round(client_ms, 2), skipped="no outcome")
         return last_id
     answer["request_id"] = request_id
-    answer["latency_ms"] = last.get("latency_ms")
+    # a request the trigger rules skipped has no server latency: the client's round trip
+    answer["latency_ms"] = last.get("latency_ms") or round(client_ms, 2)
     answer.update({k: last[k] for k in OUTCOME_KEYS if k in last})
     return request_id
 
