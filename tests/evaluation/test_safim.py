@@ -409,7 +409,7 @@ def test_bench_safim_end_to_end_with_smollm2(
     everything = {t.id: t for t in sf.load_tasks(sf.data_dir(), sf.SPLITS, ["python", "csharp"])}
     for record in records:
         task = everything[record["task"]]
-        assert set(record["arms"]) == {"plain", "plain_line", "server"}
+        assert set(record["arms"]) == {"plain", "plain_line", "plain_trunc", "server"}
         for name in ("plain", "server"):
             answer = record["arms"][name]
             assert answer["latency_ms"] is not None
