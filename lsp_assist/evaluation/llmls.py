@@ -185,7 +185,6 @@ class LlmLsSuggester:
         self._count: Callable[[str], int] = len
         self._fim: tuple[str, str, str] | None = None
         self._vocab: Any = None
-        self._texts: dict[Path, str] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._request: _Request | None = None
         self._threads: set[threading.Thread] = set()
@@ -200,7 +199,7 @@ class LlmLsSuggester:
         await asyncio.to_thread(self._launch)
 
     async def open(self, path: Path, text: str, version: int) -> None:
-        self._texts[path] = text
+        """Nothing to do: each request carries its buffer's text (``key``)."""
 
     async def rest(self, path: Path, line: int, column: int, seconds: float) -> None:
         await asyncio.sleep(seconds)  # llm.nvim does nothing while the cursor rests
@@ -216,7 +215,6 @@ class LlmLsSuggester:
     ) -> None:
         """``CursorMovedI``: reject what is shown and out, then ask after the debounce."""
         self.stats["keys"] += 1
-        self._texts[path] = text
         self._reject()
         if self._loop is None or self._stopped:
             return
@@ -226,7 +224,6 @@ class LlmLsSuggester:
 
     async def close_file(self, path: Path, text: str) -> None:
         self._reject()
-        self._texts.pop(path, None)
 
     async def stop(self) -> None:
         """Cancel what is out, stop the server, wait for the requests' threads."""
