@@ -203,6 +203,38 @@ def sample_tasks(tasks: Sequence[Task], per_cell: int, seed: int) -> list[Task]:
     return sorted(picked, key=lambda t: (order.get(t.split, 9), langs.get(t.lang, 9), t.task_id))
 
 
+def write_sample(
+    source: Path,
+    dest: Path,
+    per_cell: int,
+    seed: int,
+    languages: Sequence[str] = LANGUAGES,
+) -> dict[str, int]:
+    """Write the seeded sample (:func:`sample_tasks`) of the SAFIM files in ``source`` to
+    ``dest`` as files of the same format: each chosen task's line as it stands in its
+    file, in the file's order, gzipped without a time stamp (the same bytes each time).
+    Return how many tasks each split's file holds. The tests' committed sample
+    (tests/evaluation/fixtures/safim) is made so."""
+    dest.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for split in SPLITS:
+        chosen = {
+            (t.lang, t.task_id)
+            for t in sample_tasks(read_split(source, split, languages), per_cell, seed)
+        }
+        kept = []
+        with gzip.open(source / f"{split}_completion.jsonl.gz", "rb") as src:
+            for raw in src:
+                if raw.strip():
+                    item = json.loads(raw)
+                    if (item["lang"], item["task_id"]) in chosen:
+                        kept.append(raw if raw.endswith(b"\n") else raw + b"\n")
+        data = gzip.compress(b"".join(kept), mtime=0)
+        (dest / f"{split}_completion.jsonl.gz").write_bytes(data)
+        written[split] = len(kept)
+    return written
+
+
 # -- running a program --------------------------------------------------------------------
 
 

@@ -1,7 +1,9 @@
 """SAFIM (``lsp-assist bench --safim``): loading and sampling, the scoring, the server's edit.
 
-The loading tests read a hand-made data folder and, where present, the real SAFIM files
-(../shared/benchmarks/safim); the scoring tests compile and run hand-made programs per
+The loading tests read a hand-made data folder and the real SAFIM files: the full ones
+where present (LSP_ASSIST_SAFIM_DATA or ../shared/benchmarks/safim), else the seeded sample
+of real tasks committed in fixtures/safim (72 tasks, its README says how it was drawn), so
+nothing skips for lack of data; the scoring tests compile and run hand-made programs per
 language (a language without its compiler here is checked to report "not run"); marked
 slow, SmolLM2 through both arms end to end.
 """
@@ -19,15 +21,17 @@ import pytest
 from lsp_assist.evaluation import safim as sf
 from lsp_assist.evaluation.safim_run import apply_item, offset_at, plain_ids, previous_records
 
+SAMPLE = Path(__file__).parent / "fixtures" / "safim"
+"""The committed sample of real SAFIM tasks (6 per split x language, seed 14)."""
+SAMPLE_PER_CELL, SAMPLE_SEED = 6, 14
 
-def _real_data() -> Path | None:
+
+def _data() -> Path:
+    """Return the full SAFIM files where they are here, else the committed sample."""
     try:
         return sf.data_dir()
     except sf.SafimError:
-        return None
-
-
-needs_data = pytest.mark.skipif(_real_data() is None, reason="no SAFIM data here")
+        return SAMPLE
 
 
 def _task(
@@ -97,6 +101,30 @@ def test_read_split_normalises_line_ends_and_keeps_the_tests(tmp_path: Path) -> 
         sf.read_split(tmp_path, "control")
 
 
+def test_the_committed_sample_is_real_safim_drawn_by_the_sampler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(sf.DATA_ENV, str(SAMPLE))
+    assert sf.data_dir() == SAMPLE  # the bench reads it as it reads the full files
+    assert (SAMPLE / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
+    tasks = sf.load_tasks(SAMPLE)
+    cells: dict[tuple[str, str], int] = {}
+    for task in tasks:
+        cells[(task.split, task.lang)] = cells.get((task.split, task.lang), 0) + 1
+        assert task.ground_truth.strip() and "\r" not in task.program
+        assert bool(task.tests) == (task.split != "api")  # block and control have unit tests
+    assert cells == {(s, lang): SAMPLE_PER_CELL for s in sf.SPLITS for lang in sf.LANGUAGES}
+    assert sum(p.stat().st_size for p in SAMPLE.iterdir()) < 200_000
+    monkeypatch.delenv(sf.DATA_ENV)
+    full = _data()
+    if full != SAMPLE:  # the full files are here: the sample is exactly what they give
+        written = sf.write_sample(full, tmp_path, SAMPLE_PER_CELL, SAMPLE_SEED)
+        assert written == {split: SAMPLE_PER_CELL * len(sf.LANGUAGES) for split in sf.SPLITS}
+        for split in sf.SPLITS:
+            name = f"{split}_completion.jsonl.gz"
+            assert (tmp_path / name).read_bytes() == (SAMPLE / name).read_bytes()
+
+
 def test_cursor_counts_utf16_columns() -> None:
     task = _task("python", "s = '\U0001f600é' + {{completion}}\n", "x", [])
     assert task.cursor() == (0, len("s = '") + 2 + 1 + len("' + "))
@@ -104,10 +132,8 @@ def test_cursor_counts_utf16_columns() -> None:
     assert offset_at(blank, *task.cursor()) == len(task.prefix())
 
 
-@needs_data
 def test_the_seeded_sample_per_split_and_language() -> None:
-    folder = _real_data()
-    assert folder is not None
+    folder = _data()
     everything = sf.load_tasks(folder, ["control", "api"], ["python", "csharp"])
     one = sf.sample_tasks(everything, 3, 14)
     assert one == sf.sample_tasks(everything, 3, 14)  # deterministic
@@ -374,13 +400,14 @@ def test_cli_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@needs_data
 def test_bench_safim_end_to_end_with_smollm2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from lsp_assist.backends import small_model_path
     from lsp_assist.cli.main import main
 
+    folder = _data()
+    monkeypatch.setenv(sf.DATA_ENV, str(folder))  # the full files, else the sample
     out = tmp_path / "out"
     argv = [
         "bench",
@@ -406,7 +433,7 @@ def test_bench_safim_end_to_end_with_smollm2(
     assert [(r["split"], r["lang"]) for r in records] == [
         (s, lang) for s in sf.SPLITS for lang in ("python", "csharp")
     ]
-    everything = {t.id: t for t in sf.load_tasks(sf.data_dir(), sf.SPLITS, ["python", "csharp"])}
+    everything = {t.id: t for t in sf.load_tasks(folder, sf.SPLITS, ["python", "csharp"])}
     for record in records:
         task = everything[record["task"]]
         assert set(record["arms"]) == {"plain", "plain_line", "plain_trunc", "server"}
