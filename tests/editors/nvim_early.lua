@@ -28,6 +28,7 @@ assist.setup({
   settings = vim.json.decode(env.LSP_ASSIST_TEST_SETTINGS or '{}'),
   debounce_ms = 30,
   status_poll_ms = 200,
+  debug_records = true, -- the records this script reads
 })
 
 local here = debug.getinfo(1, 'S').source:gsub('^@', ''):match('(.*/)')

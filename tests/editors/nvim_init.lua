@@ -34,6 +34,7 @@ assist.setup({
   debounce_ms = 30,
   status_poll_ms = 200,
   method = env.LSP_ASSIST_TEST_METHOD or 'auto',
+  debug_records = true, -- the records this script reads
 })
 
 local report = {

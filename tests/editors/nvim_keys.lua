@@ -23,7 +23,7 @@ local fake = dofile(here .. 'nvim_fake_server.lua')
 local ITEMS = { '1, 2))\n    print(total([3]))', 'total([1]))', 'scale([2], 2)[0])' }
 fake.items = ITEMS
 local assist = require('lsp-assist')
-assist.setup({ cmd = fake.cmd, debounce_ms = 20, status_poll_ms = 40 })
+assist.setup({ cmd = fake.cmd, debounce_ms = 20, status_poll_ms = 40, debug_records = true })
 
 if env.LSP_ASSIST_TEST_FAKE_DELAY_MS then
   fake.delay_ms = tonumber(env.LSP_ASSIST_TEST_FAKE_DELAY_MS)
@@ -408,7 +408,7 @@ local function scenario()
     vim.notify = function(msg, level)
       table.insert(notes, { msg = msg, level = level })
     end
-    local ok = assist.setup({ cmd = { '/nonexistent/bin/lsp-assist', 'serve' } })
+    local ok = assist.setup({ cmd = { '/nonexistent/bin/lsp-assist', 'serve' }, debug_records = true })
     vim.notify = notify
     check('bad_cmd', { setup = ok, notes = notes, error_level = vim.log.levels.ERROR, status = assist.state.status })
   end)

@@ -30,6 +30,7 @@ assist.setup({
   debounce_ms = 30,
   status_poll_ms = 200,
   next_edit = { debounce_ms = 50 },
+  debug_records = true, -- the records this script reads
 })
 
 local here = debug.getinfo(1, 'S').source:gsub('^@', ''):match('(.*/)')

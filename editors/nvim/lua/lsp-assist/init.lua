@@ -20,37 +20,39 @@
 -- still on screen here (the user stopped, or typed into it) and no request is out, the
 -- plugin asks again at the cursor (answered from the cache) and shows the longer text.
 --
--- require('lsp-assist').state holds what the plugin saw (clients, last request and
--- response, the ghost text, acceptances, the status): the headless tests read it.
+-- This file is the public API (setup, the commands, the functions below) and the
+-- buffer's autocmds. The rest, by concern:
+--   decide.lua   whether to ask, whether an answer may show, type-through (pure)
+--   request.lua  the requests, the suggestionReady notices, cursor reports
+--   render.lua   the ghost text (extmarks)
+--   keys.lua     accept, accept word/line, dismiss, cycle, the mappings
+--   status.lua   the status and the statusline, the server's stderr
+--   server.lua   the server command, its vim.lsp.config, start and restart
+--   client.lua   LSP client calls (0.10 and 0.11+), requests in flight, telemetry
+--   records.lua  what only the tests read, behind setup({ debug_records = true })
+--   next_edit.lua, health.lua
+--
+-- require('lsp-assist').state holds what the plugin keeps (clients, the ghost text, the
+-- status) and, with debug_records, the records the headless tests read (requests and
+-- answers, notices, telemetry sent, acceptances, errors).
 
 local M = {}
 
 local api = vim.api
-local uv = vim.uv or vim.loop
 
-local NAME = 'lsp_assist'
-local INLINE = 'textDocument/inlineCompletion'
-local COMPLETION = 'textDocument/completion'
-local READY = 'lspAssist/suggestionReady'
-local READY_CAPABILITY = 'lspAssistSuggestionReady'
-local REQUEST_CANCELLED = -32800
-local RESTART_HINT = ':LspAssistRestart'
-local ns = api.nvim_create_namespace('lsp-assist.ghost')
+local client = require('lsp-assist.client')
+local decide = require('lsp-assist.decide')
+local keys = require('lsp-assist.keys')
+local records = require('lsp-assist.records')
+local render = require('lsp-assist.render')
+local request = require('lsp-assist.request')
+local server = require('lsp-assist.server')
+local status = require('lsp-assist.status')
 
---- The repository this plugin lives in (editors/nvim/lua/lsp-assist/init.lua).
-local function repo_root()
-  local source = debug.getinfo(1, 'S').source:gsub('^@', '')
-  return vim.fn.fnamemodify(source, ':p:h:h:h:h:h')
-end
+local NAME = client.NAME
 
 --- The server `make` installs in the repository's virtual environment.
-function M.venv_server()
-  local path = repo_root() .. '/.venv/bin/lsp-assist'
-  if vim.fn.executable(path) == 1 then
-    return path
-  end
-  return nil
-end
+M.venv_server = server.venv_server
 
 ---@class lsp_assist.Config
 M.defaults = {
@@ -104,23 +106,33 @@ M.defaults = {
   lsp = {},
   --- Next edits (lua/lsp-assist/next_edit.lua: key, dismiss, debounce_ms; false: off).
   next_edit = {},
+  --- Keep the records only tests read (state's requests, answers, notices, telemetry,
+  --- acceptances, errors; next_edit's too): records.lua.
+  debug_records = false,
 }
 
 M.config = vim.deepcopy(M.defaults)
 
---- What the plugin saw; read by tests and the statusline.
+--- What the plugin keeps; the fields after `status` are records, kept only with
+--- debug_records (records.lua), read by the headless tests.
 M.state = {
   setup = false,
   builtin = false,
   clients = {}, -- client_id -> { name, initialized, inline, completion, commands }
   attached = {}, -- bufnr -> client_id
+  ghost = nil, -- { bufnr, row, col, text, item, index, count, client_id, extmark, tick, typed }
+  items = {}, -- normalized items of the last answer shown
+  --- The last lines the server wrote on stderr (at most 10), from its start: what the
+  --- error state shows after it exited (a usage error, a traceback's end).
+  stderr = {},
+  --- 'starting' | 'loading' | 'ready' | 'error'; thinking and off are derived.
+  status = { state = 'starting', message = nil, latency_ms = nil, server = nil, progress = {} },
+  -- Records (debug_records):
   requests = 0,
   responses = 0,
   last_request = nil, -- { method, params, bufnr, invoked }
   last_response = nil, -- { method, err, result, items, stale, ms }
-  ghost = nil, -- { bufnr, row, col, text, item, index, count, extmark }
-  items = {}, -- normalized items of the last answer shown
-  accepted = {}, -- { item, inserted, command, response = { err, result } }
+  accepted = {}, -- { bufnr, inserted, command, kind, response = { err, result } }
   partial = {}, -- { kind, inserted }
   history = {}, -- the last 50 answers: { invoked, stale, items, err }
   --- lspAssist/suggestionReady notices (the last 50): { uri, position, version, action }
@@ -139,283 +151,20 @@ M.state = {
   --- Cursor positions reported with lspAssist/didMoveCursor (the last 50): { bufnr, line,
   --- character }.
   cursor_reports = {},
-  errors = {},
-  --- The last lines the server wrote on stderr (at most STDERR_LINES), from its start:
-  --- what the error state shows after it exited (a usage error, a traceback's end).
-  stderr = {},
-  --- 'starting' | 'loading' | 'ready' | 'error'; thinking and off are derived.
-  status = { state = 'starting', message = nil, latency_ms = nil, server = nil, progress = {} },
+  errors = {}, -- { where, err }
 }
-
-local function has(version)
-  return vim.fn.has('nvim-' .. version) == 1
-end
-
-local function record_error(where, err)
-  table.insert(M.state.errors, { where = where, err = err })
-end
-
---- Call a client method with the 0.11+ colon syntax, or the 0.10 dot syntax.
-local function client_request(client, method, params, handler, bufnr)
-  if has('0.11') then
-    return client:request(method, params, handler, bufnr)
-  end
-  return client.request(method, params, handler, bufnr)
-end
-
-local function client_supports(client, method)
-  if has('0.11') then
-    return client:supports_method(method)
-  end
-  return client.supports_method(method)
-end
-
---- Call a client method: Neovim 0.11 made them methods (client:notify), 0.10 has fields.
-local function client_call(client, name, ...)
-  if has('0.11') then
-    return client[name](client, ...)
-  end
-  return client[name](...)
-end
-
---- The warning for a command that found no server: in the error state, why and how to
---- start it again.
-local function no_server(text)
-  local status = M.state.status
-  if status.state == 'error' and status.message then
-    local hint = status.message:find(RESTART_HINT, 1, true) and '' or ('; ' .. RESTART_HINT .. ' starts it again')
-    text = ('%s: %s%s'):format(text, status.message, hint)
-    local said = M.state.stderr[#M.state.stderr]
-    if said then
-      text = ('%s (its stderr: %s)'):format(text, said)
-    end
-  end
-  vim.notify('lsp-assist: ' .. text, vim.log.levels.WARN)
-end
-
-local STDERR_LINES = 10
-
---- Keep the last lines of the server's stderr. Neovim writes a server's stderr only to
---- the LSP log (`vim.lsp.log.error('rpc', cmd, 'stderr', chunk)`), so the plugin wraps
---- that function once and keeps the chunks of its own command (the log still gets them).
-local function capture_stderr()
-  local ok, log = pcall(require, 'vim.lsp.log')
-  if not ok or type(log) ~= 'table' or type(log.error) ~= 'function' or log._lsp_assist then
-    return
-  end
-  local original = log.error
-  log._lsp_assist = true
-  log.error = function(...)
-    local where, cmd, kind, chunk = ...
-    local ours = M.config.resolved_cmd and M.config.resolved_cmd[1]
-    if type(cmd) == 'table' then
-      cmd = cmd[1] -- Neovim 0.10 logs the whole command
-    end
-    if where == 'rpc' and kind == 'stderr' and type(chunk) == 'string' and ours and cmd == ours then
-      local lines = M.state.stderr
-      local partial = M.state.stderr_partial or ''
-      local parts = vim.split(partial .. chunk, '\n', { plain = true })
-      M.state.stderr_partial = table.remove(parts)
-      for _, line in ipairs(parts) do
-        line = line:gsub('%s+$', '')
-        if line ~= '' then
-          table.insert(lines, #line > 300 and line:sub(1, 300) .. '...' or line)
-          if #lines > STDERR_LINES then
-            table.remove(lines, 1)
-          end
-        end
-      end
-    end
-    return original(...)
-  end
-end
-
---- The server's last stderr lines, with a line it left unfinished.
-local function stderr_tail()
-  local lines = vim.list_extend({}, M.state.stderr)
-  local partial = vim.trim(M.state.stderr_partial or '')
-  if partial ~= '' then
-    table.insert(lines, partial)
-  end
-  return lines
-end
-M.stderr_tail = stderr_tail
-
-local function get_client(bufnr)
-  local id = M.state.attached[bufnr]
-  if not id then
-    return nil
-  end
-  return vim.lsp.get_client_by_id(id)
-end
-
-local function any_client()
-  return vim.lsp.get_clients({ name = NAME })[1]
-end
 
 -- Status -------------------------------------------------------------------------------
 
-local pending = {} -- bufnr -> { client_id, request_id, sent }
-
-local function status_changed()
-  vim.schedule(function()
-    pcall(api.nvim_exec_autocmds, 'User', { pattern = 'LspAssistStatus', modeline = false })
-    pcall(vim.cmd, 'redrawstatus')
-  end)
-end
-
-local schedule_cursor_report -- defined with on_attach; set_status calls it when ready
-
-local function set_status(state, message)
-  local status = M.state.status
-  if status.state ~= state or status.message ~= message then
-    local was = status.state
-    status.state, status.message = state, message
-    status_changed()
-    if state == 'ready' and was ~= 'ready' and schedule_cursor_report then
-      schedule_cursor_report(api.nvim_get_current_buf()) -- the model came: where is the cursor?
-    end
-  end
-end
-
---- Read an lspAssist.status result: ready, loading, or the model's error.
-local function apply_server_status(result)
-  if type(result) ~= 'table' then
-    return
-  end
-  M.state.status.server = result
-  local model = type(result.model) == 'table' and result.model or {}
-  local model_error = model.error
-  if model_error ~= nil and model_error ~= vim.NIL and model_error ~= '' then
-    set_status('error', tostring(model_error))
-  elseif result.ready == true or (result.ready == nil and result.initialized == true) then
-    set_status('ready', nil)
-  elseif result.initialized == false or result.ready == false then
-    set_status('loading', nil)
-  end
-end
-
-local poll_timer
-
-local function stop_polling()
-  if poll_timer then
-    poll_timer:stop()
-    poll_timer:close()
-    poll_timer = nil
-  end
-end
-
---- Ask lspAssist.status now, then every status_poll_ms until ready or error.
-local function poll_status()
-  local client = any_client()
-  if not client or M.config.status_poll_ms <= 0 then
-    return
-  end
-  client_request(client, 'workspace/executeCommand', { command = 'lspAssist.status', arguments = {} },
-    function(err, result)
-      if err then
-        return
-      end
-      apply_server_status(result)
-      local state = M.state.status.state
-      if (state == 'loading' or state == 'starting') and not poll_timer then
-        poll_timer = uv.new_timer()
-        poll_timer:start(M.config.status_poll_ms, 0, vim.schedule_wrap(function()
-          stop_polling()
-          poll_status()
-        end))
-      end
-    end, nil)
-end
-
---- $/progress from the server (LspProgress): model loading, indexing.
-local function on_progress(params)
-  if type(params) ~= 'table' or params.value == nil then
-    return
-  end
-  local value = params.value
-  local token = tostring(params.token)
-  local progress = M.state.status.progress
-  if value.kind == 'end' then
-    progress[token] = nil
-    poll_status() -- a load that ended: ready, or failed
-  else
-    local entry = progress[token] or {}
-    entry.title = value.title or entry.title
-    entry.message = value.message or entry.message
-    entry.percentage = value.percentage or entry.percentage
-    progress[token] = entry
-    local title = (entry.title or '') .. ' ' .. token
-    if value.kind == 'begin' and title:lower():find('model') then
-      set_status('loading', nil)
-    end
-  end
-  status_changed()
-end
-
-local function progress_text()
-  local parts = {}
-  for _, entry in pairs(M.state.status.progress) do
-    local title = (entry.title or ''):gsub('^lsp%-assist:%s*', '')
-    local text = title
-    if entry.message and entry.message ~= '' then
-      text = text .. ' ' .. entry.message
-    end
-    if entry.percentage then
-      text = text .. (' %d%%'):format(entry.percentage)
-    end
-    table.insert(parts, vim.trim(text))
-  end
-  table.sort(parts)
-  return table.concat(parts, ', ')
-end
+--- The server's last stderr lines, with a line it left unfinished.
+M.stderr_tail = status.stderr_tail
 
 --- The plugin's state for the current buffer: off, starting, loading, ready, thinking, error.
-function M.status_info(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
-  local status = M.state.status
-  local state = status.state
-  if not M.state.setup then
-    state = 'off'
-  elseif not M.is_enabled(bufnr) then
-    state = 'off'
-  elseif pending[bufnr] and state == 'ready' then
-    state = 'thinking'
-  end
-  local ghost = M.state.ghost
-  return {
-    state = state,
-    message = status.message,
-    latency_ms = status.latency_ms,
-    progress = progress_text(),
-    attached = M.state.attached[bufnr] ~= nil,
-    stderr = state == 'error' and stderr_tail() or nil,
-    item = ghost and ghost.bufnr == bufnr and ghost.count > 1 and { ghost.index, ghost.count } or nil,
-  }
-end
+M.status_info = status.info
 
 --- Statusline component: "lsp-assist: ready 120 ms", "lsp-assist: loading", ...
 --- Empty in buffers the server is not attached to.
-function M.statusline()
-  local info = M.status_info(0)
-  if not info.attached and info.state ~= 'error' then
-    return ''
-  end
-  local text = 'lsp-assist: ' .. info.state
-  if info.state == 'ready' and info.latency_ms then
-    text = text .. (' %d ms'):format(info.latency_ms)
-  end
-  if info.item then
-    text = text .. (' %d/%d'):format(info.item[1], info.item[2])
-  end
-  if info.progress ~= '' then
-    text = text .. ' (' .. info.progress .. ')'
-  end
-  if info.state == 'error' and info.message then
-    text = text .. ': ' .. info.message:sub(1, 60)
-  end
-  return text
-end
+M.statusline = status.line
 
 -- Enable / disable ---------------------------------------------------------------------
 
@@ -434,17 +183,6 @@ function M.is_enabled(bufnr)
   return vim.b[bufnr].lsp_assist_enabled ~= false
 end
 
-local function cancel_pending(bufnr)
-  local previous = pending[bufnr]
-  if previous then
-    local client = vim.lsp.get_client_by_id(previous.client_id)
-    if client then
-      client_call(client, 'cancel_request', previous.request_id)
-    end
-    pending[bufnr] = nil
-  end
-end
-
 local function builtin_enable(bufnr)
   if M.state.builtin and vim.lsp.inline_completion then
     vim.lsp.inline_completion.enable(M.is_enabled(bufnr), { bufnr = bufnr })
@@ -456,12 +194,12 @@ local function refresh_enabled()
     if api.nvim_buf_is_valid(bufnr) then
       if not M.is_enabled(bufnr) then
         M.clear(bufnr)
-        cancel_pending(bufnr)
+        client.cancel_pending(bufnr)
       end
       builtin_enable(bufnr)
     end
   end
-  status_changed()
+  status.changed()
 end
 
 --- Turn suggestions on everywhere, or for one filetype.
@@ -496,778 +234,68 @@ function M.toggle(bufnr)
   return vim.b[bufnr].lsp_assist_enabled
 end
 
--- Ghost text ---------------------------------------------------------------------------
+-- Suggestions --------------------------------------------------------------------------
 
-function M.clear(bufnr)
-  local ghost = M.state.ghost
-  if ghost and (bufnr == nil or ghost.bufnr == bufnr) then
-    pcall(api.nvim_buf_del_extmark, ghost.bufnr, ns, ghost.extmark)
-    M.state.ghost = nil
-    status_changed()
-  end
-end
-
---- Byte column of an LSP position on its line.
-local function byte_col(bufnr, position, encoding)
-  local line = api.nvim_buf_get_lines(bufnr, position.line, position.line + 1, false)[1] or ''
-  local util = vim.lsp.util
-  if util._get_line_byte_from_position then
-    local ok, col = pcall(util._get_line_byte_from_position, bufnr, position, encoding)
-    if ok then
-      return col
-    end
-  end
-  if encoding == 'utf-8' then
-    return math.min(position.character, #line)
-  end
-  local ok, col = pcall(vim.str_byteindex, line, encoding or 'utf-16', position.character, false)
-  if ok and type(col) == 'number' then
-    return col
-  end
-  return math.min(position.character, #line)
-end
-
-local function snippet_text(value)
-  -- Keep placeholder text, drop tab stops: ${1:foo} -> foo, $1 / ${0} -> ''.
-  local text = value:gsub('%${%d+:([^}]*)}', '%1'):gsub('%${%d+}', ''):gsub('%$%d+', '')
-  return text
-end
-
---- Normalize inline items or completion items into { text, range, command }.
-local function normalize(method, result)
-  local items = {}
-  if not result then
-    return items
-  end
-  local raw_items = result.items or result
-  if type(raw_items) ~= 'table' then
-    return items
-  end
-  for _, raw in ipairs(raw_items) do
-    if method == INLINE then
-      local text = raw.insertText
-      if type(text) == 'table' then
-        text = snippet_text(text.value or '')
-      end
-      if type(text) == 'string' then
-        table.insert(items, { text = text, range = raw.range, command = raw.command })
-      end
-    else
-      local edit = raw.textEdit
-      local text, range
-      if edit then
-        text = edit.newText
-        range = edit.range or edit.insert
-      else
-        text = raw.insertText or raw.label
-      end
-      if raw.insertTextFormat == 2 and text then
-        text = snippet_text(text)
-      end
-      if type(text) == 'string' and text ~= '' then
-        table.insert(items, { text = text, range = range, command = raw.command, label = raw.label })
-      end
-    end
-  end
-  return items
-end
-
---- The part of `item` still to insert at the cursor (nil: it does not fit here).
-local function remaining_text(bufnr, client, item)
-  local cursor = api.nvim_win_get_cursor(0)
-  local row, col = cursor[1] - 1, cursor[2]
-  local text = item.text
-  if item.range then
-    local start_row = item.range.start.line
-    local start_col = byte_col(bufnr, item.range.start, client.offset_encoding)
-    if start_row ~= row or start_col > col then
-      return nil
-    end
-    if start_col < col then
-      -- The item replaces text typed since its range start: show only the rest.
-      local line = api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ''
-      local typed = line:sub(start_col + 1, col)
-      if text:sub(1, #typed) ~= typed then
-        return nil
-      end
-      text = text:sub(#typed + 1)
-    end
-  end
-  if text == '' then
-    return nil
-  end
-  return text
-end
-
---- The extmark options that show `text` as ghost text.
-local function ghost_opts(text)
-  local lines = vim.split(text, '\n', { plain = true })
-  local virt_lines = {}
-  for i = 2, #lines do
-    table.insert(virt_lines, { { lines[i], 'LspAssistGhost' } })
-  end
-  local opts = {
-    virt_text = { { lines[1], 'LspAssistGhost' } },
-    virt_text_pos = has('0.10') and 'inline' or 'overlay',
-    hl_mode = 'replace',
-  }
-  if #virt_lines > 0 then
-    opts.virt_lines = virt_lines
-  end
-  return opts
-end
-
---- Length of `text` in UTF-16 code units (what Copilot's acceptedLength counts).
-local function utf16_len(text)
-  local ok, n = pcall(vim.str_utfindex, text, 'utf-16')
-  if ok and type(n) == 'number' then
-    return n
-  end
-  local _, units = vim.str_utfindex(text) -- 0.10 and older: (utf-32, utf-16)
-  return units
-end
-
---- The item as the server sent it (Copilot's clients send it back in their telemetry).
-local function wire_item(item)
-  return { insertText = item.text, range = item.range, command = item.command }
-end
-
---- Tell the server about `item` (its telemetry: shown, partly accepted, dismissed).
-local function tell(client_id, method, item, params)
-  local client = vim.lsp.get_client_by_id(client_id)
-  if not client or not item or not item.command then
-    return
-  end
-  params = params or {}
-  local log = M.state.telemetry
-  local args = item.command.arguments or {}
-  table.insert(log, { method = method, item = args[1] or vim.NIL, accepted_length = params.acceptedLength or vim.NIL })
-  if #log > 50 then
-    table.remove(log, 1)
-  end
-  local ok, err = pcall(client_call, client, 'notify', method, params)
-  if not ok then
-    record_error(method, err)
-  end
-end
-
-local shown_item -- the item last reported as shown (a redraw of its rest is not a show)
-
---- Draw `text` (of `item`, number `index` of `count`) as ghost text at the cursor.
-local function draw(bufnr, client_id, item, text, index, count)
-  M.clear()
-  local cursor = api.nvim_win_get_cursor(0)
-  local row, col = cursor[1] - 1, cursor[2]
-  local ok, extmark = pcall(api.nvim_buf_set_extmark, bufnr, ns, row, col, ghost_opts(text))
-  if not ok then
-    record_error('extmark', extmark)
-    return false
-  end
-  M.state.ghost = {
-    bufnr = bufnr,
-    row = row,
-    col = col,
-    text = text,
-    item = item,
-    index = index,
-    count = count,
-    client_id = client_id,
-    extmark = extmark,
-    tick = api.nvim_buf_get_changedtick(bufnr),
-  }
-  if shown_item ~= item then
-    shown_item = item
-    tell(client_id, 'textDocument/didShowCompletion', item, { item = wire_item(item) })
-  end
-  status_changed()
-  return true
-end
-
---- Show item `index` of `items` at the cursor; false when it does not fit there.
-local function show(bufnr, client, items, index)
-  local item = items[index]
-  local text = item and remaining_text(bufnr, client, item)
-  if not text then
-    return false
-  end
-  M.state.items = items
-  return draw(bufnr, client.id, item, text, index, #items)
-end
-
--- Requests -----------------------------------------------------------------------------
-
-local timers = {} -- bufnr -> uv timer
+--- Remove the ghost text (in `bufnr`, or wherever it shows).
+M.clear = render.clear
 
 --- Ask the server for a suggestion at the cursor. `invoked`: the user asked explicitly.
 --- `opts.step`: when the answer comes, show the item `step` places after the shown one
 --- (cycling), wrapping around. `opts.refresh`: ask even though a suggestion shows here
 --- (lspAssist/suggestionReady), and keep the shown one unless the answer differs.
-function M.request(bufnr, invoked, opts)
-  opts = opts or {}
-  bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
-  local client = get_client(bufnr)
-  if not client or not M.is_enabled(bufnr) then
-    return false
-  end
-  local inline = M.config.method ~= 'completion' and client_supports(client, INLINE)
-  local method = inline and INLINE or COMPLETION
-  local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
-  if inline then
-    params.context = { triggerKind = invoked and 1 or 2 } -- Invoked / Automatic
-  else
-    params.context = { triggerKind = 1 }
-  end
-  local tick = api.nvim_buf_get_changedtick(bufnr)
-  local cursor = api.nvim_win_get_cursor(0)
-  local here = { tick, cursor[1], cursor[2] }
-  -- Typed into the ghost: ask (the server's type-through cache answers), but keep what
-  -- shows unless the answer differs.
-  local keep = opts.refresh
-  if not invoked and not opts.step and not opts.refresh then
-    -- Nothing new to ask: a request for this text and place is out (an explicit one,
-    -- maybe), or its suggestion is on screen.
-    local out = pending[bufnr]
-    local ghost = M.state.ghost
-    if out and vim.deep_equal(out.here, here) then
-      return true
-    end
-    if ghost and ghost.bufnr == bufnr and ghost.tick == tick
-      and ghost.row == cursor[1] - 1 and ghost.col == cursor[2] then
-      if not ghost.typed then
-        return true
-      end
-      ghost.typed = false -- asked once for this place
-      keep = true
-    end
-  end
-  cancel_pending(bufnr)
-  local shown = M.state.ghost and M.state.ghost.bufnr == bufnr and M.state.ghost.index or 1
-  M.state.requests = M.state.requests + 1
-  M.state.last_request = { method = method, params = params, bufnr = bufnr, invoked = invoked == true }
-  local sent = uv.hrtime()
-  local ok, request_id
-  ok, request_id = client_request(client, method, params, function(err, result)
-    if pending[bufnr] and pending[bufnr].request_id == request_id then
-      pending[bufnr] = nil
-    end
-    local ms = (uv.hrtime() - sent) / 1e6
-    local items = err and {} or normalize(method, result)
-    local now = api.nvim_buf_is_valid(bufnr) and api.nvim_get_current_buf() == bufnr
-    local stale = not now
-      or api.nvim_buf_get_changedtick(bufnr) ~= tick
-      or not vim.deep_equal(api.nvim_win_get_cursor(0), cursor)
-    M.state.responses = M.state.responses + 1
-    M.state.last_response = {
-      method = method, err = err, result = result, items = items, stale = stale, ms = ms,
-    }
-    local history = M.state.history
-    table.insert(history, { invoked = invoked == true, stale = stale, items = #items, err = err ~= nil })
-    if #history > 50 then
-      table.remove(history, 1)
-    end
-    if err then
-      if err.code ~= REQUEST_CANCELLED then
-        record_error(method, err)
-      end
-      status_changed()
-      return
-    end
-    if not opts.refresh then
-      M.state.status.latency_ms = ms -- a refresh's is the cache's, not what the user waited
-    end
-    if M.state.status.state == 'starting' or M.state.status.state == 'loading' then
-      poll_status()
-    end
-    status_changed()
-    if stale or not M.is_enabled(bufnr) then
-      return
-    end
-    local mode = api.nvim_get_mode().mode
-    if mode:sub(1, 1) ~= 'i' and not M._show_outside_insert then
-      return
-    end
-    if #items == 0 and not opts.refresh then
-      if opts.step then
-        M.clear(bufnr) -- asked for alternatives, got none: keep nothing stale
-      end
-      return
-    end
-    if keep then
-      local ghost = M.state.ghost
-      local text = items[1] and remaining_text(bufnr, client, items[1])
-      local same = ghost ~= nil and ghost.bufnr == bufnr and ghost.text == text
-        and ghost.row == cursor[1] - 1 and ghost.col == cursor[2]
-      local record = {
-        before = ghost and ghost.bufnr == bufnr and ghost.text or vim.NIL,
-        after = text or vim.NIL,
-        same = same,
-        ms = ms,
-      }
-      local log = opts.refresh and M.state.refreshes or M.state.typed_answers
-      table.insert(log, record)
-      if #log > 50 then
-        table.remove(log, 1)
-      end
-      if #items == 0 then
-        -- The server's whole is nothing here (it dropped the start that shows: a copy
-        -- of the line below): the start goes too.
-        M.clear(bufnr)
-        return
-      end
-      if same or not text then
-        return -- no redraw: the text on screen is the answer (no flicker)
-      end
-    end
-    local index = 1
-    if opts.step then
-      index = (shown - 1 + opts.step) % #items + 1
-    end
-    show(bufnr, client, items, index)
-  end, bufnr)
-  if ok and request_id then
-    pending[bufnr] = { client_id = client.id, request_id = request_id, sent = sent, here = here }
-    status_changed()
-  end
-  return ok
-end
+M.request = request.request
 
 --- Request after `debounce_ms` without typing or moving.
-function M.schedule(bufnr)
-  if not M.is_enabled(bufnr) then
-    return
-  end
-  local timer = timers[bufnr]
-  if not timer then
-    timer = uv.new_timer()
-    timers[bufnr] = timer
-  end
-  timer:stop()
-  timer:start(M.config.debounce_ms, 0, vim.schedule_wrap(function()
-    if api.nvim_buf_is_valid(bufnr) and api.nvim_get_current_buf() == bufnr then
-      local mode = api.nvim_get_mode().mode
-      if mode:sub(1, 1) == 'i' then
-        M.request(bufnr, false)
-      end
-    end
-  end))
-end
+M.schedule = request.schedule
 
---- Why a lspAssist/suggestionReady notice is not acted on (nil: ask again).
-local function ready_ignored(params, ctx)
-  if type(params) ~= 'table' or type(params.textDocument) ~= 'table' or type(params.position) ~= 'table' then
-    return 'malformed'
-  end
-  local bufnr = api.nvim_get_current_buf()
-  if vim.uri_from_bufnr(bufnr) ~= params.textDocument.uri then
-    return 'not the current buffer'
-  end
-  local client = get_client(bufnr)
-  if not client or client.id ~= ctx.client_id then
-    return 'not attached'
-  end
-  if M.state.builtin then
-    return 'use_builtin' -- vim.lsp.inline_completion shows only what it asked for
-  end
-  if not M.is_enabled(bufnr) then
-    return 'disabled'
-  end
-  if api.nvim_get_mode().mode:sub(1, 1) ~= 'i' then
-    return 'not in insert mode'
-  end
-  if pending[bufnr] then
-    return 'a request is in flight'
-  end
-  -- The suggestion of that request still shows: the text is unchanged since, or the
-  -- user typed into it (typing that does not match, a move or a dismiss removes it).
-  local ghost = M.state.ghost
-  local cursor = api.nvim_win_get_cursor(0)
-  if not ghost or ghost.bufnr ~= bufnr or ghost.tick ~= api.nvim_buf_get_changedtick(bufnr)
-    or ghost.row ~= cursor[1] - 1 or ghost.col ~= cursor[2] then
-    return 'no suggestion shown'
-  end
-  local position = params.position
-  -- Asked here, or before the cursor on the way typed since.
-  if position.line > ghost.row
-    or (position.line == ghost.row and byte_col(bufnr, position, client.offset_encoding) > ghost.col) then
-    return 'another place'
-  end
-  return nil
-end
+--- lspAssist/suggestionReady (the server's handler): ask again for the whole of an
+--- early-answered suggestion that still shows.
+M.on_suggestion_ready = request.on_suggestion_ready
 
---- lspAssist/suggestionReady: the whole of an early-answered suggestion is written, and
---- it is not the start that shows (longer, shorter, other, or nothing). Ask again at the
---- cursor (Automatic) when the suggestion still shows and nothing else is asked, and
---- show the answer in place of the start (none: clear it).
-function M.on_suggestion_ready(err, params, ctx)
-  if err then
-    return
-  end
-  local reason = ready_ignored(params, ctx or {})
-  local notice = {
-    uri = type(params) == 'table' and params.textDocument and params.textDocument.uri or vim.NIL,
-    version = type(params) == 'table' and params.textDocument and params.textDocument.version or vim.NIL,
-    position = type(params) == 'table' and params.position or vim.NIL,
-    action = reason or 'refresh',
-  }
-  table.insert(M.state.ready, notice)
-  if #M.state.ready > 50 then
-    table.remove(M.state.ready, 1)
-  end
-  if not reason then
-    M.request(api.nvim_get_current_buf(), false, { refresh = true })
-  end
-end
+--- Ask for a suggestion now (the trigger key, :LspAssistComplete).
+M.complete = request.complete
 
-local invoke_on_insert = false
-
---- Ask for a suggestion now (the trigger key, :LspAssistComplete). From normal mode it
---- enters insert mode after the cursor (like `a`) and asks there; after <C-o> it asks
---- once back in insert mode, where the cursor is again.
-function M.complete()
-  local bufnr = api.nvim_get_current_buf()
-  if not get_client(bufnr) then
-    no_server('the server is not attached to this buffer')
-    return false
-  end
-  if not M.is_enabled(bufnr) then
-    vim.notify('lsp-assist: suggestions are off here (:LspAssistEnable)', vim.log.levels.WARN)
-    return false
-  end
-  local mode = api.nvim_get_mode().mode
-  if mode:sub(1, 1) == 'i' then
-    return M.request(bufnr, true)
-  end
-  if mode:sub(1, 2) == 'ni' then
-    -- <C-o>: this runs in normal mode with the cursor one column left at the end of a
-    -- line; an answer to a request sent now would be stale once insert mode resumes.
-    local tries = 0
-    local function again()
-      tries = tries + 1
-      if api.nvim_get_mode().mode:sub(1, 1) == 'i' then
-        M.request(bufnr, true)
-      elseif tries < 50 then
-        vim.defer_fn(again, 10)
-      end
-    end
-    vim.schedule(again)
-    return true
-  end
-  invoke_on_insert = true
-  api.nvim_feedkeys('a', 'n', false)
-  return true
-end
-
--- Accepting ----------------------------------------------------------------------------
-
---- Report an accepted suggestion to the server (the item's command, lspAssist.accept).
-local function report_acceptance(client, record)
-  local command = record.command
-  if not command or not command.command then
-    return
-  end
-  client_request(client, 'workspace/executeCommand', {
-    command = command.command,
-    arguments = command.arguments,
-  }, function(err, result)
-    record.response = { err = err, result = result }
-    if err then
-      record_error('workspace/executeCommand', err)
-    end
-  end, record.bufnr)
-end
-
---- The next word of `text`: what is before it on the line, then the word (as
---- copilot.vim); at a line break, the break and the next line's indentation.
-function M.next_word(text)
-  local word = text:match('^[^%w_\n]*[%w_]*')
-  if word == '' then
-    word = text:match('^\n[ \t]*') or text:sub(1, 1)
-  end
-  return word
-end
-
---- The rest of the ghost's current line; at a line break, the break and the next line.
-function M.next_line(text)
-  local line = text:match('^[^\n]+')
-  if not line then
-    line = text:match('^\n[^\n]*') or text
-  end
-  return line
-end
-
-local own_tick -- changedtick right after the plugin inserted text itself
+--- The next word of a suggestion's text (what <M-Right> inserts) and the rest of its
+--- line (<M-C-Right>).
+M.next_word = decide.next_word
+M.next_line = decide.next_line
 
 --- Insert the ghost text: all of it (`kind` nil or 'all'), its next 'word' or 'line'.
---- The rest stays on screen; the server hears of the acceptance once all of it is in.
---- Returns true when there was a suggestion.
-function M.accept(kind)
-  local ghost = M.state.ghost
-  if not ghost or ghost.bufnr ~= api.nvim_get_current_buf() then
-    return false
-  end
-  local bufnr = ghost.bufnr
-  M.clear()
-  if api.nvim_buf_get_changedtick(bufnr) ~= ghost.tick then
-    return false
-  end
-  local part = ghost.text
-  if kind == 'word' then
-    part = M.next_word(ghost.text)
-  elseif kind == 'line' then
-    part = M.next_line(ghost.text)
-  end
-  local rest = ghost.text:sub(#part + 1)
-  local lines = vim.split(part, '\n', { plain = true })
-  api.nvim_buf_set_text(bufnr, ghost.row, ghost.col, ghost.row, ghost.col, lines)
-  local end_row = ghost.row + #lines - 1
-  local end_col = (#lines == 1 and ghost.col or 0) + #lines[#lines]
-  pcall(api.nvim_win_set_cursor, 0, { end_row + 1, end_col })
-  own_tick = api.nvim_buf_get_changedtick(bufnr)
-  local item = ghost.item
-  item.accepted_text = (item.accepted_text or '') .. part
-  if rest ~= '' then
-    table.insert(M.state.partial, { kind = kind, inserted = part })
-    -- From the start of the item's text to the end of what is in (Copilot's measure).
-    tell(ghost.client_id, 'textDocument/didPartiallyAcceptCompletion', item, {
-      item = wire_item(item),
-      acceptedLength = utf16_len(item.text) - utf16_len(rest),
-    })
-    -- Cycling from here asks the server again: the other items started elsewhere.
-    M.state.items = {}
-    draw(bufnr, ghost.client_id, item, rest, 1, 1)
-    return true
-  end
-  M.state.items = {}
-  local record = { bufnr = bufnr, inserted = item.accepted_text, command = item.command, kind = kind or 'all' }
-  table.insert(M.state.accepted, record)
-  local client = vim.lsp.get_client_by_id(ghost.client_id)
-  if client then
-    report_acceptance(client, record)
-  end
-  return true
-end
+M.accept = keys.accept
 
 --- Remove the suggestion (and cancel the request on its way). True when there was one.
-function M.dismiss()
-  local bufnr = api.nvim_get_current_buf()
-  local had = M.visible()
-  if had then
-    local ghost = M.state.ghost
-    tell(ghost.client_id, 'lspAssist/didDismissCompletion', ghost.item, { item = { command = ghost.item.command } })
-  end
-  M.clear(bufnr)
-  cancel_pending(bufnr)
-  M.state.items = {}
-  status_changed()
-  return had
-end
+M.dismiss = keys.dismiss
 
---- Show the next (`step` 1) or previous (-1) item of the answer. With one item shown,
---- ask again explicitly (a server may offer more then); with none, ask now.
-function M.cycle(step)
-  local bufnr = api.nvim_get_current_buf()
-  local ghost = M.state.ghost
-  if not ghost or ghost.bufnr ~= bufnr then
-    return M.request(bufnr, true)
-  end
-  local items = M.state.items
-  if #items > 1 then
-    local client = vim.lsp.get_client_by_id(ghost.client_id)
-    local n = #items
-    for offset = 1, n - 1 do
-      local index = (ghost.index - 1 + step * offset) % n + 1
-      if client and show(bufnr, client, items, index) then
-        return true
-      end
-    end
-    return false
-  end
-  -- Ask once per position and text: the answer is the same until either changes.
-  local key = table.concat({ bufnr, api.nvim_buf_get_changedtick(bufnr), ghost.row, ghost.col }, ':')
-  if M.state.asked_alternatives == key then
-    return false
-  end
-  M.state.asked_alternatives = key
-  return M.request(bufnr, true, { step = step })
-end
+--- Show the next (`step` 1) or previous (-1) item of the answer.
+M.cycle = keys.cycle
 
-function M.visible()
-  local ghost = M.state.ghost
-  return ghost ~= nil and ghost.bufnr == api.nvim_get_current_buf()
-end
+--- Whether a suggestion shows in the current buffer.
+M.visible = keys.visible
 
 -- Attaching ----------------------------------------------------------------------------
 
-local function keys_config()
-  local keys = vim.tbl_extend('force', {}, M.config.keys or {})
-  if M.config.accept_key ~= nil then
-    keys.accept = M.config.accept_key
-  end
-  return keys
-end
-
---- An insert-mode mapping that runs `action` when a suggestion shows (or `always`),
---- and is the plain key otherwise.
-local function map(bufnr, key, action, desc, always)
-  if not key then
-    return
-  end
-  vim.keymap.set('i', key, function()
-    if always or M.visible() then
-      return '<Cmd>lua require("lsp-assist").' .. action .. '<CR>'
-    end
-    return key
-  end, { buffer = bufnr, expr = true, replace_keycodes = true, desc = 'lsp-assist: ' .. desc })
-end
-
-local function map_keys(bufnr)
-  local keys = keys_config()
-  map(bufnr, keys.accept, 'accept()', 'accept the suggestion')
-  map(bufnr, keys.accept_word, 'accept("word")', 'accept the next word of the suggestion')
-  map(bufnr, keys.accept_line, 'accept("line")', 'accept the next line of the suggestion')
-  map(bufnr, keys.dismiss, 'dismiss()', 'dismiss the suggestion')
-  map(bufnr, keys.trigger, 'complete()', 'ask for a suggestion now', true)
-  map(bufnr, keys.next, 'cycle(1)', 'next suggestion', true)
-  map(bufnr, keys.prev, 'cycle(-1)', 'previous suggestion', true)
-end
-
-local function map_builtin_accept(bufnr)
-  local key = keys_config().accept
-  if not key then
-    return
-  end
-  vim.keymap.set('i', key, function()
-    if vim.lsp.inline_completion.get({ bufnr = bufnr }) then
-      return ''
-    end
-    return key
-  end, { buffer = bufnr, expr = true, replace_keycodes = true, desc = 'lsp-assist: accept suggestion' })
-end
-
---- InsertCharPre with `char` about to go in at the cursor: when it is the ghost's next
---- character, show the rest in place (same extmark, same redraw: no clear, no flicker)
---- and return true. The extmark's right gravity carries it past the typed character;
---- TextChangedI then records the new changedtick, and the request made after it keeps
---- the ghost unless the server's answer differs.
-local function type_through(bufnr, char)
-  local ghost = M.state.ghost
-  if not ghost or ghost.bufnr ~= bufnr or char == nil or char == '' then
-    return false
-  end
-  local cursor = api.nvim_win_get_cursor(0)
-  if cursor[1] - 1 ~= ghost.row or cursor[2] ~= ghost.col
-    or ghost.tick ~= api.nvim_buf_get_changedtick(bufnr)
-    or ghost.text:sub(1, #char) ~= char then
-    return false
-  end
-  local rest = ghost.text:sub(#char + 1)
-  if rest == '' then
-    return false -- all of it typed: nothing left to show
-  end
-  local opts = ghost_opts(rest)
-  opts.id = ghost.extmark
-  local ok, err = pcall(api.nvim_buf_set_extmark, bufnr, ns, ghost.row, ghost.col, opts)
-  if not ok then
-    record_error('extmark', err)
-    return false
-  end
-  ghost.text = rest
-  ghost.col = ghost.col + #char
-  ghost.tick = nil -- set by TextChangedI, once the character is in
-  ghost.typed = true
-  M.state.typed_through = (M.state.typed_through or 0) + 1
-  return true
-end
-
-local cursor_timer = nil
-local last_report = nil -- { client_id, bufnr, line, character } of the last report sent
-
---- Tell the server where the cursor rests (lspAssist/didMoveCursor), once per place.
-local function report_cursor(bufnr)
-  if bufnr ~= api.nvim_get_current_buf() or api.nvim_get_mode().mode ~= 'n' then
-    return
-  end
-  local client = get_client(bufnr)
-  if not client or M.state.status.state ~= 'ready' then
-    return
-  end
-  local params = vim.lsp.util.make_position_params(0, client.offset_encoding or 'utf-16')
-  local at = { client.id, bufnr, params.position.line, params.position.character }
-  if last_report and vim.deep_equal(last_report, at) then
-    return
-  end
-  last_report = at
-  local ok, err = pcall(client_call, client, 'notify', 'lspAssist/didMoveCursor', {
-    textDocument = { uri = params.textDocument.uri },
-    position = params.position,
-  })
-  if not ok then
-    record_error('lspAssist/didMoveCursor', err)
-    return
-  end
-  table.insert(M.state.cursor_reports, { bufnr = bufnr, line = at[3], character = at[4] })
-  if #M.state.cursor_reports > 50 then
-    table.remove(M.state.cursor_reports, 1)
-  end
-end
-
---- Report the cursor once it has rested `report_cursor_ms` (a newer move restarts the wait).
-schedule_cursor_report = function(bufnr)
-  local wait = M.config.report_cursor_ms
-  if not wait or wait <= 0 then
-    return
-  end
-  cursor_timer = cursor_timer or uv.new_timer()
-  cursor_timer:stop()
-  cursor_timer:start(wait, 0, vim.schedule_wrap(function()
-    if api.nvim_buf_is_valid(bufnr) then
-      report_cursor(bufnr)
-    end
-  end))
-end
-
-local function on_attach(client, bufnr)
-  M.state.attached[bufnr] = client.id
-  local caps = client.server_capabilities or {}
-  M.state.clients[client.id] = {
-    name = client.name,
-    initialized = client.initialized ~= false,
-    inline = caps.inlineCompletionProvider ~= nil and caps.inlineCompletionProvider ~= false,
-    completion = caps.completionProvider ~= nil,
-    commands = caps.executeCommandProvider and caps.executeCommandProvider.commands or {},
-  }
-  if M.state.status.state == 'starting' then
-    set_status('loading', nil)
-  end
-  poll_status()
-  local builtin = M.config.use_builtin and vim.lsp.inline_completion ~= nil
-    and M.config.method ~= 'completion' and M.state.clients[client.id].inline
-  M.state.builtin = builtin
-  if builtin then
-    builtin_enable(bufnr)
-    map_builtin_accept(bufnr)
-    return
-  end
+--- The buffer's autocmds: typing (type-through, then ask after the debounce), entering
+--- and leaving insert mode, moving the cursor; and its keys.
+local function attach_autocmds(bufnr)
   local group = api.nvim_create_augroup('lsp-assist.buf.' .. bufnr, { clear = true })
   api.nvim_create_autocmd({ 'InsertCharPre', 'TextChangedI', 'TextChangedP' }, {
     group = group,
     buffer = bufnr,
     callback = function(ev)
       if ev.event == 'InsertCharPre' then
-        if not type_through(bufnr, vim.v.char) then
+        if not keys.type_through(bufnr, vim.v.char) then
           M.clear(bufnr) -- the ghost no longer matches the text
         end
       else
         local ghost = M.state.ghost
         if ghost and ghost.bufnr == bufnr and ghost.typed and ghost.tick == nil then
-          local cursor = api.nvim_win_get_cursor(0)
-          if cursor[1] - 1 == ghost.row and cursor[2] == ghost.col then
+          if decide.at(ghost, render.place(bufnr)) then
             ghost.tick = api.nvim_buf_get_changedtick(bufnr)
           else
             M.clear(bufnr) -- the character did not land where the ghost is
           end
         end
-        if api.nvim_buf_get_changedtick(bufnr) ~= own_tick then
+        if api.nvim_buf_get_changedtick(bufnr) ~= keys.own_tick then
           M.schedule(bufnr)
         end
       end
@@ -1277,8 +305,8 @@ local function on_attach(client, bufnr)
     group = group,
     buffer = bufnr,
     callback = function()
-      if invoke_on_insert then
-        invoke_on_insert = false
+      if request.invoke_on_insert then
+        request.invoke_on_insert = false
         vim.schedule(function()
           M.request(bufnr, true)
         end)
@@ -1292,27 +320,23 @@ local function on_attach(client, bufnr)
     buffer = bufnr,
     callback = function()
       M.clear(bufnr)
-      cancel_pending(bufnr)
-      if timers[bufnr] then
-        timers[bufnr]:stop()
-      end
+      client.cancel_pending(bufnr)
+      request.stop(bufnr)
     end,
   })
   api.nvim_create_autocmd({ 'CursorMoved', 'BufEnter' }, {
     group = group,
     buffer = bufnr,
     callback = function()
-      schedule_cursor_report(bufnr)
+      request.schedule_cursor_report(bufnr)
     end,
   })
-  schedule_cursor_report(bufnr) -- where the file opened (the cursor may rest there)
+  request.schedule_cursor_report(bufnr) -- where the file opened (the cursor may rest there)
   api.nvim_create_autocmd('CursorMovedI', {
     group = group,
     buffer = bufnr,
     callback = function()
-      local ghost = M.state.ghost
-      local cursor = api.nvim_win_get_cursor(0)
-      if ghost and ghost.bufnr == bufnr and cursor[1] - 1 == ghost.row and cursor[2] == ghost.col then
+      if decide.at(M.state.ghost, render.place(bufnr)) then
         return -- the suggestion is where the cursor is (after an accepted word, say)
       end
       M.clear(bufnr)
@@ -1321,19 +345,44 @@ local function on_attach(client, bufnr)
       end
     end,
   })
-  map_keys(bufnr)
+  keys.map(bufnr)
+end
+
+local function on_attach(lsp_client, bufnr)
+  M.state.attached[bufnr] = lsp_client.id
+  local caps = lsp_client.server_capabilities or {}
+  M.state.clients[lsp_client.id] = {
+    name = lsp_client.name,
+    initialized = lsp_client.initialized ~= false,
+    inline = caps.inlineCompletionProvider ~= nil and caps.inlineCompletionProvider ~= false,
+    completion = caps.completionProvider ~= nil,
+    commands = caps.executeCommandProvider and caps.executeCommandProvider.commands or {},
+  }
+  if M.state.status.state == 'starting' then
+    status.set('loading', nil)
+  end
+  status.poll()
+  local builtin = M.config.use_builtin and vim.lsp.inline_completion ~= nil
+    and M.config.method ~= 'completion' and M.state.clients[lsp_client.id].inline
+  M.state.builtin = builtin
+  if builtin then
+    builtin_enable(bufnr)
+    keys.map_builtin_accept(bufnr)
+    return
+  end
+  attach_autocmds(bufnr)
 end
 
 -- Commands -----------------------------------------------------------------------------
 
 local function execute(command, arguments, callback)
   local bufnr = api.nvim_get_current_buf()
-  local client = get_client(bufnr) or any_client()
-  if not client then
-    no_server('the server is not running')
+  local lsp_client = client.get(bufnr) or client.any()
+  if not lsp_client then
+    status.no_server('the server is not running')
     return false
   end
-  client_request(client, 'workspace/executeCommand', { command = command, arguments = arguments },
+  client.request(lsp_client, 'workspace/executeCommand', { command = command, arguments = arguments },
     function(err, result)
       callback(err, result)
     end, bufnr)
@@ -1352,7 +401,7 @@ local function show_scratch(title, text, filetype)
   vim.bo[buf].modifiable = false
 end
 
-local function render(result)
+local function as_text(result)
   if type(result) == 'string' then
     return result, 'markdown'
   end
@@ -1369,8 +418,8 @@ end
 --- Show the context the server would send to the model at the cursor.
 function M.explain(callback)
   local bufnr = api.nvim_get_current_buf()
-  local client = get_client(bufnr)
-  local encoding = client and client.offset_encoding or 'utf-16'
+  local lsp_client = client.get(bufnr)
+  local encoding = lsp_client and lsp_client.offset_encoding or 'utf-16'
   local params = vim.lsp.util.make_position_params(0, encoding)
   return execute('lspAssist.explainContext',
     { params.textDocument.uri, params.position.line, params.position.character },
@@ -1378,7 +427,7 @@ function M.explain(callback)
       if err then
         return notify_error(err)
       end
-      local text, ft = render(result)
+      local text, ft = as_text(result)
       show_scratch('lsp-assist://explain', text, ft)
     end)
 end
@@ -1387,7 +436,7 @@ end
 function M.status(callback)
   return execute('lspAssist.status', {}, function(err, result)
     if not err then
-      apply_server_status(result)
+      status.apply(result)
     end
     if callback then
       return callback(err, result)
@@ -1402,55 +451,13 @@ end
 --- Change server settings at run time (workspace/didChangeConfiguration).
 function M.set_settings(values)
   M.config.settings = vim.tbl_extend('force', M.config.settings, values)
-  for _, client in ipairs(vim.lsp.get_clients({ name = NAME })) do
+  for _, lsp_client in ipairs(vim.lsp.get_clients({ name = NAME })) do
     local settings = next(M.config.settings) and M.config.settings or vim.empty_dict()
-    client.settings = { lspAssist = settings }
-    local params = { settings = { lspAssist = settings } }
-    if has('0.11') then
-      client:notify('workspace/didChangeConfiguration', params)
-    else
-      client.notify('workspace/didChangeConfiguration', params)
-    end
+    lsp_client.settings = { lspAssist = settings }
+    client.call(lsp_client, 'notify', 'workspace/didChangeConfiguration', { settings = { lspAssist = settings } })
   end
   -- A new model may be loading now.
-  vim.defer_fn(poll_status, 200)
-end
-
--- Setup --------------------------------------------------------------------------------
-
---- Apply the ghost-text highlight: a grey that shows in 256-colour terminals too
---- (copilot.vim's CopilotSuggestion colours); `default`, so a colour scheme or the
---- user's own :highlight wins.
-function M.set_highlight()
-  api.nvim_set_hl(0, 'LspAssistGhost', { fg = '#808080', ctermfg = 244, default = true })
-end
-
---- The command to start, or nil (with an error shown) when it cannot be run.
-local function resolve_cmd(cmd)
-  if cmd == nil then
-    if vim.fn.executable('lsp-assist') == 1 then
-      return { 'lsp-assist', 'serve' }
-    end
-    local venv = M.venv_server()
-    if venv then
-      return { venv, 'serve' }
-    end
-    cmd = { 'lsp-assist', 'serve' }
-  end
-  if type(cmd) ~= 'table' or type(cmd[1]) ~= 'string' or vim.fn.executable(cmd[1]) == 1 then
-    return cmd -- a function (an in-process server) or an executable
-  end
-  local venv = M.venv_server()
-  local fix = venv
-      and ("use cmd = { '%s', 'serve' }, or put %s on PATH"):format(venv, vim.fn.fnamemodify(venv, ':h'))
-    or ('run `make` in the lsp-assist repository and use cmd = { \'<repo>/.venv/bin/lsp-assist\', '
-      .. "'serve' }, or put <repo>/.venv/bin on PATH")
-  local message = ("lsp-assist: the server command '%s' is not executable (not found on PATH); %s")
-    :format(cmd[1], fix)
-  M.state.cmd_error = message
-  set_status('error', ('%s not found'):format(cmd[1]))
-  vim.notify(message, vim.log.levels.ERROR)
-  return nil
+  vim.defer_fn(status.poll, 200)
 end
 
 local function user_commands()
@@ -1481,109 +488,11 @@ local function user_commands()
   end, { bar = true, desc = 'lsp-assist: suggestions on/off in this buffer' })
 end
 
-local restarting = {} -- client_id -> true: stopped by M.restart, its exit is no error
-local lsp_config -- what vim.lsp.config / vim.lsp.start get (built by register)
+-- Setup --------------------------------------------------------------------------------
 
---- The vim.lsp.config table for the configured command `cmd`.
-local function build_lsp_config(config, cmd)
-  local settings = vim.deepcopy(config.settings)
-  -- Empty tables are sent as JSON objects, not arrays.
-  local init_options = next(settings) and settings or vim.empty_dict()
-  local built = vim.tbl_deep_extend('force', {
-    cmd = cmd,
-    filetypes = config.filetypes,
-    root_markers = config.root_markers,
-    init_options = init_options,
-    settings = { lspAssist = init_options },
-    -- Merged into make_client_capabilities() by the client.
-    capabilities = { experimental = { [READY_CAPABILITY] = true } },
-    handlers = {
-      [READY] = function(...)
-        return M.on_suggestion_ready(...)
-      end,
-    },
-  }, config.lsp or {})
-  local user_on_exit = built.on_exit
-  built.on_exit = function(code, signal, client_id)
-    stop_polling()
-    local restarted = restarting[client_id]
-    restarting[client_id] = nil
-    if not restarted and (code ~= 0 or (signal and signal ~= 0)) then
-      local reason = ('server exited (code %s, signal %s)'):format(code, signal)
-      set_status('error', reason .. ', ' .. RESTART_HINT)
-      vim.schedule(function()
-        local said = stderr_tail()
-        local tail = #said > 0
-            and ('; the last it wrote on stderr:\n  %s\n'):format(table.concat(said, '\n  '))
-          or ' (nothing on stderr); '
-        vim.notify(('lsp-assist: the %s%sfix `cmd` or the settings if need be, then run %s'
-          .. ' (the LSP log has all of it: :lua print(vim.lsp.get_log_path()))')
-          :format(reason, tail, RESTART_HINT), vim.log.levels.ERROR)
-      end)
-    end
-    for bufnr, id in pairs(M.state.attached) do
-      if id == client_id then
-        M.state.attached[bufnr] = nil
-        pending[bufnr] = nil
-      end
-    end
-    if user_on_exit then
-      return user_on_exit(code, signal, client_id)
-    end
-  end
-  return built
-end
-
---- Resolve the configured command and register the server's config; false when the
---- command cannot run. `exact`: replace the registered config rather than merge into it
---- (vim.lsp.config merges lists index by index: a shorter cmd would keep the old tail).
-local function register(exact)
-  local cmd = resolve_cmd(M.config.cmd)
-  if not cmd then
-    return false
-  end
-  M.config.resolved_cmd = cmd
-  M.state.stderr, M.state.stderr_partial = {}, nil -- the new server's own
-  lsp_config = build_lsp_config(M.config, cmd)
-  if vim.lsp.config and vim.lsp.enable then
-    if exact then
-      vim.lsp.config[NAME] = lsp_config
-    else
-      vim.lsp.config(NAME, lsp_config)
-    end
-  end
-  return true
-end
-
---- Start a client for `bufnr` (Neovim 0.10, without vim.lsp.config).
-local function start_buffer(bufnr)
-  local config = M.config
-  local root = vim.fs.root and vim.fs.root(bufnr, config.root_markers) or vim.fn.getcwd()
-  local start_config = vim.tbl_extend('force', lsp_config, { name = NAME, root_dir = root or vim.fn.getcwd() })
-  start_config.filetypes, start_config.root_markers = nil, nil
-  vim.lsp.start(start_config, { bufnr = bufnr })
-end
-
---- Start the server for the buffers of the configured filetypes, open and to come.
-local function start()
-  if vim.lsp.config and vim.lsp.enable then
-    vim.lsp.enable(NAME) -- also starts it for the buffers already open
-    return
-  end
-  api.nvim_create_autocmd('FileType', {
-    group = api.nvim_create_augroup('lsp-assist.start', { clear = true }),
-    pattern = M.config.filetypes,
-    callback = function(ev)
-      start_buffer(ev.buf)
-    end,
-  })
-  for _, bufnr in ipairs(api.nvim_list_bufs()) do
-    if api.nvim_buf_is_loaded(bufnr) and vim.bo[bufnr].buftype == ''
-      and vim.tbl_contains(M.config.filetypes, vim.bo[bufnr].filetype) then
-      start_buffer(bufnr)
-    end
-  end
-end
+--- Apply the ghost-text highlight (LspAssistGhost: grey, a default that a colour scheme
+--- or the user's :highlight overrides).
+M.set_highlight = render.set_highlight
 
 --- Stop the server (if it still runs) and start a fresh one for the open buffers, with
 --- the command and settings in M.config now (after the server exited, or after
@@ -1593,47 +502,8 @@ function M.restart(callback)
     vim.notify('lsp-assist: setup() has not run', vim.log.levels.WARN)
     return false
   end
-  stop_polling()
   M.clear()
-  local old = vim.lsp.get_clients({ name = NAME })
-  for _, client in ipairs(old) do
-    restarting[client.id] = true
-    client_call(client, 'stop')
-  end
-  for bufnr in pairs(M.state.attached) do
-    cancel_pending(bufnr)
-  end
-  local waited = 0
-  local function go()
-    -- Start once the old ones are gone (a stopping client is never reused, but two
-    -- servers would load the model at once); force them after 2 s, go on after 4 s.
-    local alive = vim.tbl_filter(function(client)
-      return vim.lsp.get_client_by_id(client.id) ~= nil
-    end, old)
-    if #alive > 0 and waited < 4000 then
-      if waited == 2000 then
-        for _, client in ipairs(alive) do
-          client_call(client, 'stop', true)
-        end
-      end
-      waited = waited + 50
-      vim.defer_fn(go, 50)
-      return
-    end
-    M.state.attached = {}
-    M.state.cmd_error = nil
-    M.state.status.progress = {}
-    M.state.status.latency_ms = nil
-    set_status('starting', nil)
-    local ok = register(true)
-    if ok then
-      start()
-    end
-    if callback then
-      callback(ok)
-    end
-  end
-  go()
+  server.restart(callback)
   return true
 end
 
@@ -1648,13 +518,14 @@ function M.setup(opts)
     M.config.disabled_filetypes = vim.deepcopy(opts.disabled_filetypes)
   end
   local config = M.config
+  records.on = config.debug_records == true
   M.set_highlight()
   api.nvim_create_autocmd('ColorScheme', {
     group = api.nvim_create_augroup('lsp-assist.highlight', { clear = true }),
     callback = M.set_highlight,
   })
   user_commands()
-  capture_stderr()
+  status.capture_stderr()
   local next_edit = config.next_edit == false and { enabled = false } or config.next_edit
   require('lsp-assist.next_edit').setup(next_edit)
   M.state.setup = true
@@ -1665,27 +536,27 @@ function M.setup(opts)
   api.nvim_create_autocmd('LspAttach', {
     group = group,
     callback = function(ev)
-      local client = vim.lsp.get_client_by_id(ev.data.client_id)
-      if client and client.name == NAME then
-        on_attach(client, ev.buf)
+      local lsp_client = vim.lsp.get_client_by_id(ev.data.client_id)
+      if lsp_client and lsp_client.name == NAME then
+        on_attach(lsp_client, ev.buf)
       end
     end,
   })
   api.nvim_create_autocmd('LspProgress', {
     group = group,
     callback = function(ev)
-      local client = ev.data and vim.lsp.get_client_by_id(ev.data.client_id)
-      if client and client.name == NAME then
-        on_progress(ev.data.params)
+      local lsp_client = ev.data and vim.lsp.get_client_by_id(ev.data.client_id)
+      if lsp_client and lsp_client.name == NAME then
+        status.on_progress(ev.data.params)
       end
     end,
   })
 
   -- After the autocmds: a command fixed later is started by M.restart.
-  if not register(false) then
+  if not server.register(false) then
     return false
   end
-  start()
+  server.start()
   return true
 end
 

@@ -11,7 +11,7 @@
 local M = {}
 
 local api = vim.api
-local uv = vim.uv or vim.loop
+local records = require('lsp-assist.records')
 
 local NAME = 'lsp_assist'
 local METHOD = 'textDocument/copilotInlineEdit'
@@ -32,7 +32,8 @@ M.defaults = {
 
 M.config = vim.deepcopy(M.defaults)
 
---- What the plugin saw; read by tests. `shown`: { bufnr, edit, tick, jumped, marks };
+--- What the plugin saw. `shown` is what shows; the rest are records the tests read, kept
+--- only with debug_records (records.lua). `shown`: { bufnr, edit, tick, jumped, marks };
 --- `requests`: the last 50 { tick, position, edits (count), stale, err };
 --- `accepted`: { edit, text (the buffer's lines after), response = { err, result } }.
 M.state = { shown = nil, requests = {}, accepted = {}, errors = {}, count = 0 }
@@ -41,12 +42,7 @@ local timers = {} -- bufnr -> uv timer
 local pending = {} -- bufnr -> { client_id, request_id }
 local own_tick = {} -- bufnr -> changedtick right after the plugin applied an edit
 
-local function push(list, value)
-  table.insert(list, value)
-  if #list > 50 then
-    table.remove(list, 1)
-  end
-end
+local push = records.push -- kept only with setup({ debug_records = true })
 
 local function client_for(bufnr)
   return vim.lsp.get_clients({ bufnr = bufnr, name = NAME })[1]
@@ -173,7 +169,7 @@ local function show(bufnr, client, edit)
     jumped = false,
     client_id = client.id,
   }
-  M.state.count = M.state.count + 1
+  records.count(M.state, 'count')
   client:notify(DID_SHOW, { item = { command = edit.command } })
 end
 
@@ -227,17 +223,11 @@ end
 
 --- Ask `debounce_ms` after the last change.
 function M.schedule(bufnr)
-  local timer = timers[bufnr]
-  if not timer then
-    timer = uv.new_timer()
-    timers[bufnr] = timer
-  end
-  timer:stop()
-  timer:start(M.config.debounce_ms, 0, vim.schedule_wrap(function()
+  require('lsp-assist.client').debounce(timers, bufnr, M.config.debounce_ms, function()
     if api.nvim_buf_is_valid(bufnr) then
       M.request(bufnr)
     end
-  end))
+  end)
 end
 
 --- The key: jump to the shown next edit; when the cursor is there already, apply it.
