@@ -52,7 +52,13 @@ def _start(
         pytest.skip("needs nvim and tmux (apt-get install tmux)")
     (workspace / "total.py").write_text(TOTAL.format(line=line))
     tmux = plugin_in_tmux(
-        tmp_path, workspace, server_env, server_command, settings=SETTINGS, file="total.py"
+        tmp_path,
+        workspace,
+        server_env,
+        server_command,
+        settings=SETTINGS,
+        file="total.py",
+        debug_records=True,  # the drop test reads the plugin's notices and refreshes
     )
     tmux.wait_for(lambda ls: "lsp-assist: ready" in status(ls), timeout=180)
     tmux.send("5G", "A")  # an automatic request at the end of line 5

@@ -64,10 +64,12 @@ def plugin_in_tmux(
     rows: int = 20,
     settings: dict[str, Any] | None = None,
     file: str = "main.py",
+    debug_records: bool = False,
 ) -> Screen:
     """Neovim with the plugin's install snippet (``cmd`` = ``server_command server_args``,
     ``settings`` or the test settings, the statusline part) editing ``file`` (main.py),
-    in a clean environment."""
+    in a clean environment. ``debug_records``: the plugin keeps the records a test reads
+    from ``require('lsp-assist').state`` (the setup option of that name)."""
     args = (server_args,) if isinstance(server_args, str) else server_args
     init = tmp_path / "init.lua"
     init.write_text(
@@ -75,7 +77,8 @@ def plugin_in_tmux(
         "require('lsp-assist').setup({\n"
         f"  cmd = {{ {', '.join(repr(a) for a in (server_command, *args))} }},\n"
         f"  settings = vim.json.decode([[{json.dumps(settings or SETTINGS)}]]),\n"
-        "})\n"
+        + ("  debug_records = true,\n" if debug_records else "")
+        + "})\n"
         "vim.o.statusline = \"%f %= %{v:lua.require'lsp-assist'.statusline()} \"\n"
     )
     keep = ("LSP_ASSIST_MODEL_PATH", "XDG_CACHE_HOME", "LSP_ASSIST_THREADS", "HOME", "PATH")
