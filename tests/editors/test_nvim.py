@@ -14,7 +14,6 @@ with a missing one.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from .support.nvim import HERE, NO_NVIM, NVIM, headless, needs_nvim, next_word, status
+from .support.nvim import HERE, NO_NVIM, NVIM, headless, needs_nvim, next_word, run_script, status
 from .support.project import CURSOR_LINE, EARLY_SETTINGS, EDITORS, MAIN, REPO, SETTINGS
 from .support.tmux import SGR, TMUX, Screen, foregrounds
 
@@ -250,18 +249,7 @@ def keys_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Run nvim_keys.lua once; every test below reads a part of its report."""
     if NVIM is None:
         pytest.skip(NO_NVIM)
-    root = tmp_path_factory.mktemp("nvim-keys")
-    (root / "main.py").write_text(MAIN)
-    out = root / "keys.json"
-    env = dict(
-        os.environ,
-        LSP_ASSIST_TEST_PLUGIN=str(EDITORS / "nvim"),
-        LSP_ASSIST_TEST_FILE=str(root / "main.py"),
-        LSP_ASSIST_TEST_OUT=str(out),
-    )
-    proc = headless(["-u", str(HERE / "nvim_keys.lua")], root, env, timeout=120)
-    assert out.exists(), f"nvim wrote no report (rc {proc.returncode}):\n{proc.stderr}"
-    report: dict[str, Any] = json.loads(out.read_text())
+    report = run_script("nvim_keys.lua", tmp_path_factory.mktemp("nvim-keys"))
     assert report["errors"] == [], report["errors"]
     assert report["checks"]["attached"] is True, report
     return report

@@ -1,7 +1,7 @@
 """Neovim with the plugin of editors/nvim: headless runs and the install snippet in tmux.
 
 ``headless`` runs ``nvim --headless --clean`` with a test script (tests/editors/*.lua,
-``HERE``); ``plugin_in_tmux`` starts Neovim in a tmux :class:`Screen` with the plugin set
+``HERE``), ``run_script`` one that reports in JSON on main.py; ``plugin_in_tmux`` starts Neovim in a tmux :class:`Screen` with the plugin set
 up as the install snippet does (the server command, the settings, the statusline part)
 in a clean environment; ``status`` reads that statusline part off the screen, and
 ``next_word`` is the plugin's accept-word unit. ``needs_nvim`` skips where nvim is
@@ -11,6 +11,7 @@ missing.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .project import EDITORS, REPO, SETTINGS, find_executable
+from .project import EDITORS, MAIN, REPO, SETTINGS, find_executable
 from .tmux import Screen
 
 NVIM = find_executable("nvim")
@@ -52,6 +53,23 @@ def headless(
         check=False,
         stdin=subprocess.DEVNULL,
     )
+
+
+def run_script(script: str, root: Path, timeout: float = 120) -> dict[str, Any]:
+    """Run the headless script ``script`` (in ``HERE``) on ``root``/main.py, written with
+    ``MAIN``; the JSON report it writes."""
+    (root / "main.py").write_text(MAIN)
+    out = root / f"{Path(script).stem}.json"
+    env = dict(
+        os.environ,
+        LSP_ASSIST_TEST_PLUGIN=str(EDITORS / "nvim"),
+        LSP_ASSIST_TEST_FILE=str(root / "main.py"),
+        LSP_ASSIST_TEST_OUT=str(out),
+    )
+    proc = headless(["-u", str(HERE / script)], root, env, timeout=timeout)
+    assert out.exists(), f"nvim wrote no report (rc {proc.returncode}):\n{proc.stderr}"
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report
 
 
 def plugin_in_tmux(
