@@ -485,6 +485,48 @@ def test_a_long_module_is_reviewed() -> None:
     assert not stale, f"no longer over {MAX_LINES} lines, drop from REVIEWED_LONG: {stale}"
 
 
+NVIM_PLUGIN = ROOT.parent / "editors" / "nvim" / "lua" / "lsp-assist"
+"""The Neovim plugin: split by concern (issue 37), its request/show decisions pure."""
+
+NVIM_PURE = "decide.lua"
+"""The plugin's pure module: plain tables in, plain values out, no ``vim``."""
+
+
+def nvim_plugin_findings(folder: Path) -> list[str]:
+    """A plugin file over MAX_LINES; ``vim`` named in the pure module's code."""
+    found = []
+    for path in sorted(folder.glob("*.lua")):
+        lines = path.read_text("utf-8").splitlines()
+        if len(lines) > MAX_LINES:
+            found.append(f"{path.name}: {len(lines)} lines, split it by concern")
+    pure = folder / NVIM_PURE
+    code = [line.split("--", 1)[0] for line in pure.read_text("utf-8").splitlines()]
+    found += [
+        f"{NVIM_PURE}:{n}: {line.strip()}"
+        for n, line in enumerate(code, 1)
+        if re.search(r"\bvim\b", line)
+    ]
+    return found
+
+
+def test_the_nvim_plugin_is_split_and_its_decisions_pure() -> None:
+    """tests/editors/test_nvim_decide.py runs decide.lua without ``vim`` too."""
+    found = nvim_plugin_findings(NVIM_PLUGIN)
+    assert not found, "\n".join(found)
+
+
+def test_checker_sees_a_long_plugin_file_and_vim_in_the_pure_module(tmp_path: Path) -> None:
+    (tmp_path / NVIM_PURE).write_text("-- not vim.api\nlocal M = {}\nreturn M\n")
+    (tmp_path / "init.lua").write_text("local x = 1\n" * MAX_LINES)
+    assert nvim_plugin_findings(tmp_path) == []
+    (tmp_path / NVIM_PURE).write_text("local api = vim.api -- the editor\nreturn {}\n")
+    (tmp_path / "init.lua").write_text("local x = 1\n" * (MAX_LINES + 1))
+    assert nvim_plugin_findings(tmp_path) == [
+        f"init.lua: {MAX_LINES + 1} lines, split it by concern",
+        f"{NVIM_PURE}:1: local api = vim.api",
+    ]
+
+
 def test_no_test_module_imports_another() -> None:
     found: list[str] = []
     modules = 0
