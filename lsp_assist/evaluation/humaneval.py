@@ -40,9 +40,15 @@ TEST_TIMEOUT_S = 10.0
 MEMORY_LIMIT_BYTES = 4 << 30
 """Address-space cap of a test run (a suggestion such as ``[0] * 10**12`` fails fast)."""
 ARMS = ("plain", "server")
-"""The arms, in the table's order."""
-ARM_LABELS = {"plain": "plain FIM, the model alone", "server": "lsp-assist serve"}
-"""Each arm's name in the table."""
+"""The arms ``--arms`` picks from, in the table's order."""
+ARM_LABELS = {
+    "plain": "plain FIM, the model alone",
+    "plain_trunc": "plain FIM, truncated as published",
+    "server": "lsp-assist serve",
+}
+"""Each arm's name in the table (``plain_trunc``: on the multi-line and random-span sets,
+the plain answer truncated as the published harness does, humaneval_sets.truncate_plain;
+scored beside it, not run separately)."""
 SET_NAMES = {"single": "single-line", "multi": "multi-line", "span": "random-span"}
 """The sets ``--set`` picks from (the official construction's three), as the table names them."""
 T = TypeVar("T")
@@ -409,6 +415,7 @@ SET_TEXT = {
         "task": "one non-blank line of a canonical solution blanked to its indentation, the "
         "cursor at the indentation's end",
         "stop": "cut at the first newline or special token",
+        "trunc": "",
         "apply": "",
         "exact": "the suggestion's first line, stripped, equals the removed line, stripped",
         "filled": "the program with the line replaced by the indentation and the "
@@ -422,6 +429,8 @@ SET_TEXT = {
         "between them) blanked to the first one's indentation, the cursor at its end "
         "(every such run: the official construction's 5,815)",
         "stop": "to its end-of-generation or a special token (no cut at a line break)",
+        "trunc": " **plain FIM, truncated as published** that answer cut as InCoder's "
+        "harness cuts multi-line infills: its first as many lines as the removed part has.",
         "apply": "; the first item's insertText applied over its range as an editor does",
         "exact": "what stands where the lines were, stripped, equals the removed text, stripped",
         "filled": "the program as the answer leaves it",
@@ -434,6 +443,10 @@ SET_TEXT = {
         "per problem, as the official construction's 1,640), the cursor where it began "
         "with the text right of it on its line",
         "stop": "to its end-of-generation or a special token (no cut at a line break)",
+        "trunc": " **plain FIM, truncated as published** that answer cut to as many lines "
+        "as the span has (InCoder's multi-line rule) and, where its last line then ends "
+        "with the text right of the span, that text dropped (kept where only the whole "
+        "line compiles).",
         "apply": "; the first item's insertText applied over its range as an editor does",
         "exact": "what stands where the span was, stripped, equals the removed span, stripped",
         "filled": "the program as the answer leaves it",
@@ -484,7 +497,8 @@ def report_markdown(result: dict[str, Any]) -> str:
         f"`<FIM suffix>` + the program after the blanked {words['part']} + `<FIM middle>` "
         f"(the prefix alone for a model without FIM tokens), greedy, {words['stop']}, at "
         f"most {meta['plain_max_tokens']} tokens; latency from "
-        "building the prompt to the answer. **server** `lsp-assist serve` over stdio, each "
+        f"building the prompt to the answer.{words['trunc']} **server** `lsp-assist serve` "
+        "over stdio, each "
         f"problem a file of a scratch workspace, the task's file opened with the {words['part']} "
         f"blanked and one automatic inline request at the cursor{words['apply']} "
         f"(settings: {meta['server_settings']}); latency from the request's arrival at the "

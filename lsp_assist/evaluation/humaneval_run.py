@@ -9,8 +9,9 @@ line break for a single-line task and to the end-of-text for the other sets;
 holding each problem as its own file, opens the task's file blanked and sends one
 automatic inline request at the cursor, as an editor does while the user types (for
 the other sets the first item's text is applied over its range). :func:`run_humaneval`
-runs the arms asked for over the set asked for, scores every answer and returns the
-result that humaneval.py writes. docs/evaluation.md.
+runs the arms asked for over the set asked for, scores every answer (on the other sets
+also the plain answer truncated as published, ``plain_trunc``) and returns the result
+that humaneval.py writes. docs/evaluation.md.
 """
 
 from __future__ import annotations
@@ -515,6 +516,13 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
             else:
                 edit_range = answer.get("range")
                 answer.update(hs.score(task, suggestion, edit_range, config.timeout_s))
+                if arm == "plain":  # the same answer, truncated as published
+                    cut = hs.truncate_plain(task, suggestion)
+                    records[task.id]["arms"]["plain_trunc"] = {
+                        "suggestion": cut,
+                        "latency_ms": answer.get("latency_ms"),
+                        **hs.score(task, cut, None, config.timeout_s),
+                    }
             records[task.id]["arms"][arm] = answer
             progress.step(arm)
 
@@ -542,15 +550,17 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
         rows = list(records.values())
         meta["load_end"] = round(os.getloadavg()[0], 2)
         meta["wall_min"] = round((time.perf_counter() - started) / 60, 2)
+        names = [arm for arm in config.arms if arm in sessions]
+        if "plain" in names and config.task_set != "single":
+            names.insert(names.index("plain") + 1, "plain_trunc")
         arms = [
             {
                 "name": arm,
                 "label": he.ARM_LABELS[arm],
-                "session": sessions[arm],
+                "session": sessions["plain" if arm == "plain_trunc" else arm],
                 "summary": he.summarize(rows, arm),
             }
-            for arm in config.arms
-            if arm in sessions
+            for arm in names
         ]
         return {"meta": meta, "arms": arms, "records": rows}
 

