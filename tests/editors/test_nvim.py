@@ -549,7 +549,7 @@ def test_nvim_checkhealth(
     args: list[str] = []
     for command in commands:
         args += ["-c", command]
-    proc = headless(args, workspace, server_env, timeout=200)
+    proc = headless(args, workspace, server_env, timeout=320)
     assert bad.exists() and good.exists(), proc.stderr
     bad_text, good_text = bad.read_text(), good.read_text()
     assert "ERROR" in bad_text and "/nonexistent/lsp-assist" in bad_text, bad_text

@@ -131,7 +131,15 @@ function M.check()
     health.error('could not run doctor: ' .. tostring(proc))
     return
   end
-  local result = proc:wait(60000)
+  -- doctor loads the model and runs one prompt: 53 s on a 2-core CPU at load 9 (the
+  -- 60 s wait this replaced timed out there), so the wait is generous and says so.
+  local result = proc:wait(180000)
+  if result.signal and result.signal ~= 0 then
+    health.error('`lsp-assist doctor` gave no report within 180 s', {
+      'run `lsp-assist doctor` in a shell to see where it stops',
+    })
+    return
+  end
   local report = vim.trim((result.stdout or '') .. '\n' .. (result.stderr or ''))
   if report ~= '' then
     health.info(report)
