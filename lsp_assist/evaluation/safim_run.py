@@ -298,6 +298,30 @@ def run_safim(config: SafimConfig, command_line: str) -> dict[str, Any]:
             scored[key] = sf.score(task, completion, program, config.timeout_s, ref)
         return dict(scored[key])
 
+    def derive_from_plain(task: sf.Task) -> None:
+        """Score the plain answer cut at its first line and by SAFIM's truncation."""
+        arms = records[task.id]["arms"]
+        plain = arms["plain"]
+        completion = plain.get("completion")
+        line = sf.first_line(str(completion))
+        arms["plain_line"] = {
+            "latency_ms": plain.get("latency_ms"),
+            **score_once(task, line, task.filled(line)),
+        }
+        ref = records[task.id]["reference_parse_errors"]
+        cut = sf.safim_truncate(task, str(completion or ""), ref)
+        arms["plain_trunc"] = {
+            "latency_ms": plain.get("latency_ms"),
+            "completion": cut,
+            **score_once(task, cut, task.filled(cut)),
+        }
+
+    # An answer kept from a run before a derived arm existed gets it now, not a gap.
+    for task in tasks:
+        kept_arms = records[task.id]["arms"]
+        if "plain" in kept_arms and not {"plain_line", "plain_trunc"} <= kept_arms.keys():
+            derive_from_plain(task)
+
     meta: dict[str, Any] = {
         **run_meta(command_line, config.model, label, quantization),
         "data": str(folder),
@@ -335,18 +359,7 @@ def run_safim(config: SafimConfig, command_line: str) -> dict[str, Any]:
             arms = records[task.id]["arms"]
             arms[arm] = answer
             if arm == "plain":
-                line = sf.first_line(str(completion))
-                arms["plain_line"] = {
-                    "latency_ms": answer.get("latency_ms"),
-                    **score_once(task, line, task.filled(line)),
-                }
-                ref = records[task.id]["reference_parse_errors"]
-                cut = sf.safim_truncate(task, str(completion or ""), ref)
-                arms["plain_trunc"] = {
-                    "latency_ms": answer.get("latency_ms"),
-                    "completion": cut,
-                    **score_once(task, cut, task.filled(cut)),
-                }
+                derive_from_plain(task)
             progress.step(f"{arm} {task.split} {task.lang}")
             answered += 1
             if config.out is not None and answered % SAVE_EVERY == 0:
