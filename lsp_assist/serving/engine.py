@@ -46,7 +46,7 @@ from lsp_assist.serving.confidence import GATE_OFF, FirstLineConfidence, below
 from lsp_assist.serving.early import EarlyAnswer
 from lsp_assist.serving.infill_parts import infill_parts
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery, PrefillRecord
-from lsp_assist.serving.postprocess import decide_multiline, postprocess
+from lsp_assist.serving.postprocess import complete_lines, decide_multiline, postprocess
 from lsp_assist.serving.records import metrics_record
 from lsp_assist.serving.session import Session
 from lsp_assist.serving.stoprules import make_stop_rule, stop_strings
@@ -387,7 +387,10 @@ class CompletionEngine:
             if result.tokens:
                 # the backend counts from its own start; the user's clock started at arrival
                 outcome.ttft_ms = (called - query.received_at) * 1000 + result.ttft_ms
-            text = clean(result.text)
+            raw = result.text
+            if multiline and result.stop_reason in ("length", "timeout"):
+                raw = complete_lines(raw)
+            text = clean(raw)
             ended = result.stop_reason not in ("cancelled", "timeout")
             if not text and request.code_first and alternatives == 1 and ended:
                 text = self._next_best(backend, request, result.text, clean)

@@ -15,6 +15,9 @@
    balanced;
 7. trailing whitespace goes, and an empty or whitespace-only result becomes ''.
 
+Before it, a block that a token or time cap cut short loses its unfinished last line
+(:func:`complete_lines`, applied by the engine, which knows why generation stopped).
+
 It never returns text that the document already has right after the cursor.
 :func:`decide_multiline` says whether a position wants a block (the start of an empty
 block body) or a single line (mid-line), from the syntax tree when one is given.
@@ -255,6 +258,19 @@ def _strip_trailing(text: str, line_suffix: str) -> str:
     if not line_suffix or line_suffix[0].isspace() or not line_suffix.strip():
         lines[-1] = lines[-1].rstrip()
     return "\n".join(lines)
+
+
+def complete_lines(text: str) -> str:
+    """Return a block that a token or time cap cut short without its unfinished last line.
+
+    A block shown with its last statement half written (``int[] ans = new int``) leaves
+    the program broken where the lines before it were whole; the first line with code is
+    kept even when it is the cut one (nothing else would be shown).
+    """
+    head, sep, last = text.rpartition("\n")
+    if not sep or not last.strip() or not head.strip():
+        return text
+    return head
 
 
 def postprocess(
