@@ -122,6 +122,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "plain FIM) and server (lsp-assist serve) (default both)",
     )
     parser.add_argument(
+        "--trigger",
+        choices=("automatic", "invoked"),
+        default="automatic",
+        help="with --humaneval or --safim: the server arm's inline request. automatic: the "
+        "trigger rules apply as while typing (no answer mid-word, with more than "
+        "maxCharsRightOfCursor characters right of the cursor, in a comment); invoked: the "
+        "user asked, e.g. Alt+\\ in VS Code, nothing skipped (default automatic)",
+    )
+    parser.add_argument(
         "--safim",
         action="store_true",
         help="SAFIM instead (block, control, api in Python, Java, C++, C#): --tasks per "
@@ -397,6 +406,7 @@ def run_humaneval(args: argparse.Namespace) -> int:
         task_set=args.set,
         arms=arms,
         settings=settings,
+        trigger=args.trigger,
         out=args.out,
     )
     command = "lsp-assist " + shlex.join(getattr(args, "argv", ["bench", "--humaneval"]))
@@ -425,6 +435,7 @@ def run_safim(args: argparse.Namespace) -> int:
             languages=safim_run.names(args.languages, safim.LANGUAGES, "--languages"),
             arms=safim_run.names(args.arms, safim.ARMS, "--arms"),
             settings=dict(item.partition("=")[::2] for item in args.setting),
+            trigger=args.trigger,
             out=args.out,
         )
     except ValueError as exc:

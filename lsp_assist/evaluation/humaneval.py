@@ -49,6 +49,25 @@ ARM_LABELS = {
 """Each arm's name in the table (``plain_trunc``: on the multi-line and random-span sets,
 the plain answer truncated as the published harness does, humaneval_sets.truncate_plain;
 scored beside it, not run separately)."""
+TRIGGERS = {
+    "automatic": "the trigger rules apply as while the user types: no answer mid-word, "
+    "with more than maxCharsRightOfCursor non-blank characters right of the cursor or in "
+    "a comment",
+    "invoked": "the user asked, as with Alt+\\ in VS Code or <M-\\> in Neovim: the trigger "
+    "rules skip nothing, and the server decodes its alternatives too (the first item is "
+    "scored)",
+}
+"""The server arm's ``--trigger`` choices (the inline request's triggerKind), and what
+each means as the report says it."""
+
+
+def trigger_words(meta: dict[str, Any]) -> str:
+    """Return how a report names the server arm's request: ``one invoked inline request
+    (the user asked, ...)``; a run from before ``--trigger`` was automatic."""
+    trigger = str(meta.get("trigger", "automatic"))
+    return f"one {trigger} inline request ({TRIGGERS.get(trigger, trigger)})"
+
+
 SET_NAMES = {"single": "single-line", "multi": "multi-line", "span": "random-span"}
 """The sets ``--set`` picks from (the official construction's three), as the table names them."""
 T = TypeVar("T")
@@ -500,7 +519,7 @@ def report_markdown(result: dict[str, Any]) -> str:
         f"building the prompt to the answer.{words['trunc']} **server** `lsp-assist serve` "
         "over stdio, each "
         f"problem a file of a scratch workspace, the task's file opened with the {words['part']} "
-        f"blanked and one automatic inline request at the cursor{words['apply']} "
+        f"blanked and {trigger_words(meta)} at the cursor{words['apply']} "
         f"(settings: {meta['server_settings']}); latency from the request's arrival at the "
         "server to the answer (its metrics).",
         "",

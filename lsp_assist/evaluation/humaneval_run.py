@@ -7,8 +7,9 @@ ids itself (llama-cpp-python's ``suffix=`` is not used) and decodes greedily wit
 line break for a single-line task and to the end-of-text for the other sets;
 ``server`` starts the real ``lsp-assist serve`` over stdio on a scratch workspace
 holding each problem as its own file, opens the task's file blanked and sends one
-automatic inline request at the cursor, as an editor does while the user types (for
-the other sets the first item's text is applied over its range). :func:`run_humaneval`
+inline request at the cursor: automatic, as an editor does while the user types, or with
+``trigger="invoked"`` as when the user asks (Alt+\\; the trigger rules skip nothing)
+(for the other sets the first item's text is applied over its range). :func:`run_humaneval`
 runs the arms asked for over the set asked for, scores every answer (on the other sets
 also the plain answer truncated as published, ``plain_trunc``) and returns the result
 that humaneval.py writes. docs/evaluation.md.
@@ -96,6 +97,9 @@ class HumanEvalConfig:
     settings: dict[str, Any] = field(default_factory=dict)
     """``--setting`` values: the server arm gets them all, the plain arm ``threads`` and
     ``contextLength``."""
+    trigger: str = "automatic"
+    """The server arm's inline request (``--trigger``, humaneval.TRIGGERS): ``automatic``
+    (the trigger rules apply) or ``invoked`` (the user asked)."""
     timeout_s: float = he.TEST_TIMEOUT_S
     data: Path | None = None
     """A HumanEval jsonl(.gz) other than the package's (tests)."""
@@ -324,21 +328,22 @@ def add_outcome(answer: Answer, last: dict[str, Any], last_id: str, client_ms: f
 
 
 async def inline_item(
-    client: Any, uri: str, line: int, character: int
+    client: Any, uri: str, line: int, character: int, *, trigger: str = "automatic"
 ) -> tuple[str, list[int] | None, float, dict[str, Any]]:
-    """Send one automatic inline request; return the first item's text and range (start
-    line, character, end line, character; None: no item or no range), the round trip
-    (ms) and the server's last outcome (as :func:`~lsp_assist.evaluation.client.inline_request`)."""
+    """Send one inline request (``trigger``: ``automatic``, or ``invoked`` as when the user
+    asks); return the first item's text and range (start line, character, end line,
+    character; None: no item or no range), the round trip (ms) and the server's last
+    outcome (as :func:`~lsp_assist.evaluation.client.inline_request`)."""
     from lsprotocol import types
 
+    kind = types.InlineCompletionTriggerKind
+    trigger_kind = {"automatic": kind.Automatic, "invoked": kind.Invoked}[check_trigger(trigger)]
     started = time.perf_counter()
     result = await client.text_document_inline_completion_async(
         types.InlineCompletionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
             position=types.Position(line=line, character=character),
-            context=types.InlineCompletionContext(
-                trigger_kind=types.InlineCompletionTriggerKind.Automatic
-            ),
+            context=types.InlineCompletionContext(trigger_kind=trigger_kind),
         )
     )
     elapsed = (time.perf_counter() - started) * 1000
@@ -363,6 +368,7 @@ async def _serve(
     model: Path,
     settings: dict[str, Any],
     on_answer: Callable[[Task, Answer], None],
+    trigger: str,
 ) -> dict[str, Any]:
     answers: list[Answer] = []
     files = {problem.file_name: problem.program for problem in problems}
@@ -380,7 +386,7 @@ async def _serve(
             try:
                 open_document(client, uri, blank, "python")
                 suggestion, edit_range, client_ms, last = await inline_item(
-                    client, uri, line, character
+                    client, uri, line, character, trigger=trigger
                 )
             finally:
                 path.write_text(task.problem.program, encoding="utf-8")  # before didClose
@@ -412,9 +418,11 @@ def run_server(
     model: Path,
     settings: dict[str, Any],
     on_answer: Callable[[Task, Answer], None],
+    trigger: str = "automatic",
 ) -> dict[str, Any]:
-    """Answer every task through ``lsp-assist serve``; return the session (load, settings)."""
-    return asyncio.run(_serve(tasks, problems, model, settings, on_answer))
+    """Answer every task through ``lsp-assist serve`` with one ``trigger`` inline request
+    each; return the session (load, settings)."""
+    return asyncio.run(_serve(tasks, problems, model, settings, on_answer, trigger))
 
 
 # -- the whole run ------------------------------------------------------------------------
@@ -448,6 +456,13 @@ def run_meta(command: str, model: Path, label: str, quantization: str) -> dict[s
     }
 
 
+def check_trigger(trigger: str) -> str:
+    """Return ``trigger`` when it is one of humaneval.TRIGGERS (ValueError otherwise)."""
+    if trigger not in he.TRIGGERS:
+        raise ValueError(f"no trigger {trigger!r} ({', '.join(he.TRIGGERS)})")
+    return trigger
+
+
 def shown_settings(settings: Mapping[str, Any]) -> str:
     """Return the server arm's settings (:data:`SERVER_SETTINGS`, then ``settings``) as
     the report shows them."""
@@ -455,6 +470,12 @@ def shown_settings(settings: Mapping[str, Any]) -> str:
         f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
         for k, v in {**SERVER_SETTINGS, **settings}.items()
     )
+
+
+def server_label(arm: str, trigger: str) -> str:
+    """Return an arm's name in the table: the server arm's says ``invoked`` when it was."""
+    label = he.ARM_LABELS[arm]
+    return f"{label}, {trigger}" if arm == "server" and trigger != "automatic" else label
 
 
 def where(task: Task) -> dict[str, Any]:
@@ -480,6 +501,7 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
     load_start = os.getloadavg()[0]
     if config.task_set not in he.SET_NAMES:
         raise ValueError(f"no HumanEval set {config.task_set!r} ({', '.join(he.SET_NAMES)})")
+    check_trigger(config.trigger)
     problems = he.load_problems(config.data)
     if config.problems:
         problems = problems[: config.problems]
@@ -541,6 +563,7 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
         "timeout_s": config.timeout_s,
         "plain_max_tokens": PLAIN_MAX_TOKENS if config.task_set == "single" else SPAN_MAX_TOKENS,
         "server_settings": shown_settings(config.settings),
+        "trigger": config.trigger,
         "reference": {"canonical_passes": canonical, "blank_passes": blank},
         "load_start": round(load_start, 2),
     }
@@ -556,7 +579,7 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
         arms = [
             {
                 "name": arm,
-                "label": he.ARM_LABELS[arm],
+                "label": server_label(arm, config.trigger),
                 "session": sessions["plain" if arm == "plain_trunc" else arm],
                 "summary": he.summarize(rows, arm),
             }
@@ -578,7 +601,7 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
             )
         else:
             sessions[arm] = run_server(
-                tasks, problems, config.model, dict(config.settings), keep(arm)
+                tasks, problems, config.model, dict(config.settings), keep(arm), config.trigger
             )
         progress.note(f"arm {arm}: {sessions[arm]['wall_s']:.0f} s")
         if config.out is not None:  # what is done is kept, should a later arm fail

@@ -31,7 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from lsp_assist.errors import LspAssistError
-from lsp_assist.evaluation.humaneval import kill_group, limit_memory, report_head, share
+from lsp_assist.evaluation.humaneval import (
+    kill_group,
+    limit_memory,
+    report_head,
+    share,
+    trigger_words,
+)
 from lsp_assist.telemetry import percentile
 
 SPLITS = ("block", "control", "api")
@@ -651,7 +657,7 @@ def report_markdown(result: dict[str, Any]) -> str:
         "after the mask, greedy to its end-of-text or "
         f"{meta['plain_max_tokens']} tokens; **plain FIM, first line** that answer cut at "
         "its first line break; **lsp-assist serve** the program opened in a scratch "
-        "workspace (alone), the cursor at the mask, one automatic inline request, the "
+        f"workspace (alone), the cursor at the mask, {trigger_words(meta)}, the "
         f"answer's insertText applied over its range (settings: {meta['server_settings']}).",
         "",
         "Columns: pass@1 = every unit test's output right (SAFIM's rule), over the tasks "

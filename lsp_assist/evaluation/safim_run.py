@@ -4,7 +4,8 @@
 ids) and decodes greedily to the end-of-text token; ``server`` starts the real
 ``lsp-assist serve`` over stdio on a scratch workspace and, for each task, writes the
 program with the mask removed as the workspace's only task file, opens it, sends one
-automatic inline request at the mask and applies the first item as an editor does (its
+inline request at the mask (automatic, or invoked as when the user asks: ``trigger``)
+and applies the first item as an editor does (its
 ``insertText`` over its ``range``); the file is deleted before ``didClose`` so no later
 task sees it (SAFIM's splits share programs: one task's file holds another's answer).
 :func:`run_safim` samples, runs the arms asked for, scores every answer and writes
@@ -30,6 +31,7 @@ from lsp_assist.evaluation.client import close_document, open_document
 from lsp_assist.evaluation.humaneval_run import (
     PlainModel,
     add_outcome,
+    check_trigger,
     greedy,
     inline_item,
     model_label,
@@ -65,6 +67,9 @@ class SafimConfig:
     settings: dict[str, Any] = field(default_factory=dict)
     """``--setting`` values: the server arm gets them all, the plain arm ``threads`` and
     ``contextLength``."""
+    trigger: str = "automatic"
+    """The server arm's inline request (``--trigger``, humaneval.TRIGGERS): ``automatic``
+    (the trigger rules apply) or ``invoked`` (the user asked)."""
     timeout_s: float = sf.TEST_TIMEOUT_S
     data: Path | None = None
     out: Path | None = None
@@ -187,6 +192,7 @@ async def _serve(
     model: Path,
     settings: dict[str, Any],
     on_answer: Callable[[sf.Task, Answer], None],
+    trigger: str,
 ) -> dict[str, Any]:
     # The index wants one file to scan; the tasks' files come and go one at a time.
     files = {"placeholder.py": "pass\n"}
@@ -201,7 +207,9 @@ async def _serve(
             path.write_text(blank, encoding="utf-8")
             try:
                 open_document(client, uri, blank, LANGUAGE_IDS.get(task.lang, task.lang))
-                text, edit_range, client_ms, last = await inline_item(client, uri, line, character)
+                text, edit_range, client_ms, last = await inline_item(
+                    client, uri, line, character, trigger=trigger
+                )
             finally:
                 path.unlink(missing_ok=True)  # gone before didClose: the index forgets it
             close_document(client, uri)
@@ -224,19 +232,27 @@ def run_server(
     model: Path,
     settings: dict[str, Any],
     on_answer: Callable[[sf.Task, Answer], None],
+    trigger: str = "automatic",
 ) -> dict[str, Any]:
-    """Answer every task through ``lsp-assist serve``; return the session (load, settings)."""
-    return asyncio.run(_serve(tasks, model, settings, on_answer))
+    """Answer every task through ``lsp-assist serve`` with one ``trigger`` inline request
+    each; return the session (load, settings)."""
+    return asyncio.run(_serve(tasks, model, settings, on_answer, trigger))
 
 
 # -- the whole run ---------------------------------------------------------------------------
 
 
 def previous_run(
-    out: Path | None, model: Path, seed: int, settings: dict[str, Any] | None = None
+    out: Path | None,
+    model: Path,
+    seed: int,
+    settings: dict[str, Any] | None = None,
+    trigger: str = "automatic",
 ) -> dict[str, Any]:
-    """Return the results.json of an earlier run in ``out`` with the same model, seed and
-    ``--setting`` values ({} when there is none: resume only what was asked the same way)."""
+    """Return the results.json of an earlier run in ``out`` with the same model, seed,
+    ``--setting`` values and ``--trigger`` (a run from before it: automatic) ({} when there
+    is none: resume only what was asked the same way, no automatic and invoked answers
+    in one table)."""
     if out is None or not (out / "results.json").is_file():
         return {}
     try:
@@ -244,17 +260,26 @@ def previous_run(
     except (OSError, ValueError):
         return {}
     meta = old.get("meta", {})
-    same = (meta.get("model"), meta.get("seed"), meta.get("settings", {}))
-    if same != (str(model), seed, dict(settings or {})):
+    same = (
+        meta.get("model"),
+        meta.get("seed"),
+        meta.get("settings", {}),
+        meta.get("trigger", "automatic"),
+    )
+    if same != (str(model), seed, dict(settings or {}), trigger):
         return {}
     return old
 
 
 def previous_records(
-    out: Path | None, model: Path, seed: int, settings: dict[str, Any] | None = None
+    out: Path | None,
+    model: Path,
+    seed: int,
+    settings: dict[str, Any] | None = None,
+    trigger: str = "automatic",
 ) -> dict[str, dict[str, Any]]:
     """Return the records of an earlier run in ``out`` asked the same way (resume)."""
-    old = previous_run(out, model, seed, settings)
+    old = previous_run(out, model, seed, settings, trigger)
     return {str(r["task"]): r for r in old.get("records", [])}
 
 
@@ -262,12 +287,13 @@ def run_safim(config: SafimConfig, command_line: str) -> dict[str, Any]:
     """Sample the tasks, run the arms asked for, score every answer, return the result."""
     started = time.perf_counter()
     load_start = os.getloadavg()[0]
+    check_trigger(config.trigger)
     folder = sf.data_dir(config.data)
     everything = sf.load_tasks(folder, config.splits, config.languages)
     tasks = sf.sample_tasks(everything, config.tasks, config.seed)
     label, quantization = model_label(config.model)
     settings, _ = parse_settings(config.settings)
-    earlier = previous_run(config.out, config.model, config.seed, config.settings)
+    earlier = previous_run(config.out, config.model, config.seed, config.settings, config.trigger)
     old = {str(r["task"]): r for r in earlier.get("records", [])}
     records: dict[str, dict[str, Any]] = {}
     for task in tasks:
@@ -335,6 +361,7 @@ def run_safim(config: SafimConfig, command_line: str) -> dict[str, Any]:
         "timeout_s": config.timeout_s,
         "plain_max_tokens": "/".join(f"{k} {v}" for k, v in PLAIN_MAX_TOKENS.items()),
         "server_settings": shown_settings(config.settings),
+        "trigger": config.trigger,
         "runtimes": {lang: sf.runtime_available(lang) for lang in config.languages},
         "load_start": round(load_start, 2),
     }
@@ -382,7 +409,9 @@ def run_safim(config: SafimConfig, command_line: str) -> dict[str, Any]:
                 on_answer=keep(arm),
             )
         else:
-            sessions[arm] = run_server(pending, config.model, dict(config.settings), keep(arm))
+            sessions[arm] = run_server(
+                pending, config.model, dict(config.settings), keep(arm), config.trigger
+            )
         progress.note(f"arm {arm}: {sessions[arm]['wall_s']:.0f} s")
         if config.out is not None:
             sf.write_outputs(config.out, result())

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from lsp_assist.evaluation import humaneval as he
+from lsp_assist.evaluation import humaneval_run
 from lsp_assist.evaluation import humaneval_sets as hs
 from lsp_assist.evaluation.humaneval_run import (
     PLAIN_MAX_TOKENS,
@@ -25,6 +26,7 @@ from lsp_assist.evaluation.humaneval_run import (
     HumanEvalConfig,
     complete_any,
     run_humaneval,
+    run_server,
 )
 from tests.support.humaneval import ADD, needs_data
 from tests.support.tiny_gguf import char_words, write_tiny_gguf
@@ -360,6 +362,94 @@ def test_cli_takes_a_set(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         parser.parse_args(["bench", "--humaneval", "--set", "lines"])
     assert "--set" in capsys.readouterr().err
+
+
+# -- the server arm's trigger (--trigger) ----------------------------------------------------
+
+
+def test_cli_takes_a_trigger(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lsp_assist.cli.main import build_parser, main
+
+    parser = build_parser()
+    assert parser.parse_args(["bench", "--humaneval"]).trigger == "automatic"
+    assert parser.parse_args(["bench", "--humaneval", "--trigger", "invoked"]).trigger == "invoked"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["bench", "--humaneval", "--trigger", "manual"])
+    assert "--trigger" in capsys.readouterr().err
+    seen: list[HumanEvalConfig] = []
+
+    def stop(config: HumanEvalConfig, command: str) -> dict[str, Any]:
+        seen.append(config)
+        raise RuntimeError("stopped before the model")
+
+    monkeypatch.setattr(humaneval_run, "run_humaneval", stop)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"")
+    argv = ["bench", "--humaneval", "--set", "span", "--model", str(model)]
+    assert main([*argv, "--trigger", "invoked"]) == 1
+    assert main(argv) == 1
+    assert [c.trigger for c in seen] == ["invoked", "automatic"]
+
+
+def test_the_trigger_reaches_the_server_arm_and_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+
+    def serve(
+        tasks: Any, problems: Any, model: Path, settings: Any, on_answer: Any, trigger: str
+    ) -> dict[str, Any]:
+        asked.append(trigger)
+        for task in tasks:
+            on_answer(task, {"suggestion": "", "range": None, "latency_ms": 1.0})
+        return {"wall_s": 0.0}
+
+    monkeypatch.setattr(humaneval_run, "run_server", serve)
+    monkeypatch.setattr(he, "load_problems", lambda path=None: [ADD])  # no package data
+    model = write_tiny_gguf(tmp_path / "tiny.gguf", words=char_words(), context_length=4096)
+    for trigger in ("invoked", "automatic"):
+        config = HumanEvalConfig(
+            model=model,
+            tasks=1,
+            task_set="span",
+            arms=("server",),
+            trigger=trigger,
+        )
+        result = run_humaneval(config, "test")
+        assert result["meta"]["trigger"] == trigger
+        report = he.report_markdown(result)
+        assert f"one {trigger} inline request (" in report
+        label = "lsp-assist serve, invoked" if trigger == "invoked" else "lsp-assist serve"
+        assert result["arms"][0]["label"] == label and f"| {label} |" in report
+    assert asked == ["invoked", "automatic"]
+    with pytest.raises(ValueError, match="trigger"):
+        run_humaneval(HumanEvalConfig(model=model, trigger="manual"), "test")
+
+
+@pytest.mark.slow
+def test_an_invoked_request_is_answered_where_an_automatic_one_is_skipped() -> None:
+    from lsp_assist.backends import small_model_path
+
+    task = _span("    ", "tal = a")  # "    |tal = a": 7 characters right of the cursor
+    assert len(task.suffix().split("\n", 1)[0].strip()) > 4  # maxCharsRightOfCursor
+    settings = {"threads": "1", "contextLength": "512"}
+    answers: dict[str, dict[str, Any]] = {}
+    for trigger in ("automatic", "invoked"):
+        run_server(
+            [task],
+            [ADD],
+            Path(small_model_path()),
+            settings,
+            lambda _task, answer, trigger=trigger: answers.update({trigger: answer}),
+            trigger,
+        )
+    assert answers["automatic"]["skipped"] == "text right of cursor"
+    assert answers["automatic"]["suggestion"] == ""
+    invoked = answers["invoked"]
+    assert not invoked.get("skipped") and invoked.get("request_id") and invoked.get("prompt")
+    assert invoked["request_id"] != answers["automatic"].get("request_id")
 
 
 # -- both arms, end to end ------------------------------------------------------------------

@@ -353,6 +353,15 @@ def test_resume_reads_only_a_run_asked_the_same_way(tmp_path: Path) -> None:
     (tmp_path / "results.json").write_text(json.dumps(result), encoding="utf-8")
     assert previous_records(tmp_path, Path("/m.gguf"), 14, {"contextLength": "1024"})
     assert previous_records(tmp_path, Path("/m.gguf"), 14) == {}
+    # a run from before --trigger asked automatically: its answers are no invoked run's
+    asked = (tmp_path, Path("/m.gguf"), 14, {"contextLength": "1024"})
+    assert previous_records(*asked, "automatic")
+    assert previous_records(*asked, "invoked") == {}
+    result["meta"]["trigger"] = "invoked"
+    (tmp_path / "results.json").write_text(json.dumps(result), encoding="utf-8")
+    assert previous_records(*asked, "invoked")
+    assert previous_records(*asked, "automatic") == {}
+    assert previous_records(*asked) == {}
 
 
 def test_table_from_records() -> None:
@@ -393,6 +402,59 @@ def test_cli_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--safim", "--languages", "go"]) == 2
     assert main(["bench", "--safim", "--arms", "peer"]) == 2
     assert main(["bench", "--safim", "--tasks", "-1"]) == 2
+
+
+def test_cli_passes_the_trigger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lsp_assist.cli.main import main
+    from lsp_assist.evaluation import safim_run
+
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"")
+    with pytest.raises(ValueError, match="trigger"):
+        safim_run.run_safim(safim_run.SafimConfig(model=model, trigger="manual"), "test")
+    seen: list[safim_run.SafimConfig] = []
+
+    def stop(config: safim_run.SafimConfig, command_line: str) -> dict[str, Any]:
+        seen.append(config)
+        raise RuntimeError("stopped before the model")
+
+    monkeypatch.setattr(safim_run, "run_safim", stop)
+    argv = ["bench", "--safim", "--splits", "control,api", "--model", str(model)]
+    assert main([*argv, "--trigger", "invoked"]) == 1
+    assert main(argv) == 1
+    assert [c.trigger for c in seen] == ["invoked", "automatic"]
+
+
+def test_the_report_names_the_trigger() -> None:
+    assert sf.trigger_words({}) == sf.trigger_words({"trigger": "automatic"})
+    assert sf.trigger_words({}).startswith("one automatic inline request (the trigger rules")
+    assert sf.trigger_words({"trigger": "invoked"}).startswith(
+        "one invoked inline request (the user asked"
+    )
+
+
+# -- the server arm's trigger, through the real server ---------------------------------------
+
+
+@pytest.mark.slow
+def test_an_invoked_request_is_answered_where_an_automatic_one_is_skipped() -> None:
+    from lsp_assist.backends import small_model_path
+    from lsp_assist.evaluation.safim_run import run_server
+
+    program = "n = int(input())\nif {{completion}} and n > 0:\n    print('even')\n"
+    task = _task("python", program, "n % 2 == 0", [("4\n", ["even"])], split="control")
+    assert task.suffix().split("\n", 1)[0].strip() == "and n > 0:"  # > maxCharsRightOfCursor
+
+    def ask(trigger: str) -> dict[str, Any]:
+        got: list[dict[str, Any]] = []
+        settings = {"threads": "1", "contextLength": "512"}
+        run_server([task], Path(small_model_path()), settings, lambda _, a: got.append(a), trigger)
+        return got[0]
+
+    automatic = ask("automatic")
+    assert automatic["skipped"] == "text right of cursor" and automatic["suggestion"] == ""
+    invoked = ask("invoked")
+    assert not invoked.get("skipped") and invoked.get("request_id")
 
 
 # -- both arms, end to end ------------------------------------------------------------------
