@@ -134,7 +134,8 @@ function M.check()
   -- doctor loads the model and runs one prompt: 53 s on a 2-core CPU at load 9 (the
   -- 60 s wait this replaced timed out there), so the wait is generous and says so.
   local result = proc:wait(180000)
-  if result.signal and result.signal ~= 0 then
+  -- a wait that times out kills the process and reports code 124 (and the signal)
+  if result.code == 124 or (result.signal and result.signal ~= 0) then
     health.error('`lsp-assist doctor` gave no report within 180 s', {
       'run `lsp-assist doctor` in a shell to see where it stops',
     })
