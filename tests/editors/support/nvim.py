@@ -1,11 +1,11 @@
 """Neovim with the plugin of editors/nvim: headless runs and the install snippet in tmux.
 
 ``headless`` runs ``nvim --headless --clean`` with a test script (tests/editors/*.lua,
-``HERE``), ``run_script`` one that reports in JSON on main.py; ``plugin_in_tmux`` starts Neovim in a tmux :class:`Screen` with the plugin set
-up as the install snippet does (the server command, the settings, the statusline part)
-in a clean environment; ``status`` reads that statusline part off the screen, and
-``next_word`` is the plugin's accept-word unit. ``needs_nvim`` skips where nvim is
-missing.
+``HERE``), ``run_script`` one that reports in JSON on main.py; ``plugin_in_tmux`` starts
+Neovim in a tmux :class:`Screen` with the plugin set up as the install snippet does (the
+server command, the settings, the statusline part) in a clean environment; ``status``
+reads that statusline part off the screen, and ``next_word`` is the plugin's accept-word
+unit. ``needs_nvim`` skips where nvim is missing.
 """
 
 from __future__ import annotations
