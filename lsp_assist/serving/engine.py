@@ -263,7 +263,9 @@ class CompletionEngine:
         indent = len(prefix) - len(prefix.lstrip()) if prefix.strip() else len(prefix)
         offset = doc.offset_at(pos)
 
-        def clean(raw: str) -> str:
+        def clean(raw: str, stop_reason: str = "") -> str:
+            if multiline and stop_reason in ("length", "timeout"):
+                raw = complete_lines(raw)  # a capped block ends at its last whole line
             if prefix[-1:] in (" ", "\t"):
                 # The prompt ends in whitespace the model tends to repeat: "x = " + " y".
                 raw = raw.lstrip(" \t")
@@ -387,10 +389,7 @@ class CompletionEngine:
             if result.tokens:
                 # the backend counts from its own start; the user's clock started at arrival
                 outcome.ttft_ms = (called - query.received_at) * 1000 + result.ttft_ms
-            raw = result.text
-            if multiline and result.stop_reason in ("length", "timeout"):
-                raw = complete_lines(raw)
-            text = clean(raw)
+            text = clean(result.text, result.stop_reason)
             ended = result.stop_reason not in ("cancelled", "timeout")
             if not text and request.code_first and alternatives == 1 and ended:
                 text = self._next_best(backend, request, result.text, clean)
@@ -411,7 +410,11 @@ class CompletionEngine:
                 # replaced by nothing when the client asks again)
                 outcome.text, outcome.skipped = "", "unsure"
             if result.alternatives and not outcome.cancelled:
-                branches = [clean(branch.text) for branch in result.alternatives if branch.complete]
+                branches = [
+                    clean(branch.text, branch.stop_reason)
+                    for branch in result.alternatives
+                    if branch.complete
+                ]
                 outcome.text, outcome.alternatives = distinct(text, branches)
             if outcome.text or not outcome.cancelled:
                 # the whole is what the entry answers with from now on (nothing: no entry);
@@ -421,7 +424,7 @@ class CompletionEngine:
 
     @staticmethod
     def _next_best(
-        backend: Backend, request: GenerationRequest, raw: str, clean: Callable[[str], str]
+        backend: Backend, request: GenerationRequest, raw: str, clean: Callable[[str, str], str]
     ) -> str:
         """At a blank line whose greedy line post-processing dropped, the next likeliest one.
 
@@ -448,7 +451,7 @@ class CompletionEngine:
         except LspAssistError as exc:
             logger.debug("no next-best line: %s", exc)
             return ""
-        found = (clean(b.text) for b in again.alternatives if b.complete)
+        found = (clean(b.text, b.stop_reason) for b in again.alternatives if b.complete)
         return next((text for text in found if text), "")
 
     def prefill(

@@ -209,7 +209,7 @@ def test_at_column_0_the_next_best_branches_after_the_healed_line_break() -> Non
     # would start with it, so the second generation has it as prompt tokens instead
     backend = HealingBranchBackend("print(result)", [branch("total = 0")])
     request = GenerationRequest(prompt_tokens=[1, 2, 3], forced_prefix="\n", code_first=True)
-    text = CompletionEngine._next_best(backend, request, "print(result)", lambda raw: raw)
+    text = CompletionEngine._next_best(backend, request, "print(result)", lambda raw, _why: raw)
     (again,) = backend.requests
     assert again.forced_prefix == "" and again.alternatives == 2
     assert again.prompt_tokens == [1, 2, 3, *backend.tokenize("\n")]
@@ -217,5 +217,5 @@ def test_at_column_0_the_next_best_branches_after_the_healed_line_break() -> Non
     # an indented blank line keeps its healed space: the branches agree with it
     spaced = HealingBranchBackend("print(result)", [branch("total = 0")])
     indented = GenerationRequest(prompt_tokens=[1, 2, 3], forced_prefix=" ", code_first=True)
-    assert CompletionEngine._next_best(spaced, indented, "x", lambda raw: raw) == ""
+    assert CompletionEngine._next_best(spaced, indented, "x", lambda raw, _why: raw) == ""
     assert spaced.requests[0].forced_prefix == " "
