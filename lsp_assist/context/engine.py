@@ -44,6 +44,7 @@ from lsp_assist.context.layout import (
     SUFFIX_LINES,
     Parts,
     PieceMaker,
+    Rendered,
     assemble,
     cost,
     order,
@@ -306,6 +307,8 @@ class ContextEngine:
             rel=rel,
             step=TYPED_STEP,
         )
+        self._file_summary(fresh, zone)
+        zone = self._widen_into_leftover(fresh, zone)
         # the next build's selection starts from the zone this one chose (its hint)
         memo = ZoneMemo(
             len(lines),
@@ -314,7 +317,6 @@ class ContextEngine:
             zone.start_line,
             max(zone.end_line, cursor.line),
         )
-        self._file_summary(fresh, zone)
 
         parts, plan, middle_from = fresh.parts, fresh.plan, None
         grown = self._anchored(fresh, kept, inputs, total)
@@ -479,21 +481,85 @@ class ContextEngine:
 
     def _file_summary(self, fresh: _Fresh, zone: Zone) -> None:
         """Grant the file summary (the outline of what ``zone`` leaves out)."""
-        settings, parts = fresh.settings, fresh.parts
+        parts = fresh.parts
         fs_budget = fresh.plan.grant("file_summary")
-        if settings.layer_file_summary and fs_budget > 0:
-            outline = self.outline.layer(
-                self.maker,
-                fresh.cursor,
-                fresh.tree,
-                fresh.lines,
-                zone,
-                fresh.entry,
-                fs_budget,
-                fresh.rel,
-            )
+        if fresh.settings.layer_file_summary and fs_budget > 0:
+            outline, _ = self._outline_of(fresh, zone, fs_budget)
             parts.file_summary, parts.items["file_summary"] = outline.pieces, outline.items
         fresh.plan.spend("file_summary", cost(parts.file_summary))
+
+    def _widen_into_leftover(self, fresh: _Fresh, zone: Zone) -> Zone:
+        """Return the zone grown into what every layer left, past its group cap.
+
+        The cap keeps low-value material out of the prompt; the file's own code around
+        the cursor is the most useful text there is, so a small file is shown whole
+        rather than cut to the zone's share while the budget stands unused. First the
+        zone may take the outline's tokens too, kept only when the outline of the wider
+        zone still shows every entry it has left (a file that fits is shown whole, its
+        outline empty); else it takes only what no layer spent, and the outline is
+        drawn again within what it had spent (a wider zone only removes entries).
+        """
+        plan, parts = fresh.plan, fresh.parts
+        outline_spent = plan.spent.get("file_summary", 0)
+        kept = (dict(plan.spent), dict(plan.granted), plan.carry)
+        # the outline's tokens only where the rest of the file could fit in them (a
+        # cheap estimate: a large file keeps its outline without selecting again)
+        rest = fresh.lines[: zone.start_line] + fresh.lines[zone.end_line + 1 :]
+        fits = estimate_tokens("\n".join(rest)) * fresh.scale <= plan.remaining + outline_spent
+        for take_outline in (outline_spent > 0 and fits, False):
+            plan.spent["file_summary"] = 0 if take_outline else outline_spent
+            if plan.remaining <= TYPED_STEP:
+                continue
+            base = plan.granted.get("editing_zone", fresh.zone_budget) - fresh.zone_budget
+            wider, _ = widen_zone(
+                plan,
+                zone,
+                cost(parts.before + parts.after + parts.typed),
+                functools.partial(self._select_beyond, fresh, base),
+                maker=self.maker,
+                parts=parts,
+                rel=fresh.rel,
+                step=TYPED_STEP,
+                room=plan.remaining,
+            )
+            if (wider.start_line, wider.end_line) == (zone.start_line, zone.end_line):
+                break  # the zone cannot grow: with less room it would not either
+            budget = plan.remaining if take_outline else outline_spent
+            outline, complete = self._outline_of(fresh, wider, budget)
+            if take_outline and not complete:
+                plan.spent, plan.granted, plan.carry = dict(kept[0]), dict(kept[1]), kept[2]
+                zone_pieces(self.maker, parts, zone, fresh.rel)
+                continue
+            parts.file_summary, parts.items["file_summary"] = outline.pieces, outline.items
+            plan.spent["file_summary"] = cost(outline.pieces)
+            return wider
+        plan.spent, plan.granted, plan.carry = kept
+        return zone
+
+    def _select_beyond(self, fresh: _Fresh, base: int, extra: int) -> Zone:
+        """Select the zone with ``extra`` tokens beyond the ``base`` it was already granted."""
+        return self._select_zone(fresh, base + extra)
+
+    def _outline_of(self, fresh: _Fresh, zone: Zone, budget: int) -> tuple[Rendered, bool]:
+        """Return the file summary of what ``zone`` leaves out within ``budget``, and
+        whether it shows every entry."""
+        if not fresh.settings.layer_file_summary:
+            return Rendered(), True
+        entries = self.outline.entries(fresh.cursor, fresh.tree, fresh.lines, zone)
+        wanted = sum(1 for entry in entries if not entry.closing)
+        if budget <= 0:
+            return Rendered(), wanted == 0
+        outline = self.outline.layer(
+            self.maker,
+            fresh.cursor,
+            fresh.tree,
+            fresh.lines,
+            zone,
+            fresh.entry,
+            budget,
+            fresh.rel,
+        )
+        return outline, len(outline.items) >= wanted
 
     def _anchored(
         self, fresh: _Fresh, kept: BuildNote | None, inputs: tuple[object, ...], total: int

@@ -139,6 +139,68 @@ STARVED = 0.6
 _BODY_SUFFIXES = ("block", "body", "clause", "compound_statement", "declaration_list")
 
 
+_LITERAL_SUFFIXES = ("string", "string_literal", "comment", "text_block")
+"""Node types whose inner lines a zone must not start or end on: a zone starting inside
+a docstring shows its closing quotes without the opening ones, and a model reads them
+as opening a string (HumanEval/105: it answered the three quotes). A
+``concatenated_string`` is strings on lines of their own: code, not one literal."""
+
+
+def _is_literal(node: Node) -> bool:
+    """True when ``node`` is a string or comment (its lines are text, not code)."""
+    kind = str(node.type)
+    return kind.endswith(_LITERAL_SUFFIXES) and not kind.startswith("concatenated")
+
+
+def _literal_lines(node: Node) -> tuple[int, int] | None:
+    """Return the lines of the multi-line string or comment that ``node`` is or holds whole.
+
+    A docstring is an expression statement holding one string; None when ``node`` is
+    anything else or fits on one line.
+    """
+    inner = node
+    while not _is_literal(inner) and inner.named_child_count == 1:
+        only = inner.named_children[0]
+        if node_lines(only) != node_lines(inner):
+            return None
+        inner = only
+    if not _is_literal(inner):
+        return None
+    first, last = node_lines(inner)
+    return (first, last) if last > first else None
+
+
+def literal_around(tree: Tree, row: int) -> tuple[int, int] | None:
+    """Return the lines of the multi-line string or comment that line ``row`` lies inside
+    (past its first line), or None when the line starts outside any."""
+    node: Node | None = tree.root_node.descendant_for_point_range((row, 0), (row, 0))
+    found: tuple[int, int] | None = None
+    while node is not None:
+        if _is_literal(node):
+            first, last = node_lines(node)
+            if first < row <= last:
+                found = (first, last)
+        node = node.parent
+    return found
+
+
+def clear_of_literals(tree: Tree | None, start: int, end: int, line: int) -> tuple[int, int]:
+    """Return ``start``..``end`` moved so neither end cuts a string or comment in two.
+
+    A start inside one moves past its last line, an end inside one before its first
+    line, never past the cursor ``line`` (a cursor inside a docstring keeps the cut).
+    """
+    if tree is None:
+        return start, end
+    inside = literal_around(tree, start) if start < line else None
+    if inside is not None and inside[1] < line:
+        start = inside[1] + 1
+    below = literal_around(tree, end + 1) if end > line else None
+    if below is not None and below[0] > line:
+        end = below[0] - 1
+    return start, end
+
+
 def _has_statements(node: Node, depth: int = 2) -> bool:
     """True when ``node`` is, or within ``depth`` levels holds, a block of statements."""
     if str(node.type).endswith(_BODY_SUFFIXES):
@@ -357,6 +419,7 @@ def select_zone(
             grower.start = grower.end = line
             while grower.start > 0 and grower.fits(grower.start - 1, line):
                 grower.start -= 1
+        grower.start, grower.end = clear_of_literals(tree, grower.start, grower.end, line)
         # blank lines at the far ends carry nothing
         while grower.start < line and not lines[grower.start].strip():
             grower.start += 1
@@ -393,7 +456,11 @@ def select_zone(
         if total <= limit and (best is None or total > best_total):
             best, best_total = zone, total
     zone = best if best is not None else zone
-    return _shrink(zone, lines, line, col, (limit, budget), fim, count)
+    zone = _shrink(zone, lines, line, col, (limit, budget), fim, count)
+    start, end = clear_of_literals(tree, zone.start_line, zone.end_line, line)
+    if (start, end) != (zone.start_line, zone.end_line):
+        zone = zone_from_span(lines, start, end, line, col, fim=fim)
+    return zone
 
 
 def _shrink(
@@ -470,8 +537,10 @@ def widen_zone(
     parts: Parts,
     rel: str,
     step: int,
+    room: int | None = None,
 ) -> tuple[Zone, int]:
-    """Return the zone grown into the plan's room (:func:`zone_room`) and its tokens.
+    """Return the zone grown into ``room`` (default the plan's, :func:`zone_room`) and its
+    tokens.
 
     ``select(extra)`` selects the zone with ``extra`` more tokens than ``zone`` had. The
     selection estimates tokens, so a wider zone may overshoot the room by a few: it is
@@ -479,7 +548,7 @@ def widen_zone(
     the narrow zone kept. The chosen zone's pieces are in ``parts``; the plan is charged
     for what it added and granted the room.
     """
-    extra = zone_room(plan)
+    extra = zone_room(plan) if room is None else max(0, min(room, plan.remaining))
     grant = extra
     for _ in range(WIDEN_TRIES):
         if grant <= step:

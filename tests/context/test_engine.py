@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lsp_assist.context.engine import ContextEngine, explain
-from lsp_assist.context.model import Cursor
+from lsp_assist.context.model import AssembledPrompt, Cursor
 from lsp_assist.context.retrieval import Retriever
 from lsp_assist.context.tokens import ApproxTokenizer
 from lsp_assist.errors import ContextError
@@ -248,11 +248,12 @@ def test_retriever_text_follows_the_index_entry(shop: WorkspaceIndex) -> None:
     assert retriever.text_of(path) == "def changed():\n    pass\n"
 
 
-def test_the_zone_takes_what_related_and_similar_leave(tmp_path: Path) -> None:
-    """A lone file with nothing to retrieve: the zone grows past its own share (40 % of
-    the budget) into the related share, up to its group cap, and the prompt keeps the
-    function's docstring that the share alone cut."""
-    doc = "\n".join(f"    Example {i}: transform({i}) == {i * i}, squared." for i in range(30))
+def lone_function_prompt(tmp_path: Path, examples: int) -> AssembledPrompt:
+    """Return the 512-token prompt at the body of a lone file's function whose docstring
+    holds ``examples`` lines."""
+    doc = "\n".join(
+        f"    Example {i}: transform({i}) == {i * i}, squared." for i in range(examples)
+    )
     body = "    y = x * x\n    \n    return y\n"
     source = f'def transform(x):\n    """Square x.\n\n{doc}\n    """\n{body}'
     path = tmp_path / "lone.py"
@@ -264,10 +265,69 @@ def test_the_zone_takes_what_related_and_similar_leave(tmp_path: Path) -> None:
     prompt = engine.build(
         Cursor(path=path, language="python", text=source, line=line, column=4), budget=512
     )
+    return prompt
+
+
+def test_the_zone_takes_what_related_and_similar_leave(tmp_path: Path) -> None:
+    """A lone file with nothing to retrieve: the zone grows past its own share (40 % of
+    the budget) into the related share, up to its group cap, and the prompt keeps the
+    function's docstring, whole, that the share alone would have left out."""
+    prompt = lone_function_prompt(tmp_path, 12)
     layers = {layer.name: layer for layer in prompt.layers}
     share = 512 - 512 // 10  # the fresh build's plan (less the zone's growth room)
     own = share - int(share * 0.1) - int(share * 0.3) - int(share * 0.2)
     assert layers["related"].tokens == layers["similar"].tokens == 0
     assert layers["editing_zone"].tokens > own + 64, layers["editing_zone"].tokens
-    assert "Example 20:" in layers["editing_zone"].text
+    assert '"""Square x.' in layers["editing_zone"].text
+    assert "Example 11:" in layers["editing_zone"].text
     assert prompt.total_tokens <= 512
+
+
+def test_a_small_file_past_the_zones_group_cap_is_shown_whole(tmp_path: Path) -> None:
+    """The zone's group cap (twice its share) is lifted for what every layer left: a
+    lone function of ~400 tokens under a 512-token budget is shown whole, outline and
+    all, instead of its last lines (HumanEval/105's shape)."""
+    prompt = lone_function_prompt(tmp_path, 16)
+    layers = {layer.name: layer for layer in prompt.layers}
+    share = 512 - 512 // 10
+    own = share - int(share * 0.1) - int(share * 0.3) - int(share * 0.2)
+    assert layers["editing_zone"].tokens > 2 * own, layers["editing_zone"].tokens
+    assert layers["editing_zone"].text.startswith("def transform(x):\n")
+    assert layers["file_summary"].tokens == 0  # nothing left to outline
+    assert prompt.total_tokens <= 512
+
+
+def test_the_zone_grown_into_the_leftover_leaves_the_outline(tmp_path: Path) -> None:
+    """Growing into the outline's tokens is kept only when the outline of the wider zone
+    still shows every entry: the outline is never emptied while functions lie outside
+    the zone, and where the budget holds the file each function is named."""
+    funcs = [
+        f"def step_{i}(value):\n    total = value + {i}\n    total *= {i + 1}\n    return total\n"
+        for i in range(14)
+    ]
+    source = "\n\n".join(funcs)
+    path = tmp_path / "steps.py"
+    path.write_text(source)
+    index = scanned_index(tmp_path)
+    engine = ContextEngine(index, ApproxTokenizer(QWEN_LIKE.special_tokens), QWEN_LIKE)
+    line = source.split("\n").index("    total = value + 7")
+    cursor = Cursor(path=path, language="python", text=source, line=line, column=4)
+    for budget in (256, 384, 448, 512, 640, 768):
+        prompt = engine.build(cursor, budget=budget)
+        layers = {layer.name: layer for layer in prompt.layers}
+        assert prompt.total_tokens <= budget
+        outside = [i for i in range(14) if f"def step_{i}(" not in layers["editing_zone"].text]
+        if outside:
+            assert layers["file_summary"].tokens > 0, (budget, outside)
+        if budget >= 640:
+            assert all(f"def step_{i}(value)" in prompt.prompt for i in range(14)), budget
+
+
+def test_a_docstring_too_long_for_the_zone_is_left_whole_to_the_outline(tmp_path: Path) -> None:
+    """A docstring longer than the zone may grow is not cut: the zone starts after it
+    (a zone starting inside it shows closing quotes a model reads as opening ones)."""
+    prompt = lone_function_prompt(tmp_path, 40)
+    zone = next(layer for layer in prompt.layers if layer.name == "editing_zone")
+    assert "Example" not in zone.text and '"""' not in zone.text
+    assert zone.text.startswith("    y = x * x\n")
+    assert "def transform(x)" in prompt.prompt  # the outline names the function

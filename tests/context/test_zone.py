@@ -138,3 +138,76 @@ def test_zone_starts_on_a_statement_whatever_the_grant(budget: int) -> None:
     assert COUNTER.count(zone.before) >= budget * 0.6
     # never the second line of a multi-line call: whole statements when there are any
     assert zone.start_line in statement_starts(tree, lines)
+
+
+def literal_spans(tree: Tree) -> list[tuple[int, int]]:
+    """Return the first and last lines of every multi-line string or comment."""
+    spans: list[tuple[int, int]] = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        first, last = node_lines(node)
+        if node.type in ("string", "comment", "block_comment") and last > first:
+            spans.append((first, last))
+        stack.extend(node.named_children)
+    return spans
+
+
+def documented_source(examples: int) -> tuple[str, int]:
+    """Return two functions with long docstrings and the cursor line in the first's body."""
+    doc = [f"    Example {i}: f({i}) == {i * i}, the square of {i}." for i in range(examples)]
+    out = ["def f(x):", '    """Square x.', "", *doc, '    """', "    y = x * x", "    "]
+    cursor = len(out) - 1
+    out += ["    return y", "", "", "def g(x):", '    """Cube x.', "", *doc, '    """']
+    out += ["    return x * x * x", ""]
+    return "\n".join(out), cursor
+
+
+@pytest.mark.parametrize("budget", range(40, 700, 37))
+def test_zone_never_starts_or_ends_inside_a_docstring(budget: int) -> None:
+    """Closing quotes without their opening ones read as an opening string to a model."""
+    text, line = documented_source(30)
+    lines = text.split("\n")
+    tree = get_parser("python").parse(text.encode())
+    zone = select_zone(
+        tree, lines, line, 4, max_lines=200, budget=budget, count=COUNTER.count, fim=True
+    )
+    for first, last in literal_spans(tree):
+        assert not first < zone.start_line <= last, (budget, zone.start_line, first, last)
+        assert not first <= zone.end_line < last, (budget, zone.end_line, first, last)
+    assert zone.start_line <= line <= zone.end_line
+    assert "    y = x * x\n" in zone.before  # the statement right above is always there
+
+
+def test_zone_takes_a_docstring_whole_when_it_fits() -> None:
+    text, line = documented_source(6)
+    lines = text.split("\n")
+    tree = get_parser("python").parse(text.encode())
+    whole = sum(len(text) + 1 for text in lines[: line + 1])  # count=len: a token a character
+    zone = select_zone(tree, lines, line, 4, max_lines=200, budget=whole + 40, count=len, fim=False)
+    assert zone.before.startswith('def f(x):\n    """Square x.\n')
+    cut = select_zone(tree, lines, line, 4, max_lines=200, budget=whole - 20, count=len, fim=False)
+    assert cut.before == "    y = x * x\n"  # not the docstring's last lines
+
+
+def test_zone_never_starts_inside_a_block_comment() -> None:
+    comment = ["    /**", *[f"     * Line {i} of a long comment about run." for i in range(40)]]
+    body = ["     */", "    int run(int x) {", "        int y = x * x;", "        ", "    }"]
+    lines = ["class A {", *comment, *body, "}", ""]
+    line = len(lines) - 4
+    text = "\n".join(lines)
+    tree = get_parser("java").parse(text.encode())
+    for budget in (60, 120, 240):
+        zone = select_zone(tree, lines, line, 8, max_lines=200, budget=budget, count=len, fim=False)
+        assert zone.start_line > len(comment), (budget, zone.start_line)
+        assert zone.before.startswith("    int run(int x) {\n")
+
+
+def test_a_cursor_inside_a_docstring_keeps_its_zone() -> None:
+    text, _ = documented_source(30)
+    lines = text.split("\n")
+    tree = get_parser("python").parse(text.encode())
+    line = lines.index("    Example 20: f(20) == 400, the square of 20.")
+    zone = select_zone(tree, lines, line, 8, max_lines=200, budget=120, count=len, fim=True)
+    assert zone.start_line <= line <= zone.end_line
+    assert zone.typed == "Exam"
