@@ -308,7 +308,7 @@ class ContextEngine:
             step=TYPED_STEP,
         )
         self._file_summary(fresh, zone)
-        zone = self._widen_into_leftover(fresh, zone)
+        zone = self._widen_into_leftover(fresh, zone, zone_growth(total))
         # the next build's selection starts from the zone this one chose (its hint)
         memo = ZoneMemo(
             len(lines),
@@ -488,26 +488,33 @@ class ContextEngine:
             parts.file_summary, parts.items["file_summary"] = outline.pieces, outline.items
         fresh.plan.spend("file_summary", cost(parts.file_summary))
 
-    def _widen_into_leftover(self, fresh: _Fresh, zone: Zone) -> Zone:
+    def _widen_into_leftover(self, fresh: _Fresh, zone: Zone, growth: int) -> Zone:
         """Return the zone grown into what every layer left, past its group cap.
 
         The cap keeps low-value material out of the prompt; the file's own code around
         the cursor is the most useful text there is, so a small file is shown whole
-        rather than cut to the zone's share while the budget stands unused. First the
-        zone may take the outline's tokens too, kept only when the outline of the wider
-        zone still shows every entry it has left (a file that fits is shown whole, its
-        outline empty); else it takes only what no layer spent, and the outline is
+        rather than cut to the zone's share while the budget stands unused. Three tries,
+        the first that grows the zone kept: the whole file, in what is left, the
+        outline's tokens and the ``growth`` room a fresh build keeps for typing (a zone
+        that is the whole file does not need it: its next build starts at the same
+        line); the outline's tokens too, kept only when the outline of the wider zone
+        still shows every entry it has left; only what no layer spent, the outline
         drawn again within what it had spent (a wider zone only removes entries).
         """
         plan, parts = fresh.plan, fresh.parts
         outline_spent = plan.spent.get("file_summary", 0)
-        kept = (dict(plan.spent), dict(plan.granted), plan.carry)
+        kept = (dict(plan.spent), dict(plan.granted), plan.carry, plan.total)
         # the outline's tokens only where the rest of the file could fit in them (a
         # cheap estimate: a large file keeps its outline without selecting again)
         rest = fresh.lines[: zone.start_line] + fresh.lines[zone.end_line + 1 :]
-        fits = estimate_tokens("\n".join(rest)) * fresh.scale <= plan.remaining + outline_spent
-        for take_outline in (outline_spent > 0 and fits, False):
-            plan.spent["file_summary"] = 0 if take_outline else outline_spent
+        guess = estimate_tokens("\n".join(rest)) * fresh.scale
+        small = guess <= plan.remaining + outline_spent + growth
+        tries = [("whole", growth), ("complete", 0)] if small else []
+        for need, extra_total in [*tries, ("", 0)]:
+            plan.spent, plan.granted, plan.carry = dict(kept[0]), dict(kept[1]), kept[2]
+            plan.total = kept[3] + extra_total
+            if need:
+                plan.spent["file_summary"] = 0
             if plan.remaining <= TYPED_STEP:
                 continue
             base = plan.granted.get("editing_zone", fresh.zone_budget) - fresh.zone_budget
@@ -523,17 +530,17 @@ class ContextEngine:
                 room=plan.remaining,
             )
             if (wider.start_line, wider.end_line) == (zone.start_line, zone.end_line):
-                break  # the zone cannot grow: with less room it would not either
-            budget = plan.remaining if take_outline else outline_spent
-            outline, complete = self._outline_of(fresh, wider, budget)
-            if take_outline and not complete:
-                plan.spent, plan.granted, plan.carry = dict(kept[0]), dict(kept[1]), kept[2]
+                continue
+            outline, complete = self._outline_of(
+                fresh, wider, plan.remaining if need else outline_spent
+            )
+            if (need == "whole" and outline.pieces) or (need == "complete" and not complete):
                 zone_pieces(self.maker, parts, zone, fresh.rel)
                 continue
             parts.file_summary, parts.items["file_summary"] = outline.pieces, outline.items
             plan.spent["file_summary"] = cost(outline.pieces)
             return wider
-        plan.spent, plan.granted, plan.carry = kept
+        plan.spent, plan.granted, plan.carry, plan.total = kept
         return zone
 
     def _select_beyond(self, fresh: _Fresh, base: int, extra: int) -> Zone:
