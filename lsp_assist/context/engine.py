@@ -44,7 +44,6 @@ from lsp_assist.context.layout import (
     SUFFIX_LINES,
     Parts,
     PieceMaker,
-    Rendered,
     assemble,
     cost,
     order,
@@ -481,42 +480,43 @@ class ContextEngine:
 
     def _file_summary(self, fresh: _Fresh, zone: Zone) -> None:
         """Grant the file summary (the outline of what ``zone`` leaves out)."""
-        parts = fresh.parts
+        settings, parts = fresh.settings, fresh.parts
         fs_budget = fresh.plan.grant("file_summary")
-        if fresh.settings.layer_file_summary and fs_budget > 0:
-            outline, _ = self._outline_of(fresh, zone, fs_budget)
+        if settings.layer_file_summary and fs_budget > 0:
+            outline = self.outline.layer(
+                self.maker,
+                fresh.cursor,
+                fresh.tree,
+                fresh.lines,
+                zone,
+                fresh.entry,
+                fs_budget,
+                fresh.rel,
+            )
             parts.file_summary, parts.items["file_summary"] = outline.pieces, outline.items
         fresh.plan.spend("file_summary", cost(parts.file_summary))
 
     def _widen_into_leftover(self, fresh: _Fresh, zone: Zone, growth: int) -> Zone:
-        """Return the zone grown into what every layer left, past its group cap.
+        """Return the zone grown to the whole file when the file fits what is left.
 
-        The cap keeps low-value material out of the prompt; the file's own code around
-        the cursor is the most useful text there is, so a small file is shown whole
-        rather than cut to the zone's share while the budget stands unused. Three tries,
-        the first that grows the zone kept: the whole file, in what is left, the
-        outline's tokens and the ``growth`` room a fresh build keeps for typing (a zone
-        that is the whole file does not need it: its next build starts at the same
-        line); the outline's tokens too, kept only when the outline of the wider zone
-        still shows every entry it has left; only what no layer spent, the outline
-        drawn again within what it had spent (a wider zone only removes entries).
+        The zone's group cap keeps low-value material out of the prompt, but the file's
+        own code is the most useful text there is: a small file is shown whole rather
+        than cut to the zone's share while the budget stands unused. The zone may take
+        what every layer left, the outline's tokens (a whole file needs no outline) and
+        the ``growth`` room a fresh build keeps for typing (a zone that is the whole file
+        does not need it: its next build starts at the same line). Anything short of the
+        whole file is undone: a larger prompt costs prefill time at every fresh build,
+        and the acceptance replay lost keystrokes to it.
         """
         plan, parts = fresh.plan, fresh.parts
-        outline_spent = plan.spent.get("file_summary", 0)
         kept = (dict(plan.spent), dict(plan.granted), plan.carry, plan.total)
-        # the outline's tokens only where the rest of the file could fit in them (a
-        # cheap estimate: a large file keeps its outline without selecting again)
+        plan.total += growth
+        plan.spent["file_summary"] = 0
+        # a cheap estimate first: a large file is not selected again
         rest = fresh.lines[: zone.start_line] + fresh.lines[zone.end_line + 1 :]
-        guess = estimate_tokens("\n".join(rest)) * fresh.scale
-        small = guess <= plan.remaining + outline_spent + growth
-        tries = [("whole", growth), ("complete", 0)] if small else []
-        for need, extra_total in [*tries, ("", 0)]:
-            plan.spent, plan.granted, plan.carry = dict(kept[0]), dict(kept[1]), kept[2]
-            plan.total = kept[3] + extra_total
-            if need:
-                plan.spent["file_summary"] = 0
-            if plan.remaining <= TYPED_STEP:
-                continue
+        if plan.remaining > TYPED_STEP and estimate_tokens("\n".join(rest)) * fresh.scale <= (
+            plan.remaining
+        ):
             base = plan.granted.get("editing_zone", fresh.zone_budget) - fresh.zone_budget
             wider, _ = widen_zone(
                 plan,
@@ -529,44 +529,18 @@ class ContextEngine:
                 step=TYPED_STEP,
                 room=plan.remaining,
             )
-            if (wider.start_line, wider.end_line) == (zone.start_line, zone.end_line):
-                continue
-            outline, complete = self._outline_of(
-                fresh, wider, plan.remaining if need else outline_spent
-            )
-            if (need == "whole" and outline.pieces) or (need == "complete" and not complete):
-                zone_pieces(self.maker, parts, zone, fresh.rel)
-                continue
-            parts.file_summary, parts.items["file_summary"] = outline.pieces, outline.items
-            plan.spent["file_summary"] = cost(outline.pieces)
-            return wider
+            outside = fresh.lines[: wider.start_line] + fresh.lines[wider.end_line + 1 :]
+            grew = (wider.start_line, wider.end_line) != (zone.start_line, zone.end_line)
+            if grew and not any(text.strip() for text in outside):  # whole: no outline
+                parts.file_summary, parts.items["file_summary"] = [], []
+                return wider
+            zone_pieces(self.maker, parts, zone, fresh.rel)
         plan.spent, plan.granted, plan.carry, plan.total = kept
         return zone
 
     def _select_beyond(self, fresh: _Fresh, base: int, extra: int) -> Zone:
         """Select the zone with ``extra`` tokens beyond the ``base`` it was already granted."""
         return self._select_zone(fresh, base + extra)
-
-    def _outline_of(self, fresh: _Fresh, zone: Zone, budget: int) -> tuple[Rendered, bool]:
-        """Return the file summary of what ``zone`` leaves out within ``budget``, and
-        whether it shows every entry."""
-        if not fresh.settings.layer_file_summary:
-            return Rendered(), True
-        entries = self.outline.entries(fresh.cursor, fresh.tree, fresh.lines, zone)
-        wanted = sum(1 for entry in entries if not entry.closing)
-        if budget <= 0:
-            return Rendered(), wanted == 0
-        outline = self.outline.layer(
-            self.maker,
-            fresh.cursor,
-            fresh.tree,
-            fresh.lines,
-            zone,
-            fresh.entry,
-            budget,
-            fresh.rel,
-        )
-        return outline, len(outline.items) >= wanted
 
     def _anchored(
         self, fresh: _Fresh, kept: BuildNote | None, inputs: tuple[object, ...], total: int

@@ -299,9 +299,9 @@ def test_a_small_file_past_the_zones_group_cap_is_shown_whole(tmp_path: Path) ->
 
 
 def test_the_zone_grown_into_the_leftover_leaves_the_outline(tmp_path: Path) -> None:
-    """Growing into the outline's tokens is kept only when the outline of the wider zone
-    still shows every entry: the outline is never emptied while functions lie outside
-    the zone, and where the budget holds the file each function is named."""
+    """The zone grows past its cap into the outline's tokens only to take the whole file:
+    the outline is never emptied while functions lie outside the zone, and where the
+    budget holds the file each function is named."""
     funcs = [
         f"def step_{i}(value):\n    total = value + {i}\n    total *= {i + 1}\n    return total\n"
         for i in range(14)
