@@ -307,7 +307,7 @@ class ContextEngine:
             step=TYPED_STEP,
         )
         self._file_summary(fresh, zone)
-        zone = self._widen_into_leftover(fresh, zone, zone_growth(total))
+        zone = self._whole_file_zone(fresh, zone, zone_growth(total))
         # the next build's selection starts from the zone this one chose (its hint)
         memo = ZoneMemo(
             len(lines),
@@ -496,7 +496,7 @@ class ContextEngine:
             parts.file_summary, parts.items["file_summary"] = outline.pieces, outline.items
         fresh.plan.spend("file_summary", cost(parts.file_summary))
 
-    def _widen_into_leftover(self, fresh: _Fresh, zone: Zone, growth: int) -> Zone:
+    def _whole_file_zone(self, fresh: _Fresh, zone: Zone, growth: int) -> Zone:
         """Return the zone grown to the whole file when the file fits what is left.
 
         The zone's group cap keeps low-value material out of the prompt, but the file's
