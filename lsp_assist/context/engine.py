@@ -529,12 +529,13 @@ class ContextEngine:
                 step=TYPED_STEP,
                 room=plan.remaining,
             )
-            outside = fresh.lines[: wider.start_line] + fresh.lines[wider.end_line + 1 :]
-            grew = (wider.start_line, wider.end_line) != (zone.start_line, zone.end_line)
-            if grew and not any(text.strip() for text in outside):  # whole: no outline
-                parts.file_summary, parts.items["file_summary"] = [], []
-                return wider
-            zone_pieces(self.maker, parts, zone, fresh.rel)
+            if (wider.start_line, wider.end_line) != (zone.start_line, zone.end_line):
+                outside = fresh.lines[: wider.start_line] + fresh.lines[wider.end_line + 1 :]
+                if not any(text.strip() for text in outside):  # whole: no outline
+                    parts.file_summary, parts.items["file_summary"] = [], []
+                    return wider
+                # widen_zone set the wider zone's pieces: back to the zone's
+                zone_pieces(self.maker, parts, zone, fresh.rel)
         plan.spent, plan.granted, plan.carry, plan.total = kept
         return zone
 
