@@ -58,15 +58,19 @@ def server(smol_path: Path) -> Iterator[LlamaCppPythonServer]:
     srv.kill()
 
 
+READ_TIMEOUT_S = 20.0
+"""The read timeout and caps of :func:`_settings`: what ends a request nothing cancels."""
+
+
 def _settings(url: str, **kw: Any) -> ModelSettings:
     return ModelSettings(
         backend="remote",
         remote_url=url,
         remote_api_key_env=KEY_ENV,
         remote_connect_timeout_ms=1000,
-        remote_read_timeout_ms=20_000,
-        prompt_timeout_ms=20_000,
-        generation_timeout_ms=20_000,
+        remote_read_timeout_ms=int(READ_TIMEOUT_S * 1000),
+        prompt_timeout_ms=int(READ_TIMEOUT_S * 1000),
+        generation_timeout_ms=int(READ_TIMEOUT_S * 1000),
         **kw,
     )
 
@@ -76,6 +80,24 @@ PROMPT_CAP = 1.0
 GENERATION_CAP = 1.0
 SLACK = 0.3
 """What a request may take past its caps: thread wake-ups on a busy 2-core machine."""
+DRIP_S = 60.0
+"""A drip slower than any wait of a cancel test (``bounded``'s 10 s): while the test runs
+the server sends nothing after its first byte, so a request that returns was freed by
+its cancel and nothing else (how fast is measured by bench_remote_faults.py)."""
+
+
+def _count_sends(backend: RemoteBackend, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the URL of every request ``backend``'s HTTP client sends from now on."""
+    client = backend._client
+    sent: list[str] = []
+    send = client.send
+
+    def counted(request: httpx.Request, **kw: Any) -> httpx.Response:
+        sent.append(str(request.url))
+        return send(request, **kw)
+
+    monkeypatch.setattr(client, "send", counted)
+    return sent
 
 
 def _capped(url: str, **kw: Any) -> ModelSettings:
@@ -151,9 +173,11 @@ def test_cancel_while_the_server_evaluates_the_prompt() -> None:
         )
         returned_at = time.perf_counter()
         assert token.cancelled and result.stop_reason == "cancelled" and result.text == ""
-        assert returned_at - token.cancelled_at < 0.25  # not when the server speaks (5 s)
-        assert server.closed.wait(1.0), "the server never saw the connection close"
-        assert server.closed_at - token.cancelled_at < 0.25
+        # the silent server never speaks: returned, and the connection closed, before the
+        # read timeout could end the request
+        assert server.closed.wait(READ_TIMEOUT_S), "the server never saw the connection close"
+        assert token.cancelled_at <= returned_at < server.held_at + READ_TIMEOUT_S
+        assert token.cancelled_at <= server.closed_at < server.held_at + READ_TIMEOUT_S
         assert len(server.ports) == 1  # no retry
         stats = backend.stats()
         assert stats["cancelled"] == 1 and stats["failures"] == 0 and stats["retries"] == 0
@@ -177,7 +201,7 @@ def test_cancel_on_a_reused_connection_and_a_late_cancel_spares_the_pool() -> No
         second = backend.generate(GenerationRequest(prompt_tokens=prompt, cancel=token))
         returned_at = time.perf_counter()
         assert second.stop_reason == "cancelled" and second.text == ""
-        assert returned_at - token.cancelled_at < 0.25
+        assert token.cancelled_at <= returned_at < server.held_at + READ_TIMEOUT_S
         assert len(server.ports) == 2 and server.ports[0] == server.ports[1]  # kept alive
         assert server.closed.wait(1.0), "the server never saw the connection close"
         assert backend.stats()["failures"] == 0
@@ -277,8 +301,8 @@ def test_a_drip_after_the_first_text_keeps_it_and_ends_at_the_generation_cap() -
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-def test_a_cancel_frees_a_stuck_request_within_50_ms(fault: str) -> None:
-    server = FaultServer([fault], drip_s=0.5)
+def test_a_cancel_frees_a_stuck_request_before_the_server_sends_more(fault: str) -> None:
+    server = FaultServer([fault], drip_s=DRIP_S)
     backend = RemoteBackend(
         _capped(server.url, prompt_timeout_ms=30_000, generation_timeout_ms=30_000),
         tokenizer="estimate",
@@ -294,7 +318,7 @@ def test_a_cancel_frees_a_stuck_request_within_50_ms(fault: str) -> None:
             isinstance(r, GenerationResult) and r.stop_reason == "cancelled" for r in outcomes
         ), outcomes
         print(f"{fault}: cancel to return, max of 5: {max(delays) * 1000:.1f} ms")
-        assert max(delays) < 0.05, delays
+        assert max(delays) < DRIP_S, delays  # before the server's next byte
         stats = backend.stats()
         assert stats["cancelled"] == 5 and stats["failures"] == 0 and stats["retries"] == 0
     finally:
@@ -317,8 +341,8 @@ def test_a_server_tokenizer_call_fails_within_the_prompt_cap_then_the_circuit_op
             assert not isinstance(error, CircuitOpenError)
             assert took <= PROMPT_CAP + SLACK
         asked = len(server.paths)
-        error, took = bounded(lambda: backend.tokenize("import os\n"), 1)
-        assert isinstance(error, CircuitOpenError) and took < 0.05
+        error, _ = bounded(lambda: backend.tokenize("import os\n"), 1)
+        assert isinstance(error, CircuitOpenError)
         assert len(server.paths) == asked  # refused without touching the network
         with pytest.raises(CircuitOpenError):
             backend.generate(GenerationRequest(prompt_tokens=[1, 2, 3]))
@@ -328,10 +352,12 @@ def test_a_server_tokenizer_call_fails_within_the_prompt_cap_then_the_circuit_op
 
 
 @pytest.mark.parametrize("fault", ["silent", "junk", "drip"])
-def test_a_cancel_frees_a_server_tokenizer_call_within_50_ms(fault: str) -> None:
+def test_a_cancel_frees_a_server_tokenizer_call_before_the_server_sends_more(
+    fault: str,
+) -> None:
     # the context engine tokenizes without a token in hand: the scheduler runs the
     # completion under its token (CancelToken.call), and the tokenizer call finds it
-    server = FaultServer([fault], drip_s=0.5)
+    server = FaultServer([fault], drip_s=DRIP_S)
     backend = RemoteBackend(
         _capped(server.url, prompt_timeout_ms=30_000), tokenizer="server", circuit_threshold=99
     )
@@ -341,7 +367,7 @@ def test_a_cancel_frees_a_server_tokenizer_call_within_50_ms(fault: str) -> None
         )
         assert all(isinstance(e, GenerationCancelled) for e in outcomes), outcomes
         print(f"{fault}: tokenizer cancel to return, max of 5: {max(delays) * 1000:.1f} ms")
-        assert max(delays) < 0.05, delays
+        assert max(delays) < DRIP_S, delays  # before the server's next byte
         assert backend.breaker.failures == 0  # a cancel says nothing of the server
     finally:
         backend.close()
@@ -429,20 +455,22 @@ def test_circuit_breaker_states() -> None:
     assert breaker.state == "closed"
 
 
-def test_unreachable_server_maps_errors_and_opens_circuit() -> None:
+def test_unreachable_server_maps_errors_and_opens_circuit(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = _settings(f"http://127.0.0.1:{free_port()}", remote_retries=1)
     backend = RemoteBackend(
         settings, tokenizer="estimate", circuit_threshold=2, circuit_cooldown_s=30, backoff_s=0.01
     )
     try:
         request = GenerationRequest(prompt_tokens=backend.tokenize("x = "), max_tokens=4)
+        sent = _count_sends(backend, monkeypatch)
         for _ in range(2):
             with pytest.raises(RemoteBackendError, match="after 2 attempt"):
                 backend.generate(request)
-        started = time.perf_counter()
+        tried = len(sent)
+        assert tried >= 4  # two attempts each
         with pytest.raises(CircuitOpenError):
             backend.generate(request)
-        assert time.perf_counter() - started < 0.05
+        assert len(sent) == tried  # refused without touching the network
         assert backend.stats()["circuit"] == "open"
     finally:
         backend.close()
@@ -581,10 +609,10 @@ def test_server_killed_mid_request_then_recovers(
         with pytest.raises(RemoteBackendError):
             backend.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=4))
         assert backend.stats()["circuit"] == "open"
-        started = time.perf_counter()
+        sent = _count_sends(backend, monkeypatch)
         with pytest.raises(CircuitOpenError):
             backend.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=4))
-        assert time.perf_counter() - started < 0.05  # refused without touching the network
+        assert sent == []  # refused without touching the network
         srv.start()
         time.sleep(1.0)
         result = backend.generate(GenerationRequest(prompt_tokens=prompt, max_tokens=4))
@@ -727,17 +755,19 @@ async def test_a_newer_request_frees_a_hanging_remote_completion_over_stdio(
     dripping: LanguageClient,
 ) -> None:
     client = dripping
-    first, _, uri, line, col = await _hanging_completion(client)
+    first, sent, uri, line, col = await _hanging_completion(client)
     await asyncio.sleep(0.2)
     asked = time.monotonic()
     second = asyncio.ensure_future(
         client.text_document_inline_completion_async(inline_params(uri, line, col))
     )
     answered = await asyncio.wait_for(first, 30)
-    freed = time.monotonic() - asked
-    print(f"a newer request freed the hanging one in {freed * 1000:.1f} ms (stdio included)")
+    freed = time.monotonic()
+    print(f"a newer request freed the hanging one in {(freed - asked) * 1000:.1f} ms")
     assert list(answered.items) == []
-    assert freed < 0.05
+    # freed by the newer request: before its own prompt cap could end it (the drip sends
+    # no text in that time)
+    assert asked < freed < sent + E2E_PROMPT_CAP
     started = time.monotonic()
     await asyncio.wait_for(second, 60)
     assert time.monotonic() - started <= E2E_PROMPT_CAP + E2E_GENERATION_CAP + E2E_SLACK

@@ -9,18 +9,73 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-from pytest_lsp import LanguageClient
+from pytest_lsp import ClientServerConfig, LanguageClient
 
+from lsp_assist.backends.models import small_model_path
 from lsp_assist.cli.demo_cmd import line_edit
-from tests.e2e.conftest import CHECKOUT, cursor_at_end, inline_params, open_file, wait_ready
+from tests.e2e.conftest import (
+    CHECKOUT,
+    SERVER,
+    SMALL_MODEL_OPTIONS,
+    cursor_at_end,
+    inline_params,
+    open_file,
+    server_env,
+    start_session,
+    wait_ready,
+)
+from tests.support.remote_servers import FaultServer
 
 pytestmark = pytest.mark.slow
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=server_env()))
+async def gated(lsp_client: LanguageClient, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """A server whose model answers only when the test says so: the remote backend on a
+    :class:`FaultServer` (SmolLM2's vocabulary tokenizes), slow by construction once the
+    test calls ``gate.hold()``, whatever the machine's speed."""
+    gate = FaultServer(["answer"])
+    options = {
+        **SMALL_MODEL_OPTIONS,
+        "backend": "remote",
+        "remoteUrl": gate.url,
+        "modelPath": str(small_model_path()),
+    }
+    await start_session(lsp_client, request, options)
+    lsp_client.gate = gate  # type: ignore[attr-defined]
+    yield
+    gate.release.set()
+    await lsp_client.shutdown_session()
+    gate.close()
+
+
+async def _held_at_the_cursor(client: LanguageClient) -> tuple[FaultServer, str, int, int]:
+    """Open the half-typed file on a gated server and hold every model request from now
+    on; return the gate, the URI and the cursor."""
+    status = await wait_ready(client)
+    assert status["model"]["loaded"], status
+    path = client.workspace_path / CHECKOUT  # type: ignore[attr-defined]
+    line, col = cursor_at_end(path)
+    uri = open_file(client, path)
+    gate: FaultServer = client.gate  # type: ignore[attr-defined]
+    gate.hold()
+    return gate, uri, line, col
+
+
+async def _until_held(gate: FaultServer) -> None:
+    """Wait until the gate holds a model request (fail after 60 s)."""
+    deadline = time.monotonic() + 60
+    while not gate.holding.is_set():
+        assert time.monotonic() < deadline, "no model request reached the gate"
+        await asyncio.sleep(0.01)
 
 
 async def test_inline_completion_with_real_model(client: LanguageClient) -> None:
@@ -79,43 +134,45 @@ async def test_position_past_end_is_clamped_not_an_error(client: LanguageClient)
     assert isinstance(unopened, types.InlineCompletionList) and unopened.items == ()
 
 
-async def test_newer_request_supersedes_older(client: LanguageClient) -> None:
-    workspace: Path = client.workspace_path  # type: ignore[attr-defined]
-    await wait_ready(client)
-    path = workspace / CHECKOUT
-    line, col = cursor_at_end(path)
-    uri = open_file(client, path)
+async def test_newer_request_supersedes_older(gated: LanguageClient) -> None:
+    client = gated
+    gate, uri, line, col = await _held_at_the_cursor(client)
     first = asyncio.ensure_future(
         client.text_document_inline_completion_async(inline_params(uri, line, col))
     )
-    await asyncio.sleep(0.01)
-    second = await client.text_document_inline_completion_async(inline_params(uri, line, col))
-    older = await first
-    assert isinstance(second, types.InlineCompletionList) and second.items
-    # The older one was cancelled before or during generation: it returns nothing.
+    await _until_held(gate)  # the model is busy: nothing can answer the first request
+    second = asyncio.ensure_future(
+        client.text_document_inline_completion_async(inline_params(uri, line, col))
+    )
+    older = await asyncio.wait_for(first, 60)
+    # The older one was cancelled before or during generation: it returns nothing. It
+    # returned while the gate held every model request: only the newer one freed it.
     assert isinstance(older, types.InlineCompletionList) and older.items == ()
+    gate.release.set()
+    newer = await asyncio.wait_for(second, 60)
+    assert isinstance(newer, types.InlineCompletionList) and newer.items
 
 
-async def test_cancel_request_is_honoured_and_server_keeps_serving(client: LanguageClient) -> None:
-    workspace: Path = client.workspace_path  # type: ignore[attr-defined]
-    await wait_ready(client)
-    path = workspace / CHECKOUT
-    line, col = cursor_at_end(path)
-    uri = open_file(client, path)
+async def test_cancel_request_is_honoured_and_server_keeps_serving(
+    gated: LanguageClient,
+) -> None:
+    client = gated
+    gate, uri, line, col = await _held_at_the_cursor(client)
     future = asyncio.ensure_future(
         client.protocol.send_request_async(
             types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(uri, line, col), msg_id="to-cancel"
         )
     )
-    await asyncio.sleep(0.05)
+    await _until_held(gate)  # the model is busy: nothing can answer the request
     client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="to-cancel"))
     try:
-        result = await asyncio.wait_for(future, timeout=30)
+        result = await asyncio.wait_for(future, timeout=60)
     except JsonRpcException as exc:
         assert exc.code == -32800  # RequestCancelled
     else:
         # The cancel reached the engine mid-generation: nothing is shown.
         assert isinstance(result, types.InlineCompletionList) and result.items == ()
+    gate.release.set()  # it returned while the gate held every model request
     again = await client.text_document_inline_completion_async(inline_params(uri, line, col))
     assert isinstance(again, types.InlineCompletionList) and again.items
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,15 +70,29 @@ async def _started(tmp_path: Path) -> FakeLlmLs:
     return s
 
 
+async def _until(done: Callable[[], bool], what: str) -> None:
+    """Let the loop run until ``done()`` (the debounce timers fire); fail after 30 s."""
+    deadline = time.monotonic() + 30
+    while not done():
+        assert time.monotonic() < deadline, f"never: {what}"
+        await asyncio.sleep(0.01)
+
+
 async def test_a_request_goes_out_a_debounce_after_the_last_key(tmp_path: Path) -> None:
     s = await _started(tmp_path)
     path = tmp_path / "a.py"
     await s.open(path, CODE, 0)
     s.key(path, CODE, 5, 11, 1, lambda a: None)
-    await asyncio.sleep(0.02)
-    s.key(path, CODE, 5, 11, 2, lambda a: None)  # before the debounce: the timer restarts
-    await asyncio.sleep(0.1)
-    assert len(s.posted) == 1
+    first = s._timer
+    assert first is not None and s.posted == []
+    # the next key before the debounce (the loop has not run): the timer restarts
+    typed_at = asyncio.get_running_loop().time()
+    s.key(path, CODE, 5, 11, 2, lambda a: None)
+    second = s._timer
+    assert first.cancelled() and second is not None and not second.cancelled()
+    assert second.when() >= typed_at + s.debounce_s
+    await _until(lambda: bool(s.posted), "a request")
+    assert s._timer is None and len(s.posted) == 1  # the first key's timer never fired
     body, request, _ = s.posted[0]
     assert request.version == 2 and request.kind == MULTI_LINE
     assert body["temperature"] == 0.2 and body["top_p"] == 0.95 and body["stream"] is False
@@ -94,12 +109,12 @@ async def test_a_key_cancels_the_request_out_and_its_answer_is_never_shown(
     got: list[Answer] = []
     await s.open(path, CODE, 0)
     s.key(path, CODE, 5, 11, 1, got.append)
-    await asyncio.sleep(0.1)
+    await _until(lambda: len(s.posted) == 1, "the first request")
     s.key(path, CODE, 5, 11, 2, got.append)
     assert s.posted[0][1].cancelled and s.stats["cancelled"] == 1
     s.answer(0, "a + 1")
     assert got == []
-    await asyncio.sleep(0.1)
+    await _until(lambda: len(s.posted) == 2, "the second request")
     s.answer(1, "a\n    # done")
     assert [(a.version, a.text, a.replaces) for a in got] == [(2, "a\n    # done", 0)]
     await s.stop()
@@ -111,17 +126,40 @@ async def test_single_line_answers_are_cut_and_empty_ones_skipped(tmp_path: Path
     got: list[Answer] = []
     await s.open(path, CODE, 0)
     s.key(path, CODE, 5, 4, 1, got.append)  # "return" right of the cursor: no request
-    await asyncio.sleep(0.1)
+    await _until(lambda: s._timer is None, "the debounce")
     assert s.posted == [] and s.stats["skipped_empty"] == 1
     s.key(path, CODE, 4, 10, 2, got.append)  # single line
-    await asyncio.sleep(0.1)
+    await _until(lambda: len(s.posted) == 1, "the request")
     s.answer(0, "b + 1\n    y = 2")
     assert [a.text for a in got] == ["b + 1"]
     s.key(path, CODE, 4, 10, 3, got.append)
-    await asyncio.sleep(0.1)
+    await _until(lambda: len(s.posted) == 2, "the second request")
     s.answer(1, "\nnext line only")
     assert len(got) == 1 and s.stats["empty_answers"] == 1
     await s.stop()
+
+
+class FirstHeld(LlmLsSuggester):
+    """The real client whose first request goes out only once the next key has come: a
+    model slow by construction, whatever the machine (the real one may answer in 10 ms)."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.held: tuple[dict[str, Any], llmls._Request, Callable[[str | None], None]] | None
+        self.held = None
+
+    def _post(
+        self, body: dict[str, Any], request: llmls._Request, done: Callable[[str | None], None]
+    ) -> None:
+        if request.version == 1:
+            self.held = (body, request, done)
+        else:
+            super()._post(body, request, done)
+
+    def release(self) -> None:
+        """Send the held request now (its HTTP call sees whether it was cancelled)."""
+        assert self.held is not None
+        super()._post(*self.held)
 
 
 @pytest.mark.slow
@@ -129,7 +167,7 @@ async def test_single_line_answers_are_cut_and_empty_ones_skipped(tmp_path: Path
 async def test_llama_cpp_server_answers_through_the_client(tmp_path: Path) -> None:
     from lsp_assist.backends import small_model_path
 
-    s = LlmLsSuggester(model_path=small_model_path(), threads=2, seed=5)
+    s = FirstHeld(model_path=small_model_path(), threads=2, seed=5)
     s.debounce_s = 0.0
     path = tmp_path / "calc.py"
     text = "def add(a, b):\n    return \n"
@@ -138,9 +176,11 @@ async def test_llama_cpp_server_answers_through_the_client(tmp_path: Path) -> No
     await s.start(tmp_path)
     try:
         await s.open(path, text, 0)
-        s.key(path, text, 1, 11, 1, got.append)  # cancelled at once by the next key
-        await asyncio.sleep(0.05)
+        s.key(path, text, 1, 11, 1, got.append)  # cancelled by the next key
+        await _until(lambda: s.held is not None, "the first request")
         s.key(path, text, 1, 11, 2, got.append)
+        assert s.held is not None and s.held[1].cancelled
+        s.release()  # too late: it is dropped, not drawn
         deadline = time.monotonic() + 120
         while not got and time.monotonic() < deadline:
             await asyncio.sleep(0.1)

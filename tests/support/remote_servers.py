@@ -97,7 +97,9 @@ class FaultServer:
       a line end, a burst every 20 ms;
     - ``"drip"``: a valid answer, one byte per ``drip_s`` from the status line on;
     - ``"drip-after-text"``: the headers and a first event with text ("42") at once,
-      then the rest of the answer one byte per ``drip_s``.
+      then the rest of the answer one byte per ``drip_s``;
+    - ``"gate"``: hold until the test sets ``release``, then answer as ``"answer"`` does:
+      a model slow by construction, however fast the machine (``hold`` switches to it).
 
     The last step repeats for any further request (retries and tokenizer calls meet
     the same fault). Each connection is served on a thread of its own; ``ports`` lists
@@ -118,6 +120,7 @@ class FaultServer:
         self.paths: list[str] = []
         self.holding = threading.Event()
         self.held_at = 0.0
+        self.release = threading.Event()
         self.closed = threading.Event()
         self.closed_at = 0.0
         self._stop = threading.Event()
@@ -142,6 +145,13 @@ class FaultServer:
             threading.Thread(
                 target=self._connection, args=(conn, int(addr[1])), daemon=True
             ).start()
+
+    def hold(self) -> None:
+        """From now on, hold every request until ``release`` is set (the ``"gate"`` step)."""
+        with self._lock:
+            self.release.clear()
+            self.holding.clear()
+            self.script = ["gate"]
 
     def _next(self, port: int, path: str) -> str:
         with self._lock:
@@ -168,6 +178,12 @@ class FaultServer:
                     buf += data
                 buf = buf[length:]
                 step = self._next(port, head.split(b" ")[1].decode())
+                if step == "gate":
+                    self.held_at = time.perf_counter()
+                    self.holding.set()
+                    if not self._released(conn):
+                        return
+                    step = "answer"
                 if step == "answer":
                     conn.sendall(
                         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -183,6 +199,18 @@ class FaultServer:
                 except OSError:
                     pass
                 return
+
+    def _released(self, conn: socket.socket) -> bool:
+        """Hold a ``"gate"`` request: True once ``release`` is set, False when the client
+        closed (noted) or the server stops."""
+        try:
+            while not self.release.wait(0.02):
+                if self._stop.is_set() or self._client_closed(conn, 0.02):
+                    return False
+        except OSError:
+            return False
+        conn.settimeout(None)
+        return True
 
     def _note_closed(self) -> None:
         self.closed_at = time.perf_counter()
