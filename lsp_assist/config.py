@@ -141,6 +141,12 @@ class CompletionSettings:
     confidence.py); 0: off. An explicit ask is never gated; nor is a backend that gives
     no probabilities (remote)."""
     max_tokens: int = 48
+    kept_lines: int = 4
+    """Lines a single-line generation writes on past the shown line while no newer request
+    waits, kept for the next lines (answered from memory after Enter; docs/serving.md,
+    "Kept lines"); 0: the generation stops at the line end."""
+    kept_tokens: int = 64
+    """Tokens the kept lines may take beyond ``maxTokens``."""
     max_lines: int = 8
     multiline: MultilineMode = "auto"
     skip_in_strings: bool = False
@@ -282,6 +288,8 @@ MAX_DRAFT_TOKENS = 32
 """llama.cpp reserves logits for 2 x draftTokens + 2 rows of every decode step."""
 MAX_REMOTE_RETRIES = 10
 MAX_ALTERNATIVES = 5
+MAX_KEPT_LINES = 16
+"""Kept lines beyond this are rarely reached by a typist before the next miss."""
 """Each alternative is one more greedy decode after the first: more is more waiting."""
 
 _TOKEN_COUNTS = {
@@ -290,6 +298,7 @@ _TOKEN_COUNTS = {
     "context_budget",
     "context_budget_floor",
     "max_tokens",
+    "kept_tokens",
 }
 _TIMEOUTS = {
     "prompt_timeout_ms",
@@ -306,6 +315,7 @@ _FIXED_BOUNDS = {
     "vector_wait_ms": MAX_DEBOUNCE_MS,
     "answer_after_ms": MAX_DEBOUNCE_MS,
     "alternatives": MAX_ALTERNATIVES,
+    "kept_lines": MAX_KEPT_LINES,
     **dict.fromkeys(_TOKEN_COUNTS, MAX_TOKENS),
     **dict.fromkeys(_TIMEOUTS, MAX_TIMEOUT_MS),
 }
@@ -360,6 +370,8 @@ def _check_range(section: str, name: str, value: Any) -> None:
         "debounce_ms",
         "vector_wait_ms",
         "answer_after_ms",
+        "kept_lines",
+        "kept_tokens",
     }
     if isinstance(value, int) and not isinstance(value, bool):
         if name in non_negative and value < 0:

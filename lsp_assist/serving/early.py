@@ -10,6 +10,10 @@ that follow the suggestion are served the longer text without the model, and the
 scheduler announces the whole suggestion when it is done (``lspAssist/suggestionReady``,
 docs/serving.md "Early answers"). A newer request that misses the cache cancels the
 rest, as it cancels any running request.
+
+With kept lines (serving/kept.py) the generation goes on past the shown line: the answer
+then comes at the shown line's end at the latest, whatever ``answerAfterMs``, and the
+lines written after it join the entry's kept lines as they grow.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 
+from lsp_assist.serving.kept import KeptLines
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
 from lsp_assist.serving.typethrough import EntryKey, TypeThrough
 
@@ -36,6 +41,7 @@ class EarlyAnswer:
         typethrough: TypeThrough,
         key: EntryKey,
         hold: Callable[[], bool] | None = None,
+        kept: KeptLines | None = None,
     ) -> None:
         self.query = query
         self.outcome = outcome
@@ -48,6 +54,12 @@ class EarlyAnswer:
         """The type-through entry of the suggestion (hashed once, grown as it is written)."""
         self.hold = hold
         """While it returns True nothing is answered yet (the confidence gate)."""
+        self.keep = kept
+        """Set when the generation goes on past the shown line (its lines kept)."""
+        self.kept = ""
+        """The kept lines put in the cache so far (after ``shown``)."""
+        self.line_told = False
+        """True once the shown line was answered whole (with kept lines: before they end)."""
         self.raw = ""
         self.first_text_at: float | None = None
         self.answered_at: float | None = None
@@ -62,10 +74,18 @@ class EarlyAnswer:
         if self.first_text_at is None:
             self.first_text_at = now
         self.raw += piece
-        if self.answered_at is None and now - self.query.received_at < self.after_s:
+        line_done = self.keep is not None and "\n" in self.raw
+        if (
+            self.answered_at is None
+            and now - self.query.received_at < self.after_s
+            and not line_done
+        ):
             return
         text = self.clean(self.raw)
-        if not text or text == self.shown:
+        kept = self.kept
+        if line_done and self.keep is not None:
+            kept = self.keep(self.raw, text, whole=False, writing=True)
+        if not text:
             return
         if self.answered_at is not None and not text.startswith(self.answer):
             # Post-processing the longer text changed the start the editor shows (cut it
@@ -74,15 +94,26 @@ class EarlyAnswer:
             return
         if self.answered_at is None and self.hold is not None and self.hold():
             return
-        self.typethrough.grow(self.key, text)
-        self.shown = text
+        if text != self.shown or kept != self.kept:
+            self.typethrough.grow(self.key, text, kept)
+            self.shown, self.kept = text, kept
         if self.answered_at is None:
             self._answer(text, now)
+        elif line_done and not self.line_told:
+            # the shown line is whole while the kept lines are still being written: the
+            # editor that shows its start hears of it now, not when the generation ends
+            self.line_told = True
+            if text != self.answer:
+                self.on_answer(self._outcome(text, now))
 
     def _answer(self, text: str, now: float) -> None:
         self.answered_at, self.answer = now, text
+        self.line_told = "\n" in self.raw
+        self.on_answer(self._outcome(text, now))
+
+    def _outcome(self, text: str, now: float) -> CompletionOutcome:
         first = self.first_text_at if self.first_text_at is not None else now
-        answer = dataclasses.replace(
+        return dataclasses.replace(
             self.outcome,
             text=text,
             alternatives=(),
@@ -90,4 +121,3 @@ class EarlyAnswer:
             ttft_ms=(first - self.query.received_at) * 1000,
             latency_ms=(now - self.query.received_at) * 1000,
         )
-        self.on_answer(answer)

@@ -45,6 +45,7 @@ from lsp_assist.serving.alternatives import distinct, wanted
 from lsp_assist.serving.confidence import GATE_OFF, FirstLineConfidence, below
 from lsp_assist.serving.early import EarlyAnswer
 from lsp_assist.serving.infill_parts import infill_parts
+from lsp_assist.serving.kept import KeptLines, kept_stop_rule
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery, PrefillRecord
 from lsp_assist.serving.postprocess import complete_lines, decide_multiline, postprocess
 from lsp_assist.serving.records import metrics_record
@@ -100,7 +101,7 @@ class CompletionEngine:
         doc = query.snapshot
         pos = doc.clamp(query.line, query.column)
         remainder = self.typethrough.lookup(doc, pos)
-        if not remainder:
+        if remainder is None:
             return None
         outcome = CompletionOutcome(
             request_id=query.request_id,
@@ -263,8 +264,8 @@ class CompletionEngine:
         indent = len(prefix) - len(prefix.lstrip()) if prefix.strip() else len(prefix)
         offset = doc.offset_at(pos)
 
-        def clean(raw: str, stop_reason: str = "") -> str:
-            if multiline and stop_reason in ("length", "timeout"):
+        def clean(raw: str, stop_reason: str = "", *, block: bool = multiline) -> str:
+            if block and stop_reason in ("length", "timeout"):
                 raw = complete_lines(raw)  # a capped block ends at its last whole line
             if prefix[-1:] in (" ", "\t"):
                 # The prompt ends in whitespace the model tends to repeat: "x = " + " y".
@@ -274,14 +275,37 @@ class CompletionEngine:
                 line_prefix=prefix,
                 line_suffix=suffix,
                 following_text=doc.text[offset:],
-                multiline=multiline,
-                max_lines=completion.max_lines,
+                multiline=block,
+                max_lines=1 + kept_lines if block and not multiline else completion.max_lines,
                 language=doc.language_id,
             )
 
         alternatives = wanted(query, completion)
         # keyed by the text the suggestion was made for, not the buffer as it is now
         entry = self.typethrough.key(doc, pos)
+        threshold = (
+            math.log(completion.confidence_threshold)
+            if completion.confidence_threshold > 0 and query.trigger == "automatic"
+            else GATE_OFF
+        )
+        # A single line at the end of a line answered early goes on past it (its next
+        # lines kept for the type-through cache): serving/kept.py.
+        early_ok = (
+            on_answer is not None
+            and completion.answer_after_ms > 0
+            and alternatives == 1
+            and not self.typethrough.found_nothing(entry)
+        )
+        kept_lines = (
+            completion.kept_lines
+            if early_ok and not multiline and not suffix.strip() and threshold == GATE_OFF
+            else 0
+        )
+        keep = (
+            KeptLines(lambda raw: clean(raw, block=True), below=_first_code_line(doc.text, offset))
+            if kept_lines
+            else None
+        )
         # token healing: the model writes the typed tail cut from the prompt; a backend
         # that cannot be constrained gets it back as prompt tokens
         prompt_tokens, forced = list(prompt.tokens), prompt.healed
@@ -289,12 +313,23 @@ class CompletionEngine:
             prompt_tokens += backend.tokenize(forced)
             forced = ""
         stop = stop_strings(doc.language_id)
-        stop_rule = make_stop_rule(
+        line_rule = make_stop_rule(
             multiline=multiline,
             cursor_indent=indent,
             line_prefix=prefix,
             max_lines=completion.max_lines,
         )
+        stop_rule = line_rule
+        if keep is not None:
+            stop_rule = kept_stop_rule(
+                make_stop_rule(
+                    multiline=True,
+                    cursor_indent=indent,
+                    line_prefix=prefix,
+                    max_lines=1 + kept_lines,
+                ),
+                shows=lambda raw: bool(clean(raw)),
+            )
         called = time.perf_counter()
         # what an early answer carries: the request's place, its prompt and its times so far
         prepared = dataclasses.replace(
@@ -305,11 +340,6 @@ class CompletionEngine:
             context_ms=(called - started) * 1000,
         )
         confidence = FirstLineConfidence()
-        threshold = (
-            math.log(completion.confidence_threshold)
-            if completion.confidence_threshold > 0 and query.trigger == "automatic"
-            else GATE_OFF
-        )
 
         def unsure() -> bool:
             return below(confidence.mean(), threshold)
@@ -317,12 +347,7 @@ class CompletionEngine:
         early: EarlyAnswer | None = None
         # Where the last whole was nothing (a dropped copy), the next answer waits for the
         # whole: an early start there would be dropped again, and its notice ask again.
-        if (
-            on_answer is not None
-            and completion.answer_after_ms > 0
-            and alternatives == 1
-            and not self.typethrough.found_nothing(entry)
-        ):
+        if early_ok and on_answer is not None:
             early = EarlyAnswer(
                 query,
                 prepared,
@@ -332,6 +357,7 @@ class CompletionEngine:
                 typethrough=self.typethrough,
                 key=entry,
                 hold=unsure,
+                kept=keep,
             )
 
         def on_text(piece: str) -> None:
@@ -342,7 +368,7 @@ class CompletionEngine:
         request = GenerationRequest(
             prompt_tokens=prompt_tokens,
             forced_prefix=forced,
-            max_tokens=completion.max_tokens,
+            max_tokens=completion.max_tokens + (completion.kept_tokens if keep else 0),
             stop=stop,
             stop_rule=stop_rule,
             cache_key=query.uri,
@@ -392,7 +418,10 @@ class CompletionEngine:
             text = clean(result.text, result.stop_reason)
             ended = result.stop_reason not in ("cancelled", "timeout")
             if not text and request.code_first and alternatives == 1 and ended:
-                text = self._next_best(backend, request, result.text, clean)
+                one_line = dataclasses.replace(
+                    request, stop_rule=line_rule, max_tokens=completion.max_tokens
+                )
+                text = self._next_best(backend, one_line, result.text, clean)
             # A generation time cap keeps what was generated; a cancel (superseded, client
             # cancel) or a prompt time cap has nothing worth showing, unless the editor
             # already has the suggestion's start (an early answer): that is what it keeps.
@@ -419,7 +448,11 @@ class CompletionEngine:
             if outcome.text or not outcome.cancelled:
                 # the whole is what the entry answers with from now on (nothing: no entry);
                 # a cancelled request leaves what an earlier one put there
-                self.typethrough.put(entry, outcome.text)
+                kept = ""
+                if keep is not None and outcome.text and not outcome.alternatives:
+                    whole = result.stop_reason in ("stop", "rule", "eos")
+                    kept = keep(result.text, outcome.text, whole=whole)
+                self.typethrough.put(entry, outcome.text, kept)
             return outcome
 
     @staticmethod
@@ -554,3 +587,15 @@ class CompletionEngine:
             metrics.record(record)
         except OSError as exc:
             logger.warning("could not write metrics: %s", exc)
+
+
+def _first_code_line(text: str, offset: int) -> str:
+    """The first line with code after the line of ``offset``, stripped ('' none)."""
+    start = text.find("\n", offset)
+    while start >= 0:
+        end = text.find("\n", start + 1)
+        line = text[start + 1 : end] if end >= 0 else text[start + 1 :]
+        if line.strip():
+            return line.strip()
+        start = end
+    return ""

@@ -63,12 +63,6 @@ WAITERS = 2
 ReadyCallback = Callable[[CompletionQuery, CompletionOutcome], None]
 
 
-def _settle(future: asyncio.Future[CompletionOutcome], answer: CompletionOutcome) -> None:
-    """Set an early answer unless the request is over already."""
-    if not future.done():
-        future.set_result(answer)
-
-
 COMPLETION_FIRST = "completion requested"
 """Why a completion cancels a prefill or a rewrite (the rewrite then runs again)."""
 SUPERSEDED = "superseded"
@@ -191,6 +185,8 @@ class _Ticket:
     """When the scheduler handed the query to the model thread (after the debounce)."""
     on_answer: Callable[[CompletionOutcome], None] | None = None
     """Set for a query that may be answered early: the engine calls it on the model thread."""
+    told: str | None = None
+    """The text the client was last given for it (answered early, then told again)."""
 
     @property
     def cancel(self) -> CancelToken:
@@ -336,7 +332,7 @@ class Scheduler:
             early: asyncio.Future[CompletionOutcome] = loop.create_future()
 
             def on_answer(answer: CompletionOutcome) -> None:
-                loop.call_soon_threadsafe(_settle, early, answer)
+                loop.call_soon_threadsafe(self._answered, ticket, early, answer)
 
             if query.answer_early:
                 ticket.on_answer = on_answer
@@ -347,7 +343,7 @@ class Scheduler:
                 return await future
             answer = early.result()
             ticket.work.kind = Work.EARLY_REST  # the registry keeps it until it is written
-            future.add_done_callback(lambda done: self._written(ticket, answer, done))
+            future.add_done_callback(lambda done: self._written(ticket, done))
             return answer
         except asyncio.CancelledError:
             ticket.cancel.cancel("client cancelled")
@@ -387,12 +383,22 @@ class Scheduler:
         )
         return self.engine.cached(query) if more else None
 
-    def _written(
+    def _answered(
         self,
         ticket: _Ticket,
+        early: asyncio.Future[CompletionOutcome],
         answer: CompletionOutcome,
-        done: asyncio.Future[CompletionOutcome],
     ) -> None:
+        """The engine answered early (on the loop): the request's answer, or else, with
+        kept lines still being written, its shown line now whole (``on_ready``)."""
+        if not early.done():
+            early.set_result(answer)
+            ticket.told = answer.text
+        elif ticket.told is not None and answer.text != ticket.told:
+            ticket.told = answer.text
+            self._tell(ticket, answer)
+
+    def _written(self, ticket: _Ticket, done: asyncio.Future[CompletionOutcome]) -> None:
         """The rest of an early-answered suggestion is written (or was cancelled)."""
         self._end(ticket.work)
         if done.cancelled() or done.exception() is not None:
@@ -400,10 +406,14 @@ class Scheduler:
         whole = done.result()
         # Longer, shorter or other than the start the editor shows (nothing, even: a
         # dropped copy): asked again, the client gets the whole and replaces the start.
-        changed = whole.text != answer.text and not whole.cancelled
-        if changed and self.on_ready is not None:
+        if whole.text != ticket.told and not whole.cancelled:
+            self._tell(ticket, whole)
+
+    def _tell(self, ticket: _Ticket, outcome: CompletionOutcome) -> None:
+        """Call ``on_ready``: the client shows a start of a suggestion that is now other."""
+        if self.on_ready is not None:
             try:
-                self.on_ready(ticket.query, whole)
+                self.on_ready(ticket.query, outcome)
             except Exception:
                 logger.exception("on_ready callback failed")
 

@@ -13,6 +13,12 @@ stored, never the document text.
 :class:`TypeThrough` is the feature's one owner: the cache, the suggestions still being
 written by an early-answered generation (``begin``/``grow``/``end``) and the wait of a
 keystroke that typed all of one (``wait_for_more``, on a condition, not a poll).
+
+Kept lines: a single-line generation may write on past the shown line (serving/kept.py);
+those lines are kept in the same entry after the suggestion (``kept``, starting with its
+line break). Typed into, the kept part is answered one line at a time: at the end of a
+line the line break and the next kept line (a ghost line below: Tab takes both), after
+Enter (and the editor's auto-indent) the rest of that line.
 """
 
 from __future__ import annotations
@@ -47,6 +53,19 @@ class EntryKey:
 _AUTO_CLOSERS = frozenset(")]}\"'`")
 
 
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """A suggestion and the lines kept after it ('' none; else starting with a line break)."""
+
+    text: str
+    kept: str = ""
+
+    @property
+    def full(self) -> str:
+        """The suggestion and its kept lines: everything a user may type through."""
+        return self.text + self.kept
+
+
 def _suffix_variants(suffix_text: str) -> list[tuple[str, bytes]]:
     """Return (auto-inserted closers, hash of the rest) for the suffix as it may have been."""
     variants = [("", _digest(suffix_text))]
@@ -57,6 +76,14 @@ def _suffix_variants(suffix_text: str) -> list[tuple[str, bytes]]:
     return variants
 
 
+def _next_line(rest: str) -> str:
+    """What kept lines show from ``rest``: the rest of the line, or at a line's end the
+    line break and the next line (a ghost line below the cursor), one line at a time."""
+    if rest.startswith("\n"):
+        return "\n" + rest[1:].split("\n", 1)[0]
+    return rest.split("\n", 1)[0]
+
+
 class TypeThroughCache:
     """An LRU of recent suggestions by context; counts hits and misses. Thread-safe."""
 
@@ -64,7 +91,7 @@ class TypeThroughCache:
         self.max_entries = max(1, max_entries)
         self.hits = 0
         self.misses = 0
-        self._entries: OrderedDict[EntryKey, str] = OrderedDict()
+        self._entries: OrderedDict[EntryKey, _Entry] = OrderedDict()
         self._by_uri: dict[str, set[EntryKey]] = {}
         self._lock = threading.Lock()
 
@@ -85,13 +112,14 @@ class TypeThroughCache:
         """Remember ``suggestion`` made with ``prefix_text`` before and ``suffix_text`` after."""
         self.put_at(self.key(uri, prefix_text, suffix_text), suggestion)
 
-    def put_at(self, key: EntryKey, suggestion: str) -> None:
-        """Remember ``suggestion`` under a key from :meth:`key` (a growing one: no rehashing)."""
+    def put_at(self, key: EntryKey, suggestion: str, kept: str = "") -> None:
+        """Remember ``suggestion`` (and the ``kept`` lines after it, starting with a line
+        break) under a key from :meth:`key` (a growing one: no rehashing)."""
         if not suggestion:
             return
         uri = key.uri
         with self._lock:
-            self._entries[key] = suggestion
+            self._entries[key] = _Entry(suggestion, kept if kept.startswith("\n") else "")
             self._entries.move_to_end(key)
             self._by_uri.setdefault(uri, set()).add(key)
             while len(self._entries) > self.max_entries:
@@ -105,7 +133,10 @@ class TypeThroughCache:
                 self._forget(key)
 
     def get(self, uri: str, prefix_text: str, suffix_text: str) -> str | None:
-        """Return the rest of a cached suggestion the user is typing through, or None."""
+        """Return the rest of a cached suggestion the user is typing through, or None.
+
+        With kept lines, the answer at a line's end starts with the line break.
+        """
         with self._lock:
             found = self._lookup(uri, prefix_text, suffix_text)
             if found is None:
@@ -134,7 +165,7 @@ class TypeThroughCache:
             for key in self._by_uri.get(uri, ()):
                 if among is not None and key not in among:
                     continue
-                suggestion = self._entries[key]
+                suggestion = self._entries[key].full
                 if n - key.prefix_len != len(suggestion) or key.suffix_hash != suffix_hash:
                     continue
                 if prefix_text[key.prefix_len :] != suggestion:
@@ -144,9 +175,11 @@ class TypeThroughCache:
         return None
 
     def peek(self, key: EntryKey) -> str:
-        """The suggestion under ``key`` ("" if none), leaving the order and counters alone."""
+        """The suggestion under ``key`` and its kept lines ("" if none), leaving the order
+        and counters alone."""
         with self._lock:
-            return self._entries.get(key, "")
+            entry = self._entries.get(key)
+            return "" if entry is None else entry.full
 
     def _lookup(self, uri: str, prefix_text: str, suffix_text: str) -> tuple[EntryKey, str] | None:
         keys = self._by_uri.get(uri)
@@ -157,7 +190,8 @@ class TypeThroughCache:
         prefix_hashes: dict[int, bytes] = {}
         # The most recent context first: the longest prefix the user has not typed past.
         for key in sorted(keys, key=lambda k: k.prefix_len, reverse=True):
-            suggestion = self._entries[key]
+            entry = self._entries[key]
+            suggestion = entry.full
             typed_len = n - key.prefix_len
             if typed_len < 0 or typed_len >= len(suggestion):
                 continue
@@ -172,7 +206,11 @@ class TypeThroughCache:
                 prefix_hashes[key.prefix_len] = _digest(prefix_text[: key.prefix_len])
             if prefix_hashes[key.prefix_len] != key.prefix_hash:
                 continue
-            remainder = suggestion[typed_len:]
+            if typed_len >= len(entry.text):
+                if inserted:
+                    continue  # the kept lines were written for the text after as it was
+                return key, _next_line(suggestion[typed_len:])
+            remainder = entry.text[typed_len:]
             if inserted:
                 # The editor auto-closed what the user typed: the suggestion's own closer
                 # is now right of the cursor, so leave it out of the remainder.
@@ -263,18 +301,20 @@ class TypeThrough:
         with self._changed:
             self._writing[key] = self._writing.get(key, 0) + 1
 
-    def grow(self, key: EntryKey, text: str) -> None:
-        """The suggestion under ``key`` is now ``text`` (longer as it is written): waiters wake."""
+    def grow(self, key: EntryKey, text: str, kept: str = "") -> None:
+        """The suggestion under ``key`` is now ``text`` (longer as it is written), with the
+        lines ``kept`` after it so far: waiters wake."""
         with self._changed:
-            self.cache.put_at(key, text)
+            self.cache.put_at(key, text, kept)
             self._changed.notify_all()
 
-    def put(self, key: EntryKey, text: str) -> None:
-        """Remember a finished suggestion under ``key``: the whole text replaces what grew
-        there; an empty one (post-processing found nothing that fits) drops the entry."""
+    def put(self, key: EntryKey, text: str, kept: str = "") -> None:
+        """Remember a finished suggestion under ``key`` (and the lines ``kept`` after it):
+        the whole text replaces what grew there; an empty one (post-processing found
+        nothing that fits) drops the entry."""
         with self._changed:
             if text:
-                self.cache.put_at(key, text)
+                self.cache.put_at(key, text, kept)
                 self._nothing.pop(key, None)
             else:
                 self.cache.drop(key)

@@ -48,10 +48,10 @@ def _record_puts(engine: CompletionEngine) -> list[tuple[str, str, str]]:
         texts[made] = (doc.text[:offset], doc.text[offset:])
         return made
 
-    def recording_put_at(entry: EntryKey, suggestion: str) -> None:
+    def recording_put_at(entry: EntryKey, suggestion: str, kept: str = "") -> None:
         if suggestion:
             puts.append((*texts[entry], suggestion))
-        put_at(entry, suggestion)
+        put_at(entry, suggestion, kept)
 
     typethrough.key = recording_key  # type: ignore[method-assign]
     cache.put_at = recording_put_at  # type: ignore[method-assign]
