@@ -147,7 +147,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "acceptance replay (--replay)",
         "a user retypes regions of real code at a fixed pace without waiting for answers; "
         'how much of it the suggestions write (docs/evaluation.md, "Acceptance replay"); '
-        "--rows: default,plain,llamavim,llmls (default: default,plain)",
+        "--rows: default,plain,llamavim,llmls,oracle (default: default,plain); --seed 14 "
+        "(seed A) to tune on, 15 (seed B) held out",
     )
     replay.add_argument(
         "--replay",
@@ -155,7 +156,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the acceptance replay instead: writes table.md, results.json and replay.png to --out",
     )
     replay.add_argument(
-        "--regions", type=int, default=8, metavar="N", help="regions of 3-8 lines (default 8)"
+        "--regions", type=int, default=16, metavar="N", help="regions of 3-8 lines (default 16)"
+    )
+    replay.add_argument(
+        "--react-ms",
+        type=_ms_list,
+        default=(150.0,),
+        metavar="MS[,MS...]",
+        help="the user takes a suggestion only once it has been on screen this long (150; "
+        "0: at once, as runs before it; '0,150': every row at both, each a run of its own)",
+    )
+    replay.add_argument(
+        "--debounce-ms",
+        type=float,
+        default=75.0,
+        metavar="MS",
+        help="the lsp-assist rows' client asks this long after the last key, as the Neovim "
+        "plugin's debounce_ms (75; 0: at every key, as runs before it)",
     )
     replay.add_argument(
         "--pace-ms", type=float, default=180.0, metavar="MS", help="time between keys (180)"
@@ -174,6 +191,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the cursor rests at the region before the first key (2000)",
     )
     parser.set_defaults(func=run)
+
+
+def _ms_list(value: str) -> tuple[float, ...]:
+    """Return a comma-separated list of milliseconds (each >= 0)."""
+    try:
+        values = tuple(float(v) for v in value.split(",") if v.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected milliseconds, not {value!r}") from exc
+    if not values or any(v < 0 or v != v for v in values):
+        raise argparse.ArgumentTypeError(f"expected milliseconds >= 0, not {value!r}")
+    return tuple(dict.fromkeys(values))
 
 
 def _task_count(value: str) -> int:
@@ -287,8 +315,11 @@ def run_replay(args: argparse.Namespace) -> int:
         write_outputs,
     )
 
-    if args.regions < 1 or args.pace_ms <= 0 or args.rest_ms < 0:
-        print("error: --regions must be >= 1, --pace-ms > 0, --rest-ms >= 0", file=sys.stderr)
+    if args.regions < 1 or args.pace_ms <= 0 or args.rest_ms < 0 or not args.debounce_ms >= 0:
+        print(
+            "error: --regions must be >= 1, --pace-ms > 0, --rest-ms >= 0, --debounce-ms >= 0",
+            file=sys.stderr,
+        )
         return 2
     rows = (
         tuple(r.strip() for r in args.rows.split(",") if r.strip()) if args.rows else DEFAULT_ROWS
@@ -314,6 +345,8 @@ def run_replay(args: argparse.Namespace) -> int:
         pace_ms=args.pace_ms,
         paces=PACES if args.pace == "both" else (args.pace,),
         rest_ms=args.rest_ms,
+        react_ms=args.react_ms,
+        debounce_ms=args.debounce_ms,
         rows=rows,
         settings=dict(item.partition("=")[::2] for item in args.setting),
         seed=args.seed,

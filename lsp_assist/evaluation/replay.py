@@ -3,12 +3,14 @@
 A simulated user retypes regions of real code (replay_tasks.py) at a fixed pace and
 never waits for an answer; at every key the row's :class:`Suggester` hears of the change
 and answers when it can; at each key moment the user sees what the screen shows
-(replay_user.py) and takes it (Tab, word by word) or types over it. Every row runs the
-same regions and keys with the same model: ``default`` and ``plain`` are lsp-assist
-servers (replay_client.py) with their settings as initializationOptions, ``llamavim``
-is llama.vim's algorithm against llama-server (llamavim.py), ``llmls`` llm.nvim on
-llm-ls against llama-cpp-python's server (llmls.py). Figures, table and plot:
-replay_report.py. docs/evaluation.md, "Acceptance replay".
+(replay_user.py) and takes it (Tab, word by word) once it has been on screen for the
+reaction time, or types over it. Every row runs the same regions and keys with the same
+model: ``default`` and ``plain`` are lsp-assist servers (replay_client.py, the Neovim
+plugin's timing) with their settings as initializationOptions, ``llamavim`` is
+llama.vim's algorithm against llama-server (llamavim.py), ``llmls`` llm.nvim on llm-ls
+against llama-cpp-python's server (llmls.py), ``oracle`` the ceiling without a model
+(replay_oracle.py). Each row runs at every pace and every reaction time asked for.
+Figures, table and plot: replay_report.py. docs/evaluation.md, "Acceptance replay".
 """
 
 from __future__ import annotations
@@ -24,30 +26,44 @@ from pathlib import Path
 from typing import Any
 
 from lsp_assist.evaluation.progress import Progress
+from lsp_assist.evaluation.replay_client import DEBOUNCE_MS
 from lsp_assist.evaluation.replay_tasks import (
     Region,
     choose_regions,
+    index_regions,
     key_sequence,
     region_buffers,
     within_line,
 )
-from lsp_assist.evaluation.replay_user import Screen, decide
-from lsp_assist.evaluation.suggester import Suggester
+from lsp_assist.evaluation.replay_user import Screen, decide, ready
+from lsp_assist.evaluation.suggester import KeyAware, Suggester
 
-ROW_NAMES = ("default", "plain", "llamavim", "llmls")
+ROW_NAMES = ("default", "plain", "llamavim", "llmls", "oracle")
 PEER_ROWS = ("llamavim", "llmls")
 """Rows that are another tool's client, not an lsp-assist server."""
+SERVER_ROWS = ("default", "plain")
+"""Rows that are lsp-assist servers (the metrics log, the budget)."""
 DEFAULT_ROWS = ("default", "plain")
 PACES = ("steady", "bursty")
 PAUSE_MS = 600
 """The bursty pace's pause after a line end and after ``(`` and ``.``."""
-PLAIN_SETTINGS = {
+REACT_MS = 150.0
+"""The user's reaction time by default: a suggestion is taken only once it has been on
+screen this long (0: the moment it shows, as the replay did before)."""
+DEFAULT_REGIONS = 16
+PLAIN_SETTINGS: dict[str, Any] = {
     "layerFileSummary": False,
     "layerProjectSummary": False,
     "layerRelated": False,
     "layerSimilar": False,
+    "relatedRatio": 0.0,
+    "summaryRatio": 0.0,
 }
-"""The ``plain`` row: the editing zone alone (plain FIM of the file around the cursor)."""
+"""The ``plain`` row: the editing zone alone (plain FIM of the file around the cursor), at
+the same budget as ``default``: with the ratios of the layers that are off at 0, the
+zone's share is the budget less the instructions' share and its group cap twice that, so
+it may take all that the instructions leave; with the default ratios its share is 40 %
+and its widening stops at its cap, 80 % (context/budget.py, zone.py: ``zone_room``)."""
 LLAMAVIM_MODULE = "lsp_assist.evaluation.llamavim"
 
 
@@ -58,9 +74,14 @@ class ReplayConfig:
     workspace: Path
     model: Path
     exclude: list[str] = field(default_factory=list)
-    regions: int = 8
+    regions: int = DEFAULT_REGIONS
     pace_ms: float = 180.0
     paces: tuple[str, ...] = ("steady",)
+    react_ms: tuple[float, ...] = (REACT_MS,)
+    """Reaction times to run every row with (each a run of its own: the user's choices
+    change the keys the client sees)."""
+    debounce_ms: float = DEBOUNCE_MS
+    """The lsp-assist rows' client debounce (the Neovim plugin's; 0: ask at every key)."""
     rest_ms: float = 2000.0
     rows: tuple[str, ...] = DEFAULT_ROWS
     settings: dict[str, str] = field(default_factory=dict)
@@ -94,10 +115,13 @@ async def replay_region(
     pace: str,
     pace_ms: float,
     rest_s: float,
+    react_s: float = 0.0,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Retype one region through ``suggester``; return its key records and distinct suggestions.
 
-    ``text`` is the file as it is; the buffer opens with the region removed.
+    ``text`` is the file as it is; the buffer opens with the region removed. The user
+    takes a suggestion only once it has been on screen ``react_s`` seconds; a key record's
+    ``too_new`` says that a user without that wait would have taken it.
     """
     before, after = region_buffers(text, region)
     version = 1
@@ -113,7 +137,11 @@ async def replay_region(
         moment = time.perf_counter()
         shown = screen.at(version, moment)
         new = shown is not None and not any(k["shown_id"] == shown.id for k in keys)
-        action = decide(target, p, shown.text if shown else None, plan)
+        takeable = ready(shown, moment, react_s)
+        action = decide(target, p, shown.text if shown and takeable else None, plan)
+        too_new = (
+            shown is not None and not takeable and decide(target, p, shown.text).kind != "type"
+        )
         plan = action.plan if action.kind == "word" else ()
         keys.append(
             {
@@ -128,6 +156,9 @@ async def replay_region(
                 "shown_id": shown.id if shown else None,
                 "new": new,
                 "latency_ms": round(shown.latency_ms, 1) if shown and new else None,
+                "age_ms": round((moment - shown.since) * 1000, 1) if shown else None,
+                "ready": takeable,
+                "too_new": too_new,
                 "kind": action.kind,
                 "text": action.text,
             }
@@ -138,6 +169,8 @@ async def replay_region(
         now = time.perf_counter()
         screen.key_times[version] = now
         screen.after_key(action.text, version, action.kind)
+        if isinstance(suggester, KeyAware):
+            suggester.key_kind(action.kind, screen.current is not None)
         suggester.key(path, before + target[:p] + after, line, column, version, screen.add)
         deadline += gap_after(action.text, pace, pace_ms)
         await asyncio.sleep(max(0.0, deadline - time.perf_counter()))
@@ -164,6 +197,7 @@ async def replay_row(
     pace: str,
     pace_ms: float,
     rest_s: float,
+    react_s: float = 0.0,
     progress: Progress | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Start ``suggester`` on ``root``, replay every region, stop it; return keys and shown.
@@ -183,7 +217,14 @@ async def replay_row(
             path.write_text(before + after, encoding="utf-8")
             try:
                 k, s = await replay_region(
-                    suggester, path, text, region, pace=pace, pace_ms=pace_ms, rest_s=rest_s
+                    suggester,
+                    path,
+                    text,
+                    region,
+                    pace=pace,
+                    pace_ms=pace_ms,
+                    rest_s=rest_s,
+                    react_s=react_s,
                 )
             finally:
                 path.write_bytes(original)
@@ -218,8 +259,14 @@ def check_rows(rows: Sequence[str]) -> str:
     return ""
 
 
-def make_suggester(name: str, config: ReplayConfig, base: dict[str, Any]) -> Suggester:
-    """Return a fresh suggester for row ``name`` (a server, or a peer's client)."""
+def make_suggester(
+    name: str, config: ReplayConfig, base: dict[str, Any], regions: Sequence[Region] = ()
+) -> Suggester:
+    """Return a fresh suggester for row ``name`` (a server, a peer's client, the oracle)."""
+    if name == "oracle":
+        from lsp_assist.evaluation.replay_oracle import OracleSuggester
+
+        return OracleSuggester(regions)
     if name == "llmls":
         from lsp_assist.evaluation.llmls import LlmLsSuggester
 
@@ -237,19 +284,22 @@ def make_suggester(name: str, config: ReplayConfig, base: dict[str, Any]) -> Sug
 
     options = {**base, **(PLAIN_SETTINGS if name == "plain" else {}), **config.settings}
     options["modelPath"] = str(config.model)
-    return ServerSuggester(name, options, env=clean_env(False))
+    return ServerSuggester(name, options, env=clean_env(False), debounce_ms=config.debounce_ms)
 
 
 def row_settings(name: str, config: ReplayConfig) -> dict[str, Any]:
     """Return what a row's table line says it ran with."""
     if name in PEER_ROWS:
         return {"threads": threads_of(config.settings), "seed": config.seed}
+    if name == "oracle":
+        return {}
     return {**(PLAIN_SETTINGS if name == "plain" else {}), **config.settings}
 
 
 def run_replay(config: ReplayConfig, command: str) -> dict[str, Any]:
-    """Copy the workspace, choose the regions, run every row at every pace; return the result."""
-    from lsp_assist.evaluation import replay_report, report
+    """Copy the workspace, choose the regions, mark their cross-file lines, run every row at
+    every pace and reaction time; return the result."""
+    from lsp_assist.evaluation import report
     from lsp_assist.evaluation.workspace import prepare_workspace
 
     workspace, _ = prepare_workspace(
@@ -267,45 +317,14 @@ def run_replay(config: ReplayConfig, command: str) -> dict[str, Any]:
             raise RuntimeError(
                 f"no region of 3-8 lines inside a function body in {config.workspace}"
             )
+        regions = index_regions(workspace.root, config.exclude, workspace.cache_dir, regions)
         base = {**workspace.options(), "logPrompts": False}
-        progress = Progress(len(regions) * len(config.rows) * len(config.paces))
-        rows: list[dict[str, Any]] = []
-        for name in config.rows:
-            for pace in config.paces:
-                started = time.perf_counter()
-                row: dict[str, Any] = {
-                    "name": name,
-                    "label": name,
-                    "pace": pace,
-                    "settings": row_settings(name, config),
-                }
-                try:
-                    suggester = make_suggester(name, config, base)
-                    row["label"] = getattr(suggester, "label", name)
-                    keys, shown = asyncio.run(
-                        replay_row(
-                            suggester,
-                            workspace.root,
-                            regions,
-                            pace=pace,
-                            pace_ms=config.pace_ms,
-                            rest_s=config.rest_ms / 1000,
-                            progress=progress,
-                        )
-                    )
-                except Exception as exc:  # one row failing keeps the others' figures
-                    progress.note(f"row {name} ({pace}) failed: {type(exc).__name__}: {exc}")
-                    row.update(error=f"{type(exc).__name__}: {exc}", summary={}, keys=[], shown=[])
-                    rows.append(row)
-                    continue
-                if name not in PEER_ROWS:
-                    _join_confidence(shown, Path(base["cacheDir"]))
-                row["stats"] = dict(getattr(suggester, "stats", {}))
-                row["messages"] = list(getattr(suggester, "messages", []))
-                row["wall_s"] = round(time.perf_counter() - started, 1)
-                row["summary"] = replay_report.summarize(keys, shown, regions)
-                row["keys"], row["shown"] = keys, shown
-                rows.append(row)
+        runs = [(n, p, r) for n in config.rows for p in config.paces for r in config.react_ms]
+        progress = Progress(len(regions) * len(runs))
+        rows = [
+            run_one_row(config, base, workspace.root, regions, name, pace, react, progress)
+            for name, pace, react in runs
+        ]
         progress.close()
     finally:
         if not config.keep:
@@ -324,10 +343,14 @@ def run_replay(config: ReplayConfig, command: str) -> dict[str, Any]:
             "pause_ms": PAUSE_MS,
             "paces": list(config.paces),
             "rest_ms": config.rest_ms,
+            "react_ms": list(config.react_ms),
+            "debounce_ms": config.debounce_ms,
             "settings": dict(config.settings),
             "regions": len(regions),
             "keys_needed": sum(len(key_sequence(r.target)) for r in regions),
             "chars": sum(len(r.target) for r in regions),
+            "cross_lines": sum(len(r.cross_lines) for r in regions),
+            "lines": sum(r.end - r.start for r in regions),
             "work": str(workspace.scratch) if config.keep else "",
         },
         "regions": [r.to_json() for r in regions],
@@ -335,14 +358,114 @@ def run_replay(config: ReplayConfig, command: str) -> dict[str, Any]:
     }
 
 
+def run_one_row(
+    config: ReplayConfig,
+    base: dict[str, Any],
+    root: Path,
+    regions: Sequence[Region],
+    name: str,
+    pace: str,
+    react_ms: float,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Run row ``name`` at ``pace`` with a ``react_ms`` user over every region; return its
+    results.json row (with ``error`` when it failed: the other rows go on)."""
+    from lsp_assist.evaluation import replay_report
+
+    started = time.perf_counter()
+    row: dict[str, Any] = {
+        "name": name,
+        "label": name,
+        "pace": pace,
+        "react_ms": react_ms,
+        "settings": row_settings(name, config),
+    }
+    cache_dir = Path(base.get("cacheDir", ""))
+    logged = _logged_ids(cache_dir) if name in SERVER_ROWS else set()
+    try:
+        suggester = make_suggester(name, config, base, regions)
+        row["label"] = getattr(suggester, "label", name)
+        row["debounce_ms"] = getattr(suggester, "debounce_ms", None)
+        keys, shown = asyncio.run(
+            replay_row(
+                suggester,
+                root,
+                regions,
+                pace=pace,
+                pace_ms=config.pace_ms,
+                rest_s=config.rest_ms / 1000,
+                react_s=react_ms / 1000,
+                progress=progress,
+            )
+        )
+    except Exception as exc:  # one row failing keeps the others' figures
+        if progress is not None:
+            progress.note(f"row {name} ({pace}) failed: {type(exc).__name__}: {exc}")
+        row.update(error=f"{type(exc).__name__}: {exc}", summary={}, keys=[], shown=[])
+        return row
+    if name in SERVER_ROWS:
+        _join_confidence(shown, cache_dir)
+        row["requests"] = _row_requests(cache_dir, logged)
+        row["budget"] = dict(getattr(suggester, "budget", {}))
+    row["stats"] = dict(getattr(suggester, "stats", {}))
+    row["messages"] = list(getattr(suggester, "messages", []))
+    row["wall_s"] = round(time.perf_counter() - started, 1)
+    row["summary"] = replay_report.summarize(keys, shown, regions, row.get("requests"))
+    row["keys"], row["shown"] = keys, shown
+    return row
+
+
+def _metrics_dirs(cache_dir: Path) -> list[Path]:
+    from lsp_assist.config import parse_settings
+    from lsp_assist.telemetry import all_metrics_dirs
+
+    return list(all_metrics_dirs(parse_settings({"cacheDir": str(cache_dir)})[0]))
+
+
+def _logged_ids(cache_dir: Path) -> set[str]:
+    """Return the request ids the workspace copy's metrics log holds already."""
+    from lsp_assist.telemetry import read_records
+
+    return {r.request_id for r in read_records(_metrics_dirs(cache_dir)) if r.request_id}
+
+
+REQUEST_FIELDS = (
+    "request_id",
+    "trigger",
+    "cache_hit",
+    "cancelled",
+    "prompt_tokens",
+    "reused_tokens",
+    "output_tokens",
+    "drafting",
+    "prefill_ms",
+    "decode_ms",
+    "engine_ms",
+)
+"""What results.json keeps of each request a server row logged (its model time)."""
+
+
+def _row_requests(cache_dir: Path, logged: set[str]) -> list[dict[str, Any]]:
+    """Return the requests the row's server logged: the records whose request id the
+    metrics log did not hold before the row (rows share the workspace copy's cache)."""
+    from lsp_assist.telemetry import read_records
+
+    fresh = [
+        r
+        for r in read_records(_metrics_dirs(cache_dir))
+        if r.request_id and r.request_id not in logged
+    ]
+    return [{name: getattr(r, name) for name in REQUEST_FIELDS} for r in fresh]
+
+
 def _join_confidence(shown: list[dict[str, Any]], cache_dir: Path) -> None:
     """Give each shown suggestion the confidence its request logged (the server's metrics
     log under the workspace copy's cache): what a confidence gate would be tuned on."""
-    from lsp_assist.config import parse_settings
-    from lsp_assist.telemetry import all_metrics_dirs, read_records
+    from lsp_assist.telemetry import read_records
 
-    dirs = all_metrics_dirs(parse_settings({"cacheDir": str(cache_dir)})[0])
-    confidence = {r.request_id: r.confidence for r in read_records(dirs) if r.request_id}
+    confidence = {
+        r.request_id: r.confidence for r in read_records(_metrics_dirs(cache_dir)) if r.request_id
+    }
     for record in shown:
         record["confidence"] = confidence.get(str(record.get("request_id", "")))
 
@@ -358,7 +481,9 @@ def read_results(path: Path) -> dict[str, Any]:
     regions = regions_from_json(result["regions"])
     for row in result["rows"]:
         if not row.get("error"):
-            row["summary"] = replay_report.summarize(row["keys"], row["shown"], regions)
+            row["summary"] = replay_report.summarize(
+                row["keys"], row["shown"], regions, row.get("requests")
+            )
     return result
 
 

@@ -1,15 +1,23 @@
 """lsp-assist's own client as the acceptance replay drives it: a :class:`Suggester` over JSON-RPC.
 
-It does what lsp-assist's editor clients do while the user types: at every key it
-sends ``$/cancelRequest`` for the inline request still out, the ``didChange`` (the
-range that changed, as an editor sends it) and an automatic
-``textDocument/inlineCompletion``; it opts in to ``lspAssist/suggestionReady`` and
-asks again (automatic) when a notice comes for where the cursor is and nothing is
-asked. ``rest`` reports the resting cursor (``lspAssist/didMoveCursor``) and only waits:
-a user does not wait for the prefill. pygls 2.1's request future sends no
-``$/cancelRequest`` when cancelled (checked in ``JsonRPCProtocol.send_request``), so the
-notice is sent here, with the id the request went out with.
-"""
+It keeps the shipped Neovim plugin's timing (editors/nvim/lua/lsp-assist: init.lua's
+autocmds, request.lua, decide.lua): at every key the ``didChange`` goes out at once (the
+range that changed, as an editor sends it), and the automatic
+``textDocument/inlineCompletion`` only after ``debounce_ms`` (the plugin's default 75 ms)
+without another key: a new key restarts the timer. When the timer fires, the inline
+request still out is cancelled (``$/cancelRequest``) and the new one sent; an answer for
+an older buffer version is dropped (the plugin finds it stale), so it never shows. After
+a word accepted with the rest of the suggestion still on screen the plugin asks nothing
+(its own change, and the cursor is where the suggestion shows); a typed key, a Tab and a
+word that takes the rest ask after the debounce. ``debounce_ms=0`` is the earlier client:
+cancel and ask at every key, no wait. It opts in to ``lspAssist/suggestionReady`` and
+asks again (automatic) when a notice comes for a suggestion still on screen at the
+cursor and nothing is asked (request.lua's ``ready_ignored``). ``rest`` reports the
+resting cursor (``lspAssist/didMoveCursor``) and only waits: a user does not wait for
+the prefill. pygls 2.1's request future sends no ``$/cancelRequest`` when cancelled
+(checked in ``JsonRPCProtocol.send_request``), so the notice is sent here, with the id
+the request went out with. The budget the server was using (``lspAssist.status``) is
+read once the model is loaded and again before the server stops."""
 
 from __future__ import annotations
 
@@ -17,23 +25,44 @@ import asyncio
 import contextlib
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from lsprotocol import types
 
 from lsp_assist.evaluation.client import (
     close_document,
+    command,
     open_document,
     range_edit,
     start_server,
     stop_server,
     wait_loaded,
 )
-from lsp_assist.evaluation.suggester import Answer, AnswerCallback
+from lsp_assist.evaluation.suggester import Answer, AnswerCallback, KeyKind
 
 READY_NOTIFICATION = "lspAssist/suggestionReady"
 READY_CAPABILITY = "lspAssistSuggestionReady"
 """As lsp_assist.lsp.server (not imported: the replay does not load the server)."""
+DEBOUNCE_MS = 75.0
+"""The Neovim plugin's ``debounce_ms`` (editors/nvim/lua/lsp-assist/init.lua)."""
+
+KeyPlan = Literal["now", "debounce", "none"]
+
+
+def key_plan(kind: KeyKind, ghost_left: bool, debounce_ms: float) -> KeyPlan:
+    """Return when the client asks after a key: ``now`` (no debounce: the earlier client,
+    which asked at every key), ``debounce`` (after ``debounce_ms`` without another key) or
+    ``none``.
+
+    With a debounce, as the plugin: a word accepted with the rest still on screen asks
+    nothing (the plugin's own change, ``keys.own_tick``, schedules nothing, and
+    ``CursorMovedI`` finds the suggestion at the cursor). Anything else (a typed key,
+    typed through or not; a Tab; a word that took the rest) asks after the debounce
+    (``TextChangedI`` or ``CursorMovedI``: ``M.schedule``).
+    """
+    if debounce_ms <= 0:
+        return "now"
+    return "none" if kind == "word" and ghost_left else "debounce"
 
 
 def offset_position(text: str, offset: int) -> tuple[int, int]:
@@ -92,10 +121,19 @@ def answer_from(
 class ServerSuggester:
     """``lsp-assist serve`` over stdio with the row's settings, driven as an editor drives it."""
 
-    def __init__(self, label: str, options: dict[str, Any], env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        label: str,
+        options: dict[str, Any],
+        env: dict[str, str] | None = None,
+        *,
+        debounce_ms: float = DEBOUNCE_MS,
+    ):
         self.label = label
         self.options = options
         self.env = env
+        self.debounce_ms = debounce_ms
+        """Quiet time after a key before the inline request (0: at every key, no wait)."""
         self.client: Any = None
         self.messages: list[str] = []
         self.stats = {
@@ -106,9 +144,15 @@ class ServerSuggester:
             "failed": 0,
             "ready_notices": 0,
             "asked_again": 0,
+            "debounced": 0,
+            "not_asked": 0,
         }
         """Inline requests sent, cancelled (``$/cancelRequest``), answered in time with a
-        suggestion, answered with none, failed; suggestionReady notices and re-asks."""
+        suggestion, answered with none, failed; suggestionReady notices and re-asks; keys
+        whose timer a newer key restarted; keys after which the plugin asks nothing."""
+        self.budget: dict[str, Any] = {}
+        """The server's budget (``lspAssist.status``): ``start`` once loaded, ``end``
+        before it stops."""
         self._uri = ""
         self._text = ""
         self._version = 0
@@ -119,6 +163,15 @@ class ServerSuggester:
         self._stale: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._serial = 0
+        self._pending_version = 0
+        """The buffer version the request still out was sent for."""
+        self._timer: asyncio.TimerHandle | None = None
+        self._plan: KeyPlan = "now" if debounce_ms <= 0 else "debounce"
+        """What the next key asks (``key_kind``); a caller that never says: a typed key."""
+        self._ghost_left = False
+        self._ghost_version = -1
+        """The buffer version at which a suggestion is on screen at the cursor (an answer
+        for it came, or a key left the earlier one on screen)."""
 
     async def start(self, workspace: Path) -> None:
         """Start the server on ``workspace``; return once the model and the index are ready."""
@@ -131,7 +184,8 @@ class ServerSuggester:
             experimental={READY_CAPABILITY: True},
             notifications={READY_NOTIFICATION: self._on_ready},
         )
-        await wait_loaded(self.client)
+        state = await wait_loaded(self.client)
+        self.budget["start"] = state.get("budget", {})
 
     async def open(self, path: Path, text: str, version: int) -> None:
         """Send didOpen for the buffer with the region removed."""
@@ -152,6 +206,11 @@ class ServerSuggester:
         )
         await asyncio.sleep(seconds)
 
+    def key_kind(self, kind: KeyKind, ghost_left: bool) -> None:
+        """The next key is ``kind``; ``ghost_left``: a suggestion stays on screen after it."""
+        self._plan = key_plan(kind, ghost_left, self.debounce_ms)
+        self._ghost_left = ghost_left
+
     def key(
         self,
         path: Path,
@@ -161,31 +220,68 @@ class ServerSuggester:
         version: int,
         on_answer: AnswerCallback,
     ) -> None:
-        """Cancel the request still out, send the change, ask for a suggestion (automatic)."""
-        self._cancel()
+        """Send the change at once; ask after the debounce (or now, or not: ``key_plan``)."""
+        plan = self._plan
+        self._plan = "now" if self.debounce_ms <= 0 else "debounce"
+        ghost_left, self._ghost_left = self._ghost_left, False
+        if plan == "now":
+            self._cancel()
         start, end, inserted = diff_edit(self._text, text)
         self._text, self._version, self._cursor = text, version, (line, column)
         self._on_answer = on_answer
+        if ghost_left:
+            self._ghost_version = version
         self.client.text_document_did_change(range_edit(self._uri, version, start, end, inserted))
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+            self.stats["debounced"] += 1
+        if plan == "now":
+            self._ask()
+        elif plan == "debounce":
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self.debounce_ms / 1000, self._fire)
+        else:
+            self.stats["not_asked"] += 1
+
+    def _fire(self) -> None:
+        """The debounce ran out: ask at the cursor unless a request for this text is out
+        (decide.ask's 'skip'); the request still out for older text is cancelled."""
+        self._timer = None
+        if self._on_answer is None:
+            return
+        if self._pending and self._pending_version == self._version:
+            return
+        self._cancel()
         self._ask()
 
     async def close_file(self, path: Path, text: str) -> None:
         """Cancel what is out and close the buffer (the file is restored on disk first)."""
+        self._stop_timer()
         self._cancel()
         self._on_answer = None
         close_document(self.client, path.as_uri())
         await asyncio.sleep(0)
 
     async def stop(self) -> None:
-        """Shut the server down."""
+        """Read the budget in force, shut the server down."""
+        self._stop_timer()
         self._cancel()
         for task in list(self._tasks):
             task.cancel()
         if self.client is not None:
             with contextlib.suppress(Exception):
+                state = await asyncio.wait_for(command(self.client, "lspAssist.status"), 30)
+                self.budget["end"] = state.get("budget", {})
+            with contextlib.suppress(Exception):
                 await stop_server(self.client)
 
     # -- requests ---------------------------------------------------------------------
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def _cancel(self) -> None:
         if self._pending:
@@ -209,7 +305,7 @@ class ServerSuggester:
             types.TEXT_DOCUMENT_INLINE_COMPLETION, params, msg_id=msg_id
         )
         future.add_done_callback(_retrieve)
-        self._pending = msg_id
+        self._pending, self._pending_version = msg_id, self._version
         self.stats["requests"] += 1
         task = asyncio.ensure_future(self._receive(future, msg_id, self._version, line, column))
         self._tasks.add(task)
@@ -241,10 +337,12 @@ class ServerSuggester:
             self.stats["empty"] += 1
         else:
             self.stats["answered"] += 1
+            self._ghost_version = version
             callback(answer)
 
     def _on_ready(self, *args: Any) -> None:
-        """lspAssist/suggestionReady: ask again at the cursor if the notice is for where it is."""
+        """lspAssist/suggestionReady: ask again at the cursor if the notice is for where it
+        is, a suggestion shows there and nothing is asked."""
         params = args[-1]
         self.stats["ready_notices"] += 1
         try:
@@ -255,6 +353,8 @@ class ServerSuggester:
             return
         if uri != self._uri or self._pending or self._on_answer is None:
             return
+        if self.debounce_ms > 0 and self._ghost_version != self._version:
+            return  # the plugin's 'no suggestion shown' (the earlier client did not check)
         if (version is not None and version > self._version) or self._cursor < at:
             return
         self.stats["asked_again"] += 1

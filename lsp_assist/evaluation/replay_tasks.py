@@ -6,13 +6,18 @@ per file. Every line of a region is non-blank, ASCII, at most 120 characters, ou
 any docstring or multi-line string, and code (a line that is only a comment is not). The
 region is deleted from the file and retyped from its first line's indentation, which is
 left in place (as auto-indent gives it). Keys: one per character, except that a newline
-together with the next line's indentation is one key (auto-indent). No pygls, no model.
-docs/evaluation.md, "Acceptance replay".
+together with the next line's indentation is one key (auto-indent). A region's lines that
+use a top-level name defined in another file of the workspace (and not in its own) are
+marked cross-file from the workspace's index (:func:`mark_cross_lines`). No pygls, no
+model. docs/evaluation.md, "Acceptance replay".
 """
 
 from __future__ import annotations
 
+import builtins
+import dataclasses
 import random
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,6 +25,7 @@ from typing import Any
 
 from lsp_assist.context import get_parser
 from lsp_assist.documents import language_for_path
+from lsp_assist.evaluation.tasks import is_keyword
 
 MIN_LINES, MAX_LINES = 3, 8
 """Lines per region."""
@@ -44,15 +50,25 @@ class Region:
     target: str
     """What the user types: the region from its first line's indentation, the lines
     joined by newlines, trailing whitespace of each line left out."""
+    cross_lines: tuple[int, ...] = ()
+    """The region's lines (0-based from its first) that use a name defined in another
+    file of the workspace and not in its own (:func:`mark_cross_lines`)."""
+    cross_names: tuple[str, ...] = ()
+    """Those names, each once, in order."""
 
     def to_json(self) -> dict[str, Any]:
         """Return the region as a JSON object."""
-        return asdict(self)
+        data = asdict(self)
+        data["cross_lines"], data["cross_names"] = list(self.cross_lines), list(self.cross_names)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Region:
-        """Return the region a :meth:`to_json` object describes."""
-        return cls(**data)
+        """Return the region a :meth:`to_json` object describes (older ones: none marked)."""
+        values = dict(data)
+        values["cross_lines"] = tuple(values.get("cross_lines", ()))
+        values["cross_names"] = tuple(values.get("cross_names", ()))
+        return cls(**values)
 
 
 def region_buffers(text: str, region: Region) -> tuple[str, str]:
@@ -113,6 +129,28 @@ def key_sequence(target: str) -> list[str]:
 def within_line(target: str, p: int) -> bool:
     """True when code is typed before the cursor at ``p`` on its line (not a line's start)."""
     return bool(target[target.rfind("\n", 0, p) + 1 : p].strip())
+
+
+def line_of(target: str, p: int) -> int:
+    """Return the region's line (0-based) the cursor at ``p`` is on."""
+    return target.count("\n", 0, p)
+
+
+def rest_of_line(target: str, p: int) -> str:
+    """Return what is still to type on the cursor's line at ``p`` (up to its end)."""
+    end = target.find("\n", p)
+    return target[p:] if end < 0 else target[p:end]
+
+
+def keys_per_line(target: str) -> list[int]:
+    """Return, per line of ``target``, the keys that type it without suggestions (a newline
+    key counts on the line it ends)."""
+    counts = [0] * (target.count("\n") + 1)
+    p = 0
+    while p < len(target):
+        counts[line_of(target, p)] += 1
+        p += len(next_key(target, p))
+    return counts
 
 
 # -- choosing regions -----------------------------------------------------------------
@@ -229,6 +267,114 @@ def choose_regions(root: Path, files: Iterable[str], count: int, seed: int) -> l
                 regions.append(make_region(len(regions) + 1, rel, language, text, start, size))
                 break
     return regions
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_QUALIFIER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\.\s*$")
+_STRING = re.compile(r"""("(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|`(?:\\.|[^`\\])*`)""")
+"""A one-line string literal (its words are not names the line uses)."""
+
+
+_IMPORTS_BY_NAME = frozenset({"python", "javascript", "typescript", "tsx", "rust"})
+"""Languages in which a name from another file is bound by an import that names it (in
+Go, Java, C and C++ a bare name may come from another file without one)."""
+
+
+def imported_names(index: Any, path: Path) -> tuple[set[str], set[str]]:
+    """Return the names ``path``'s imports bind (``from os import path``, ES ``import
+    {f}``) and the names through which it reaches another module's top level: those and
+    each import's last module component (``import os.path`` -> ``path``, ``'./util'`` ->
+    ``util``), as tasks.py reads them."""
+    entry = index.file(path)
+    bound: set[str] = set()
+    modules: set[str] = set()
+    for imp in entry.imports if entry is not None else ():
+        bound.update(imp.names)
+        modules.add(re.split(r"[./:\\]", imp.module.strip("\"'<>").rstrip("/"))[-1])
+    modules.update(bound)
+    modules.discard("")
+    return bound, modules
+
+
+def cross_names_of(index: Any, path: Path, text: str, language: str) -> tuple[str, ...]:
+    """Return the names of one line of code that only another file of the workspace
+    defines: a top-level definition elsewhere (``index.lookup``) and none of that name in
+    ``path`` itself (``index.symbols_of``), used bare (in a language that imports by
+    name, only a name an import binds: a local variable named like another file's
+    function is not a use of it) or through an imported module (``mod.name`` defined in
+    a file named ``mod``, or in the ``__init__``/``index``/``mod`` file of a folder named
+    so; any other ``obj.name`` is an attribute the index cannot resolve); keywords,
+    Python's builtins and what string literals hold left out."""
+    text = _STRING.sub('""', text)
+    own = {sym.name for sym in index.symbols_of(path)}
+    bound, modules = imported_names(index, path)
+    found: dict[str, None] = {}
+    for match in _NAME.finditer(text):
+        name = match.group(0)
+        if name in found or name in own or is_keyword(name, language):
+            continue
+        if language == "python" and hasattr(builtins, name):
+            continue
+        qualifier = _QUALIFIER.search(text, 0, match.start())
+        module = qualifier.group(1) if qualifier is not None else ""
+        if module and module not in modules:
+            continue
+        if not module and language in _IMPORTS_BY_NAME and name not in bound:
+            continue
+        if any(
+            sym.parent is None and sym.path != path and (not module or _module_of(sym.path, module))
+            for sym in index.lookup(name)
+        ):
+            found[name] = None
+    return tuple(found)
+
+
+def _module_of(path: Path, module: str) -> bool:
+    """True when ``path`` is the file module ``module`` names (``module.py``, ``module.ts``,
+    or a folder ``module``'s ``__init__``, ``index`` or ``mod`` file)."""
+    if path.stem == module:
+        return True
+    return path.stem in ("__init__", "index", "mod") and path.parent.name == module
+
+
+def mark_cross_lines(index: Any, root: Path, regions: Sequence[Region]) -> list[Region]:
+    """Return ``regions`` with their cross-file lines marked from ``index`` (a
+    :class:`~lsp_assist.index.WorkspaceIndex` of ``root``, scanned)."""
+    marked: list[Region] = []
+    for region in regions:
+        path = (root / region.path).resolve()
+        lines: list[int] = []
+        names: dict[str, None] = {}
+        for i, line in enumerate(region.target.split("\n")):
+            found = cross_names_of(index, path, line, region.language)
+            if found:
+                lines.append(i)
+                names.update(dict.fromkeys(found))
+        marked.append(
+            dataclasses.replace(region, cross_lines=tuple(lines), cross_names=tuple(names))
+        )
+    return marked
+
+
+def index_regions(
+    root: Path, exclude: Sequence[str], cache_dir: Path, regions: Sequence[Region]
+) -> list[Region]:
+    """Open the workspace copy's index (its cache under ``cache_dir``, as the servers do),
+    mark the regions' cross-file lines, close it."""
+    from lsp_assist.config import IndexSettings, parse_settings, workspace_cache_dir
+    from lsp_assist.index import WorkspaceIndex
+
+    settings, _ = parse_settings({"cacheDir": str(cache_dir)})
+    index = WorkspaceIndex(
+        [root],
+        IndexSettings(exclude_globs=list(exclude), watch=False),
+        cache_dir=workspace_cache_dir(settings, root.resolve()),
+    )
+    try:
+        index.scan()
+        return mark_cross_lines(index, root, regions)
+    finally:
+        index.stop()
 
 
 def regions_from_json(items: Sequence[dict[str, Any]]) -> list[Region]:

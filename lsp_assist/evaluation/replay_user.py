@@ -3,10 +3,12 @@
 :class:`Screen` keeps every :class:`Answer` and says what shows at a key moment: the
 newest answer for the current buffer version that arrived before that moment, or else
 the suggestion that showed at the previous key, shortened by what that key typed or
-accepted when it matched (type-through: the same suggestion continued).
-:func:`decide` is the user at a key moment: Tab when the suggestion is right in full,
-word by word (Ctrl+Right) when a prefix of at least 4 characters ending at a word
-boundary is right, else type the next key over it. No pygls, no model, no clock.
+accepted when it matched (type-through: the same suggestion continued). Each shown
+suggestion keeps the time it first appeared (``Shown.since``): the user can take it only
+once it has been on screen for the reaction time (:func:`ready`), and typing through it
+keeps that time. :func:`decide` is the user at a key moment: Tab when the suggestion is
+right in full, word by word (Ctrl+Right) when a prefix of at least 4 characters ending at
+a word boundary is right, else type the next key over it. No pygls, no model, no clock.
 docs/evaluation.md, "Acceptance replay".
 """
 
@@ -17,14 +19,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from lsp_assist.evaluation.replay_tasks import keys_between, next_key
-from lsp_assist.evaluation.suggester import Answer
+from lsp_assist.evaluation.suggester import Answer, KeyKind
 
 MIN_WORD_PREFIX = 4
 """Characters a word-by-word acceptance must write at least."""
 _WORD_STEP = re.compile(r"\s*(?:\w+|[^\w\s]+)")
 """One Ctrl+Right: whitespace, then a run of word characters or a run of other characters."""
-
-KeyKind = Literal["type", "tab", "word"]
 
 
 @dataclass(slots=True)
@@ -39,6 +39,9 @@ class Shown:
     the version it answered."""
     answer: Answer | None = None
     """The answer on screen now (None: carried over from an earlier version by typing)."""
+    since: float = 0.0
+    """perf_counter time it first appeared on screen (its first answer's arrival); a
+    type-through continuation, a word accepted or the same text answered again keeps it."""
 
 
 @dataclass(slots=True)
@@ -90,7 +93,9 @@ class Screen:
                     current.answer = newest  # the same suggestion, answered again
                 else:
                     latency = (newest.arrived - self.key_times.get(version, newest.arrived)) * 1000
-                    current = Shown(len(self.distinct), text, version, latency, newest)
+                    current = Shown(
+                        len(self.distinct), text, version, latency, newest, newest.arrived
+                    )
                     self.distinct.append(
                         Distinct(current.id, text, latency, request_id=newest.request_id)
                     )
@@ -110,9 +115,15 @@ class Screen:
         if kind == "type" and shown.text.startswith(inserted) and not rest.strip():
             self.distinct[shown.id].typed_through = True
         if kind != "tab" and rest.strip():
-            self.current = Shown(shown.id, rest, version, shown.latency_ms, None)
+            self.current = Shown(shown.id, rest, version, shown.latency_ms, None, shown.since)
         else:
             self.current = None
+
+
+def ready(shown: Shown | None, moment: float, react_s: float) -> bool:
+    """True when ``shown`` has been on screen for at least ``react_s`` seconds at ``moment``
+    (the user's reaction time; 0: anything on screen can be taken)."""
+    return shown is not None and moment - shown.since >= react_s
 
 
 @dataclass(frozen=True, slots=True)

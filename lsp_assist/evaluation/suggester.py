@@ -9,9 +9,12 @@ suggestion it would put on screen to ``on_answer`` as an :class:`Answer`, tagged
 buffer version it was made for. The replay decides what the user saw: the newest answer
 for the current version that arrived before the next key.
 
-Two kinds implement it: lsp-assist's own client over real JSON-RPC (``replay.py``) and
-llama.vim's algorithm against llama.cpp's ``llama-server`` (``llamavim.py``). No pygls
-here.
+Several kinds implement it: lsp-assist's own client over real JSON-RPC
+(``replay_client.py``), llama.vim's algorithm against llama.cpp's ``llama-server``
+(``llamavim.py``), llm.nvim on llm-ls (``llmls.py``) and the oracle ceiling
+(``replay_oracle.py``). A client whose rules depend on what the key was (a Tab, a word
+key, a typed character) and on whether a suggestion stays on screen after it also
+implements :class:`KeyAware`. No pygls here.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,9 @@ class Answer:
 
 
 AnswerCallback = Callable[[Answer], None]
+
+KeyKind = Literal["type", "tab", "word"]
+"""What a key was: a character (or newline) typed, Tab, or one Ctrl+Right word."""
 
 
 class Suggester(Protocol):
@@ -80,3 +86,12 @@ class Suggester(Protocol):
 
     async def stop(self) -> None:
         """Stop the server; the row is over."""
+
+
+@runtime_checkable
+class KeyAware(Protocol):
+    """A client that is told what each key was before :meth:`Suggester.key` hears of it."""
+
+    def key_kind(self, kind: KeyKind, ghost_left: bool) -> None:
+        """The next key is ``kind``; ``ghost_left``: a suggestion stays on screen after it
+        (typed through, or the rest of a word-by-word acceptance)."""

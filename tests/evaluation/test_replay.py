@@ -430,7 +430,7 @@ def test_summary_figures_from_records() -> None:
         }
     )
     assert (
-        "| default | steady | 28 | 5 | 82% | 22% | 60.0 | 50% (1/2) | 1.0 | 200 / 280 / 298 "
+        "| default | steady | 0 | 28 | 5 | 82% | 22% | 60.0 | 50% (1/2) | 1.0 | 200 / 280 / 298 "
         "| 40% | 75% |"
     ) in table
 
@@ -490,6 +490,8 @@ def test_the_plain_row_turns_every_layer_but_the_zone_off() -> None:
     for key in ("layerFileSummary", "layerProjectSummary", "layerRelated", "layerSimilar"):
         assert plain.options[key] is False
         assert key not in default.options
+    for key in ("relatedRatio", "summaryRatio"):  # the zone may take their shares
+        assert plain.options[key] == 0.0 and key not in default.options
     assert plain.options["modelPath"] == "m.gguf" and plain.options["threads"] == "1"
 
 
@@ -536,7 +538,7 @@ def test_a_failing_row_keeps_the_others_and_the_outputs(
     ws = _workspace(tmp_path / "ws", files=2)
     silent = SilentSuggester()
 
-    def make(name: str, config: replay.ReplayConfig, base: dict[str, Any]) -> Any:
+    def make(name: str, config: replay.ReplayConfig, base: dict[str, Any], regions: Any) -> Any:
         if name == "plain":
             raise RuntimeError("boom")
         return silent
@@ -548,7 +550,7 @@ def test_a_failing_row_keeps_the_others_and_the_outputs(
     result = replay.run_replay(config, "lsp-assist bench --replay")
     assert [r["name"] for r in result["rows"]] == ["default", "plain"]
     default, plain = result["rows"]
-    assert plain["error"] == "RuntimeError: boom"
+    assert plain["error"] == "RuntimeError: boom" and plain["react_ms"] == 150.0
     assert default["summary"]["keys_pressed"] == default["summary"]["keys_needed"] == silent.keys
     assert default["summary"]["quiet"] == 1.0
     assert len(result["regions"]) == 2

@@ -47,7 +47,7 @@ def test_bench_replay_runs_one_region_through_the_server(tmp_path: Path) -> None
             "--regions",
             "1",
             "--pace-ms",
-            "60",
+            "200",
             "--rest-ms",
             "300",
             "--rows",
@@ -73,9 +73,18 @@ def test_bench_replay_runs_one_region_through_the_server(tmp_path: Path) -> None
     summary = row["summary"]
     assert summary["keys_needed"] == needed == result["meta"]["keys_needed"]
     assert summary["keys_pressed"] == len(keys) <= needed
-    # every key went to the server as a version of its own, each an inline request
+    # every key went to the server as a version of its own; 200 ms apart, each outlived
+    # the client's 75 ms debounce, so each asked, bar a word accepted with the rest shown
+    # (and the last key, whose timer the region's end may cut)
     assert [k["version"] for k in keys] == list(range(1, len(keys) + 1))
-    assert row["stats"]["requests"] >= len(keys)
+    stats = row["stats"]
+    assert stats["requests"] + stats["not_asked"] >= len(keys) - 1
+    assert row["debounce_ms"] == 75.0 and row["react_ms"] == 150.0
+    assert result["meta"]["react_ms"] == [150.0]
+    # the budget the server used, read from lspAssist.status, and its logged model work
+    assert row["budget"]["start"]["tokens"] > 0 and row["budget"]["end"]["tokens"] > 0
+    assert summary["model"]["model_requests"] >= 1
+    assert summary["model"]["tokens_generated"] >= 1
     # the typed and accepted keys rebuild the region exactly
     assert "".join(k["text"] for k in keys) == region["target"]
     assert keys[0]["first"] and keys[0]["shown"] is None
