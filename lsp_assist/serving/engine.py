@@ -45,7 +45,7 @@ from lsp_assist.serving.alternatives import distinct, wanted
 from lsp_assist.serving.confidence import GATE_OFF, FirstLineConfidence, below
 from lsp_assist.serving.early import EarlyAnswer
 from lsp_assist.serving.infill_parts import infill_parts
-from lsp_assist.serving.kept import KeptLines, kept_stop_rule
+from lsp_assist.serving.kept import KeptLines, kept_indent, kept_stop_rule
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery, PrefillRecord
 from lsp_assist.serving.postprocess import complete_lines, decide_multiline, postprocess
 from lsp_assist.serving.records import metrics_record
@@ -321,10 +321,11 @@ class CompletionEngine:
         )
         stop_rule = line_rule
         if keep is not None:
+            lowest = kept_indent(tree, doc.line, pos.line, pos.column)
             stop_rule = kept_stop_rule(
                 make_stop_rule(
                     multiline=True,
-                    cursor_indent=indent,
+                    cursor_indent=min(indent, lowest) if lowest is not None else indent,
                     line_prefix=prefix,
                     max_lines=1 + kept_lines,
                 ),

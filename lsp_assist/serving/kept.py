@@ -16,8 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from lsp_assist.backends import StopRule
+
+_FUNCTIONS = ("function", "method", "constructor", "lambda", "closure")
+"""A syntax node whose type contains one of these (and has a body) is a function."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,3 +80,22 @@ def kept_stop_rule(block_rule: StopRule, *, shows: Callable[[str], bool]) -> Sto
         return block_rule(text)
 
     return rule
+
+
+def kept_indent(tree: Any, line_text: Callable[[int], str], line: int, column: int) -> int | None:
+    """The least indentation a kept line may have: deeper than the line of the function
+    around (``line``, ``column``), so kept lines may leave a block (the next statement
+    after an ``if`` body) but never the function; None without a tree or a function."""
+    if tree is None:
+        return None
+    node = tree.root_node.named_descendant_for_point_range((line, column), (line, column))
+    while node is not None:
+        kind = str(node.type)
+        if any(word in kind for word in _FUNCTIONS) and node.child_by_field_name("body"):
+            head = node.start_point[0]
+            if head >= line:
+                return None  # the cursor is on the function's own first line
+            text = line_text(head)
+            return len(text) - len(text.lstrip(" \t")) + 1
+        node = node.parent
+    return None

@@ -15,9 +15,10 @@ from pathlib import Path
 from lsp_assist.backends.base import GenerationRequest, GenerationResult
 from lsp_assist.documents import Position
 from lsp_assist.serving.engine import CompletionEngine
-from lsp_assist.serving.kept import KeptLines
+from lsp_assist.serving.kept import KeptLines, kept_indent
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
+from lsp_assist.serving.stoprules import make_stop_rule
 from lsp_assist.serving.typethrough import TypeThroughCache
 from tests.serving.fakes import CURSOR_COLUMN, CURSOR_LINE, CharBackend, make_engine, snapshot
 
@@ -253,3 +254,21 @@ async def test_a_first_line_post_processing_drops_keeps_nothing(tmp_path: Path) 
     assert first.text == "" and backend.stops == ["rule"] and backend.calls == 1
     scheduler.shutdown()
     engine.session.close()
+
+
+def test_kept_lines_may_leave_a_block_but_not_the_function() -> None:
+    from lsp_assist.context import get_parser
+
+    source = "class A:\n    def f(self, x):\n        if x:\n            y = 1\n        return y\n"
+    parser = get_parser("python")
+    assert parser is not None
+    tree = parser.parse(source.encode())
+    lines = source.split("\n")
+    # inside the if body: the kept lines may dedent to the function's body, not below
+    assert kept_indent(tree, lines.__getitem__, 3, 17) == 5
+    assert kept_indent(None, lines.__getitem__, 3, 17) is None
+    rule = make_stop_rule(
+        multiline=True, cursor_indent=5, line_prefix="            y = 1", max_lines=5
+    )
+    text = "\n        return y\n    def g(self):\n"
+    assert text[: rule(text)] == "\n        return y"
