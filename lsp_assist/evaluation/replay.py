@@ -38,10 +38,10 @@ from lsp_assist.evaluation.replay_tasks import (
 from lsp_assist.evaluation.replay_user import Screen, decide, ready
 from lsp_assist.evaluation.suggester import KeyAware, Suggester
 
-ROW_NAMES = ("default", "plain", "llamavim", "llmls", "oracle")
+ROW_NAMES = ("default", "plain", "kept-off", "draft-off", "llamavim", "llmls", "oracle")
 PEER_ROWS = ("llamavim", "llmls")
 """Rows that are another tool's client, not an lsp-assist server."""
-SERVER_ROWS = ("default", "plain")
+SERVER_ROWS = ("default", "plain", "kept-off", "draft-off")
 """Rows that are lsp-assist servers (the metrics log, the budget)."""
 DEFAULT_ROWS = ("default", "plain")
 PACES = ("steady", "bursty")
@@ -64,7 +64,20 @@ the same budget as ``default``: with the ratios of the layers that are off at 0,
 zone's share is the budget less the instructions' share and its group cap twice that, so
 it may take all that the instructions leave; with the default ratios its share is 40 %
 and its widening stops at its cap, 80 % (context/budget.py, zone.py: ``zone_room``)."""
+SWITCHED_OFF: dict[str, dict[str, Any]] = {
+    "kept-off": {"keptLines": 0},
+    "draft-off": {"draft": "off", "batchInvariant": False},
+}
+"""Rows that are the default with one optimisation switched off: kept lines (the
+generation ends at the line break), drafting (plain single-row decoding, the fastest)."""
 LLAMAVIM_MODULE = "lsp_assist.evaluation.llamavim"
+
+
+def server_settings(name: str) -> dict[str, Any]:
+    """Return what a server row sets over the defaults (``plain``, a switched-off row)."""
+    if name == "plain":
+        return dict(PLAIN_SETTINGS)
+    return dict(SWITCHED_OFF.get(name, {}))
 
 
 @dataclass
@@ -282,7 +295,7 @@ def make_suggester(
     from lsp_assist.evaluation.replay_client import ServerSuggester
     from lsp_assist.evaluation.server_row import clean_env
 
-    options = {**base, **(PLAIN_SETTINGS if name == "plain" else {}), **config.settings}
+    options = {**base, **server_settings(name), **config.settings}
     options["modelPath"] = str(config.model)
     return ServerSuggester(name, options, env=clean_env(False), debounce_ms=config.debounce_ms)
 
@@ -293,7 +306,7 @@ def row_settings(name: str, config: ReplayConfig) -> dict[str, Any]:
         return {"threads": threads_of(config.settings), "seed": config.seed}
     if name == "oracle":
         return {}
-    return {**(PLAIN_SETTINGS if name == "plain" else {}), **config.settings}
+    return {**server_settings(name), **config.settings}
 
 
 def run_replay(config: ReplayConfig, command: str) -> dict[str, Any]:

@@ -20,7 +20,6 @@ from lsp_assist.evaluation.replay import cursor_at, gap_after, replay_region, re
 from lsp_assist.evaluation.replay_client import answer_from, diff_edit
 from lsp_assist.evaluation.replay_report import markdown, summarize
 from lsp_assist.evaluation.replay_tasks import (
-    Region,
     choose_regions,
     key_sequence,
     keys_between,
@@ -30,44 +29,16 @@ from lsp_assist.evaluation.replay_tasks import (
     within_line,
 )
 from lsp_assist.evaluation.replay_user import Screen, decide, matching_words, word_steps
-from lsp_assist.evaluation.suggester import Answer, AnswerCallback
+from lsp_assist.evaluation.suggester import Answer
+from tests.support.replay_fakes import (
+    SOURCE,
+    TEXT,
+    FakeSuggester,
+    SilentSuggester,
+    replay_workspace,
+)
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "ws"
-
-SOURCE = '''"""A module."""
-
-LIMIT = 3
-TOTAL = LIMIT * 2
-NAMES = ["a", "b"]
-
-
-def shout(name: str) -> str:
-    """Return the name, loud.
-
-    Docstring lines are never part of a region.
-    """
-    loud = name.upper()
-    if not loud:
-        return ""
-    mark = "!" * LIMIT
-    return loud + mark
-
-
-class Box:
-    def __init__(self, items: list[int]) -> None:
-        self.items = list(items)
-        self.total = sum(items)
-        self.count = len(items)
-        self.mean = self.total / max(1, self.count)
-'''
-
-
-def _workspace(tmp_path: Path, files: int = 6) -> Path:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    for n in range(files):
-        (tmp_path / f"m{n}.py").write_text(SOURCE.replace("shout", f"shout{n}"), encoding="utf-8")
-    return tmp_path
-
 
 # -- keys -------------------------------------------------------------------------------
 
@@ -110,7 +81,7 @@ def test_the_buffer_has_the_region_removed_and_its_indentation_kept() -> None:
 
 
 def test_regions_are_deterministic_for_a_seed(tmp_path: Path) -> None:
-    root = _workspace(tmp_path)
+    root = replay_workspace(tmp_path)
     files = sorted(p.name for p in root.iterdir())
     first = choose_regions(root, files, 4, seed=3)
     assert len(first) == 4
@@ -121,7 +92,7 @@ def test_regions_are_deterministic_for_a_seed(tmp_path: Path) -> None:
 
 
 def test_regions_stay_inside_function_bodies_without_docstrings(tmp_path: Path) -> None:
-    root = _workspace(tmp_path)
+    root = replay_workspace(tmp_path)
     files = sorted(p.name for p in root.iterdir())
     lines = SOURCE.split("\n")
     body = {i for i, x in enumerate(lines) if x.startswith("    ") or x.startswith("        ")}
@@ -254,58 +225,6 @@ def test_a_word_accepted_marks_the_suggestion_partial_and_keeps_the_rest() -> No
 
 
 # -- the replay with fake suggesters ----------------------------------------------------
-
-
-class FakeSuggester:
-    """Answers every key after ``delay`` seconds with ``answer(remaining target)``."""
-
-    def __init__(self, region: Region, text: str, mode: str, delay: float = 0.0) -> None:
-        self.label = f"fake-{mode}"
-        self.mode = mode
-        self.delay = delay
-        self.before, self.after = region_buffers(text, region)
-        self.target = region.target
-        self.calls: list[str] = []
-        self.versions: list[int] = []
-
-    async def start(self, workspace: Path) -> None:
-        self.calls.append("start")
-
-    async def open(self, path: Path, text: str, version: int) -> None:
-        assert text == self.before + self.after
-        self.calls.append("open")
-
-    async def rest(self, path: Path, line: int, column: int, seconds: float) -> None:
-        self.calls.append(f"rest {line}:{column}")
-
-    def key(
-        self, path: Path, text: str, line: int, column: int, version: int, on_answer: AnswerCallback
-    ) -> None:
-        self.versions.append(version)
-        typed = text[len(self.before) : len(text) - len(self.after)]
-        assert self.target.startswith(typed)
-        remaining = self.target[len(typed) :]
-        suggestion = {"right": remaining, "wrong": "zzz()", "silent": ""}[self.mode]
-        if suggestion:
-            loop = asyncio.get_running_loop()
-            answer = Answer(version=version, text=suggestion, arrived=0.0)
-
-            def deliver() -> None:
-                on_answer(Answer(answer.version, answer.text, time.perf_counter()))
-
-            if self.delay:
-                loop.call_later(self.delay, deliver)
-            else:  # before the replay's next step, however late the schedule runs
-                loop.call_soon(deliver)
-
-    async def close_file(self, path: Path, text: str) -> None:
-        self.calls.append("close")
-
-    async def stop(self) -> None:
-        self.calls.append("stop")
-
-
-TEXT = "def f(a):\n    b = a + 1\n    c = b * 2\n    return c\n"
 
 
 def _run(mode: str, delay: float = 0.0, pace_ms: float = 15.0) -> tuple[Any, ...]:
@@ -503,39 +422,10 @@ def test_the_cli_refuses_unknown_rows(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["bench", "--replay", "--regions", "0"]) == 2
 
 
-class SilentSuggester:
-    """Shows nothing; counts what it was told."""
-
-    label = "silent"
-
-    def __init__(self) -> None:
-        self.keys = 0
-
-    async def start(self, workspace: Path) -> None:
-        return None
-
-    async def open(self, path: Path, text: str, version: int) -> None:
-        return None
-
-    async def rest(self, path: Path, line: int, column: int, seconds: float) -> None:
-        return None
-
-    def key(
-        self, path: Path, text: str, line: int, column: int, version: int, on_answer: AnswerCallback
-    ) -> None:
-        self.keys += 1
-
-    async def close_file(self, path: Path, text: str) -> None:
-        return None
-
-    async def stop(self) -> None:
-        return None
-
-
 def test_a_failing_row_keeps_the_others_and_the_outputs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = _workspace(tmp_path / "ws", files=2)
+    ws = replay_workspace(tmp_path / "ws", files=2)
     silent = SilentSuggester()
 
     def make(name: str, config: replay.ReplayConfig, base: dict[str, Any], regions: Any) -> Any:

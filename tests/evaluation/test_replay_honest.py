@@ -32,7 +32,7 @@ from lsp_assist.evaluation.replay_tasks import (
 )
 from lsp_assist.evaluation.replay_user import Screen, ready
 from lsp_assist.evaluation.suggester import Answer, KeyAware
-from tests.evaluation.test_replay import TEXT, FakeSuggester, SilentSuggester, _workspace
+from tests.support.replay_fakes import TEXT, FakeSuggester, SilentSuggester, replay_workspace
 
 # -- the reaction time ------------------------------------------------------------------
 
@@ -416,7 +416,7 @@ def test_the_plain_zone_may_spend_what_the_layers_would() -> None:
 def test_every_row_runs_at_each_reaction_time_and_says_which(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ws = _workspace(tmp_path / "ws", files=2)
+    ws = replay_workspace(tmp_path / "ws", files=2)
 
     def make(name: str, config: Any, base: Any, regions: Any = ()) -> Any:
         return OracleSuggester(regions) if name == "oracle" else SilentSuggester()
