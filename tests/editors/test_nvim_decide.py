@@ -167,6 +167,21 @@ def test_type_through_keeps_the_rest_of_the_ghost(tmp_path: Path) -> None:
     ) == ["bc", None, None, None, None, "x", None, None]
 
 
+def test_enter_carries_a_ghost_that_starts_with_the_line_break(tmp_path: Path) -> None:
+    kept = ghost("\n    second = 2", col=10)
+    below = place(tick=8, row=5, col=4)
+    assert one(
+        tmp_path,
+        ("newline_through", kept, below, "    ", 10),
+        ("newline_through", kept, place(tick=8, row=5, col=8), "        ", 10),  # deeper
+        ("newline_through", kept, below, "    ", 9),  # the old line is not what it was
+        ("newline_through", kept, place(tick=8, row=6, col=4), "    ", 10),  # not the next row
+        ("newline_through", ghost("second = 2", col=10), below, "    ", 10),  # no line break
+        ("newline_through", ghost("\n    ", col=10), below, "    ", 10),  # nothing left
+        ("newline_through", None, below, "    ", 10),
+    ) == ["second = 2", None, None, None, None, None, None]
+
+
 def test_a_ready_notice_applies_to_the_ghost_it_is_about(tmp_path: Path) -> None:
     shown = ghost(row=4, col=10)
     assert one(

@@ -113,6 +113,29 @@ function M.type_through(ghost, place, char)
   return rest
 end
 
+--- The rest of a ghost that starts with a line break (the next line, kept by the server)
+--- once Enter moved the cursor to `place`, the start of the next line with `before` (the
+--- editor's indentation) before it; `ended` is the length of the line Enter left. nil:
+--- the ghost does not go on that way (another line, text after the old cursor, another
+--- indentation than the ghost's: the server is asked instead).
+function M.newline_through(ghost, place, before, ended)
+  if ghost == nil or place == nil or ghost.bufnr ~= place.bufnr then
+    return nil
+  end
+  if place.row ~= ghost.row + 1 or place.col ~= #before or ended ~= ghost.col then
+    return nil
+  end
+  local typed = '\n' .. before
+  if ghost.text:sub(1, #typed) ~= typed then
+    return nil
+  end
+  local rest = ghost.text:sub(#typed + 1)
+  if rest == '' or rest:sub(1, 1) == '\n' then
+    return nil
+  end
+  return rest
+end
+
 --- Why a lspAssist/suggestionReady notice for `position` ({ row, col } in bytes) is
 --- not acted on as far as the ghost goes (nil: ask again). It applies while its ghost
 --- shows at `place` with the text as drawn (or as typed into), asked there or before

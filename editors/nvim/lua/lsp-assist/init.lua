@@ -287,6 +287,7 @@ local function attach_autocmds(bufnr)
           M.clear(bufnr) -- the ghost no longer matches the text
         end
       else
+        keys.newline_through(bufnr) -- Enter into a ghost that starts with the line break
         local ghost = M.state.ghost
         if ghost and ghost.bufnr == bufnr and ghost.typed and ghost.tick == nil then
           if decide.at(ghost, render.place(bufnr)) then
@@ -336,8 +337,8 @@ local function attach_autocmds(bufnr)
     group = group,
     buffer = bufnr,
     callback = function()
-      if decide.at(M.state.ghost, render.place(bufnr)) then
-        return -- the suggestion is where the cursor is (after an accepted word, say)
+      if keys.newline_through(bufnr) or decide.at(M.state.ghost, render.place(bufnr)) then
+        return -- the suggestion is where the cursor is (after an accepted word or Enter)
       end
       M.clear(bufnr)
       if M.config.trigger_on_cursor_moved then

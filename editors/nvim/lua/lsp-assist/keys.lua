@@ -155,6 +155,27 @@ function M.type_through(bufnr, char)
   return true
 end
 
+--- After Enter: keep a ghost that starts with the line break and the indentation the
+--- editor gave (the server's next kept line) on screen at the new line. True when it did.
+function M.newline_through(bufnr)
+  local state = assist().state
+  local ghost = state.ghost
+  if not ghost or ghost.bufnr ~= bufnr or ghost.text:sub(1, 1) ~= '\n' then
+    return false
+  end
+  local place = render.place(bufnr)
+  local lines = api.nvim_buf_get_lines(bufnr, place.row - 1, place.row + 1, false)
+  if #lines < 2 then
+    return false
+  end
+  local rest = decide.newline_through(ghost, place, lines[2]:sub(1, place.col), #lines[1])
+  if not rest or not render.move_down(ghost, place, rest) then
+    return false
+  end
+  records.count(state, 'typed_through')
+  return true
+end
+
 local function keys_config()
   local config = assist().config
   local keys = vim.tbl_extend('force', {}, config.keys or {})

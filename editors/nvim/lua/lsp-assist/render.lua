@@ -150,4 +150,20 @@ function M.type_through(ghost, typed, rest)
   return true
 end
 
+--- Draw the rest of `ghost` at the start of the next line after Enter (`place`, the cursor
+--- there): the ghost moves with the cursor, still typed into.
+function M.move_down(ghost, place, rest)
+  local opts = ghost_opts(rest)
+  opts.id = ghost.extmark
+  local ok, err = pcall(api.nvim_buf_set_extmark, ghost.bufnr, M.ns, place.row, place.col, opts)
+  if not ok then
+    client.record_error('extmark', err)
+    return false
+  end
+  ghost.text, ghost.row, ghost.col = rest, place.row, place.col
+  ghost.tick = place.tick
+  ghost.typed = true
+  return true
+end
+
 return M
