@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin, get_type_hints
+from typing import Any, Literal, NamedTuple, get_args, get_origin, get_type_hints
 
 DraftMode = Literal["auto", "prompt-lookup", "model", "off"]
 Strategy = Literal["layered", "baseline"]
@@ -271,6 +271,21 @@ def _coerce(value: Any, hint: Any) -> Any:
             return list(value)
         raise ValueError("expected a list of strings")
     raise ValueError(f"unsupported type {hint}")
+
+
+class Bounded(NamedTuple):
+    """One structure's size against its bound, as ``lspAssist.memory`` lists it.
+
+    ``by`` names what sets the bound: a setting's key (``cacheEntries``), a documented
+    constant (``context/tokens.py TOKEN_CACHE_CHUNKS``), or the open documents for what is
+    kept per open document (freed at didClose). docs/configuration.md, "What grows with
+    use", lists every one.
+    """
+
+    size: int
+    bound: int
+    unit: str
+    by: str
 
 
 C_INT_MAX = 2**31 - 1

@@ -59,6 +59,10 @@ __all__ = ["CompletionEngine"]
 logger = logging.getLogger(__name__)
 
 
+LAST_OUTCOMES = 20
+"""Outcomes kept for the status command (``last_outcomes``), newest last."""
+
+
 class CompletionEngine:
     """The pipeline over a session: complete, prefill and explain at a snapshot's position."""
 
@@ -68,7 +72,8 @@ class CompletionEngine:
         """Suggestions by the text they were made for, served while the user types them,
         and those still being written (early answers)."""
         self.last_outcomes: tuple[CompletionOutcome, ...] = ()
-        """The last 20 outcomes, oldest first; replaced whole under ``_outcomes_lock``."""
+        """The last outcomes (:data:`LAST_OUTCOMES`), oldest first; replaced whole under
+        ``_outcomes_lock``."""
         self._outcomes_lock = threading.Lock()
         self.last_prefill: PrefillRecord | None = None
         """The last prefill that ran to its end (replaced whole on the model thread)."""
@@ -561,7 +566,7 @@ class CompletionEngine:
         """Keep the outcome for ``lspAssist.status`` (a skip by the trigger rules too: no
         metrics record, as no model work was asked for)."""
         with self._outcomes_lock:
-            self.last_outcomes = (*self.last_outcomes[-19:], outcome)
+            self.last_outcomes = (*self.last_outcomes, outcome)[-LAST_OUTCOMES:]
 
     def _finish(
         self,

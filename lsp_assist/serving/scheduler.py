@@ -230,6 +230,11 @@ class Scheduler:
     def _end(self, work: _InFlight) -> None:
         self._in_flight.pop(id(work), None)
 
+    @property
+    def in_flight(self) -> int:
+        """Work in the registry now (each piece leaves it when it ends: none at rest)."""
+        return len(self._in_flight)
+
     @staticmethod
     def _on_model(work: _InFlight, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``func`` on the model thread as ``work`` (its token the thread's current)."""

@@ -31,6 +31,7 @@ from collections.abc import Container, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from lsp_assist.config import Bounded
 from lsp_assist.documents import DocumentSnapshot, Position
 
 log = logging.getLogger(__name__)
@@ -282,6 +283,16 @@ class TypeThrough:
     def stats(self) -> dict[str, int]:
         """Return entries, hits and misses."""
         return self.cache.stats()
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The entries, and the places that found nothing, against ``cacheEntries``."""
+        bound = self.cache.max_entries
+        with self._changed:
+            nothing = len(self._nothing)
+        return {
+            "typethrough.entries": Bounded(len(self.cache), bound, "suggestions", "cacheEntries"),
+            "typethrough.nothing": Bounded(nothing, bound, "places", "cacheEntries"),
+        }
 
     @staticmethod
     def key(snapshot: DocumentSnapshot, pos: Position) -> EntryKey:
