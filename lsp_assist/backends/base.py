@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from lsp_assist.backends.approx_tokens import ApproxTokenizer as ApproxTokenizer
-from lsp_assist.config import ModelSettings
+from lsp_assist.config import Bounded, ModelSettings
 
 logger = logging.getLogger(__name__)
 
@@ -355,6 +355,10 @@ class Backend(ABC):
 
     def stats(self) -> dict[str, object]:
         """Backend counters for status and metrics (KV states held, drafting state...)."""
+        return {}
+
+    def bounds(self) -> dict[str, Bounded]:
+        """What the backend keeps that grows with use, against its bounds (none by default)."""
         return {}
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default

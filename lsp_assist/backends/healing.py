@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -68,7 +69,12 @@ class PieceIndex:
         return np.array(found, dtype=np.int64)
 
 
-_INDEXES: dict[str, PieceIndex] = {}
+HEALING_INDEXES = 2
+"""Vocabularies whose :class:`PieceIndex` the process keeps (least recently used dropped):
+the model loaded and the one before it, for a switch back. One is ~15 MB for a
+151,936-token vocabulary; a model settings change would otherwise keep each for good."""
+
+_INDEXES: OrderedDict[str, PieceIndex] = OrderedDict()
 _INDEX_LOCK = threading.Lock()
 
 
@@ -80,7 +86,16 @@ def piece_index(
         found = _INDEXES.get(key)
         if found is None:
             found = _INDEXES[key] = PieceIndex(n_vocab, piece, usable)
+            while len(_INDEXES) > max(1, HEALING_INDEXES):
+                _INDEXES.popitem(last=False)
+        _INDEXES.move_to_end(key)
         return found
+
+
+def piece_indexes() -> int:
+    """Return how many vocabularies' piece indexes the process holds."""
+    with _INDEX_LOCK:
+        return len(_INDEXES)
 
 
 class ForcedPrefix:

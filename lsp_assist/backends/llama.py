@@ -30,6 +30,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from lsp_assist.backends import healing
 from lsp_assist.backends.base import (
     Backend,
     CancelToken,
@@ -53,7 +54,7 @@ from lsp_assist.backends.llama_engine import (
     DecodeAborted,
     LlamaEngine,
 )
-from lsp_assist.config import ModelSettings
+from lsp_assist.config import Bounded, ModelSettings
 from lsp_assist.errors import BackendError, ModelLoadError
 
 logger = logging.getLogger(__name__)
@@ -378,6 +379,21 @@ class LocalBackend(Backend):
             out["draft_model_fallback_steps"] = combined.model_steps
         out.update(self.states.stats())
         return out
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The saved KV states (``kvCacheMb``) and the token-healing indexes the process keeps."""
+        indexes = Bounded(
+            healing.piece_indexes(),
+            healing.HEALING_INDEXES,
+            "vocabularies",
+            "backends/healing.py HEALING_INDEXES",
+        )
+        return {
+            "kv_states.bytes": Bounded(
+                self.states.bytes, self.states.max_bytes, "bytes", "kvCacheMb"
+            ),
+            "healing.indexes": indexes,
+        }
 
     def prepare(self) -> None:
         """Build the token-healing index (~1.2 s for a 151,936-token vocabulary here).

@@ -35,7 +35,7 @@ from pathlib import Path
 from tree_sitter import Tree
 
 from lsp_assist.backends.base import ModelInfo
-from lsp_assist.config import ContextSettings
+from lsp_assist.config import Bounded, ContextSettings
 from lsp_assist.context.baseline import DEFAULT_N_CTX, Baseline
 from lsp_assist.context.budget import BudgetPlan, estimate_tokens
 from lsp_assist.context.formats import PromptFormat, detect_format
@@ -189,6 +189,31 @@ class ContextEngine:
         """Return the remembered files, most recent first."""
         with self._recent_lock:
             return list(reversed(self._recent))
+
+    def bounds(self) -> dict[str, Bounded]:
+        """What the engine keeps between builds, each against its bound (docs/configuration.md,
+        "What grows with use")."""
+        with self._recent_lock:
+            recent = len(self._recent)
+        relative = self.relative.cache_info()  # type: ignore[attr-defined]
+        out = {
+            "recent_files": Bounded(
+                recent, max(1, self.settings.recent_files), "files", "recentFiles"
+            ),
+            "relative_paths": Bounded(
+                relative.currsize, RELATIVE_PATHS, "paths", "context/engine.py RELATIVE_PATHS"
+            ),
+            **self.counter.bounds(),
+            **self.trees.bounds(),
+            **self.outline.bounds(),
+            **self.retriever.bounds(),
+            **self.similar.bounds(),
+            **self.known.bounds(),
+        }
+        vectors = self.vectors
+        if vectors is not None:
+            out.update(vectors.bounds())
+        return out
 
     def _tree(self, cursor: Cursor) -> Tree | None:
         """Return the syntax tree of the cursor's text, seeded from the index's tree."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 import sysconfig
 from pathlib import Path
 
+from lsp_assist.config import Bounded
+
 MAX_DEPTH = 5
 """The most trailing path parts tried against the standard library's folder."""
 
@@ -23,12 +25,24 @@ def stdlib_root() -> Path:
     return Path(sysconfig.get_paths()["stdlib"]).resolve()
 
 
+KNOWN_FILES = 4096
+"""Files whose standard-library verdict is kept (emptied when full)."""
+
+
 class KnownCode:
     """Answers whether a file is (a copy of) the standard library; cached per path and mtime."""
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root if root is not None else stdlib_root()
         self._seen: dict[Path, tuple[int, bool]] = {}
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The verdicts kept against ``KNOWN_FILES``."""
+        return {
+            "known_code.files": Bounded(
+                len(self._seen), KNOWN_FILES, "files", "context/known_code.py KNOWN_FILES"
+            )
+        }
 
     def is_stdlib(self, path: Path) -> bool:
         """True when ``path`` is a standard library file or a byte-identical copy of one."""
@@ -40,7 +54,7 @@ class KnownCode:
         if seen is not None and seen[0] == stat.st_mtime_ns:
             return seen[1]
         known = self._check(path, stat.st_size)
-        if len(self._seen) > 4096:
+        if path not in self._seen and len(self._seen) >= KNOWN_FILES:
             self._seen.clear()
         self._seen[path] = (stat.st_mtime_ns, known)
         return known

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lsp_assist.config import ContextSettings
+from lsp_assist.config import Bounded, ContextSettings
 from lsp_assist.context.budget import BudgetPlan
 from lsp_assist.context.layout import Parts
 from lsp_assist.context.model import Cursor
@@ -118,8 +118,8 @@ class PromptMemory:
     Reading (:meth:`recall`) never changes it; :meth:`remember` is its only writer.
     """
 
-    def __init__(self, slots: int = MEMORY_SLOTS) -> None:
-        self._slots = max(1, slots)
+    def __init__(self, slots: int | None = None) -> None:
+        self._slots = max(1, MEMORY_SLOTS if slots is None else slots)
         self._notes: OrderedDict[str, BuildNote] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -147,6 +147,14 @@ class PromptMemory:
         """Return the number of slots with a note."""
         with self._lock:
             return len(self._notes)
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The notes kept against ``MEMORY_SLOTS``."""
+        return {
+            "prompt_memory.slots": Bounded(
+                len(self), self._slots, "files", "context/memory.py MEMORY_SLOTS"
+            )
+        }
 
 
 def build_inputs(

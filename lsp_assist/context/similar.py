@@ -14,10 +14,12 @@ query with each block and scores only the windows that share something with it.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lsp_assist.config import Bounded
 from lsp_assist.context.layout import PieceMaker, Rendered, cost
 from lsp_assist.context.model import Cursor, LayerItem
 from lsp_assist.context.retrieval import KEYWORDS, Candidate, Retriever, identifiers
@@ -101,20 +103,36 @@ def _index(path: Path, text: str) -> _FileWindows:
     return _FileWindows(path, text, lines, blocks, sizes)
 
 
+SIMILAR_FILES = 256
+"""Files whose windows (text, lines and identifier sets: ~100 KB for a 30 KB file) are
+kept, least recently used dropped. The layer searches the recent files (``recentFiles``)
+and the open ones: past this many open files each build would split them again."""
+
+
 class SimilarCode:
     """Jaccard search over identifier sets of windows of recent files (cached per text)."""
 
     def __init__(self) -> None:
-        self._files: dict[Path, _FileWindows] = {}
+        self._files: OrderedDict[Path, _FileWindows] = OrderedDict()
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The files whose windows are kept, against ``SIMILAR_FILES``."""
+        return {
+            "similar.files": Bounded(
+                len(self._files), SIMILAR_FILES, "files", "context/similar.py SIMILAR_FILES"
+            )
+        }
 
     def _windows(self, path: Path, text: str) -> _FileWindows:
         found = self._files.get(path)
         if found is not None and (found.text is text or found.text == text):
+            self._files.move_to_end(path)
             return found
         made = _index(path, text)
-        if len(self._files) > 256:
-            self._files.clear()
         self._files[path] = made
+        self._files.move_to_end(path)
+        while len(self._files) > SIMILAR_FILES:
+            self._files.popitem(last=False)
         return made
 
     def chunks(self, path: Path, text: str) -> list[Chunk]:

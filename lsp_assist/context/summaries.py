@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tree_sitter import Node, Tree
 
+from lsp_assist.config import Bounded
 from lsp_assist.context.budget import estimate_tokens
 from lsp_assist.context.formats import comment_prefix
 from lsp_assist.context.layout import Piece, PieceMaker, Rendered, cost
@@ -358,11 +359,23 @@ def project_line(rel: str, entry: FileEntry | None, *, max_names: int = 6) -> st
     return line
 
 
+OUTLINE_FILES = 64
+"""Files whose last file summary is memoised (emptied when full)."""
+
+
 class FileOutline:
     """The ``file_summary`` layer: the buffer's symbol map outside the zone, memoised per file."""
 
     def __init__(self) -> None:
         self._memo: dict[Path, tuple[tuple[int, int], int, list[SummaryEntry]]] = {}
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The memoised summaries against ``OUTLINE_FILES``."""
+        return {
+            "outline.files": Bounded(
+                len(self._memo), OUTLINE_FILES, "files", "context/summaries.py OUTLINE_FILES"
+            )
+        }
 
     def entries(
         self, cursor: Cursor, tree: Tree | None, lines: list[str], zone: Zone
@@ -380,7 +393,7 @@ class FileOutline:
         if memo is not None and memo[0] == key and memo[1] == outside:
             return memo[2]
         entries = file_summary(tree, cursor.text, lines, cursor.language, key)
-        if len(self._memo) > 64:
+        if len(self._memo) >= OUTLINE_FILES and cursor.path not in self._memo:
             self._memo.clear()
         self._memo[cursor.path] = (key, outside, entries)
         return entries

@@ -15,9 +15,11 @@ from pathlib import Path
 
 from tree_sitter import Parser, Tree
 
+from lsp_assist.config import Bounded
 from lsp_assist.documents import canonical_language
 from lsp_assist.errors import IndexError_
 from lsp_assist.index import languages
+from lsp_assist.index.cache import TREE_FACTOR
 
 log = logging.getLogger(__name__)
 
@@ -68,13 +70,51 @@ class _Entry:
     tree: Tree
 
 
+CONTEXT_TREES = 64
+"""Files whose last syntax tree the context engine keeps (least recently used dropped)."""
+CONTEXT_TREE_BYTES = 64 * 1024 * 1024
+"""Estimated bytes those trees may hold in all (source x (1 + ``TREE_FACTOR``))."""
+
+
+def _cost(entry: _Entry) -> int:
+    return len(entry.data) * (1 + TREE_FACTOR)
+
+
 class TreeCache:
     """The last syntax tree of each file, reparsed incrementally when its text changes."""
 
-    def __init__(self, max_files: int = 64) -> None:
-        self.max_files = max_files
+    def __init__(self, max_files: int | None = None, max_bytes: int | None = None) -> None:
+        self.max_files = CONTEXT_TREES if max_files is None else max_files
+        self.max_bytes = CONTEXT_TREE_BYTES if max_bytes is None else max_bytes
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
+
+    def _store(self, key: tuple[str, str], entry: _Entry) -> None:
+        """Keep ``entry`` under ``key`` (newest), dropping the oldest past either bound (a
+        tree larger than the byte bound on its own is not kept)."""
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._bytes -= _cost(old)
+        self._entries[key] = entry
+        self._bytes += _cost(entry)
+        while self._entries and (
+            len(self._entries) > self.max_files or self._bytes > self.max_bytes
+        ):
+            _, dropped = self._entries.popitem(last=False)
+            self._bytes -= _cost(dropped)
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The trees kept against ``CONTEXT_TREES`` and ``CONTEXT_TREE_BYTES``."""
+        with self._lock:
+            files, size = len(self._entries), self._bytes
+        where = "context/syntax.py {}"
+        return {
+            "trees.files": Bounded(files, self.max_files, "files", where.format("CONTEXT_TREES")),
+            "trees.bytes": Bounded(
+                size, self.max_bytes, "bytes", where.format("CONTEXT_TREE_BYTES")
+            ),
+        }
 
     def has(self, path: Path, language: str) -> bool:
         """True when a tree of ``path`` is cached (whatever its text)."""
@@ -84,9 +124,7 @@ class TreeCache:
     def put(self, path: Path, language: str, text: str, tree: Tree) -> None:
         """Cache ``tree`` as the tree of ``text`` (a copy the cache may edit in place)."""
         with self._lock:
-            self._entries[(str(path), language)] = _Entry(data=text.encode("utf-8"), tree=tree)
-            if len(self._entries) > self.max_files:
-                self._entries.popitem(last=False)
+            self._store((str(path), language), _Entry(data=text.encode("utf-8"), tree=tree))
 
     def tree(self, path: Path, language: str, text: str) -> Tree | None:
         """Return the tree of ``text`` (None when the language has no grammar)."""
@@ -115,7 +153,5 @@ class TreeCache:
                     new_end_point=_point(data, end_new),
                 )
             tree = parser.parse(data, old_tree) if old_tree is not None else parser.parse(data)
-            self._entries[key] = _Entry(data=data, tree=tree)
-            if len(self._entries) > self.max_files:
-                self._entries.popitem(last=False)
+            self._store(key, _Entry(data=data, tree=tree))
             return tree

@@ -18,16 +18,34 @@ import threading
 from collections import OrderedDict
 
 from lsp_assist.backends.base import ApproxTokenizer as ApproxTokenizer
+from lsp_assist.config import Bounded
 from lsp_assist.context.model import TokenCounter
+
+TOKEN_CACHE_CHUNKS = 20_000
+"""Chunks whose token ids :class:`CachedCounter` keeps (least recently used dropped)."""
+TOKEN_CACHE_TOKENS = 500_000
+"""Token ids the chunks it keeps may hold in all: ~44 bytes each (an int object and its
+slot, and the chunk's text), ~22 MB. Without it 20,000 editing-zone chunks of a long day
+(a new one at each line) could hold 20 million."""
+SPECIAL_CHUNKS = 64
+"""Texts with special tokens (the format's markers) whose ids are kept (emptied when full)."""
 
 
 class CachedCounter:
     """Wraps a :class:`TokenCounter` with an LRU cache of token ids per chunk of text."""
 
-    def __init__(self, tokenizer: TokenCounter, *, max_entries: int = 20_000) -> None:
+    def __init__(
+        self,
+        tokenizer: TokenCounter,
+        *,
+        max_entries: int | None = None,
+        max_tokens: int | None = None,
+    ) -> None:
         self.tokenizer = tokenizer
-        self.max_entries = max_entries
+        self.max_entries = TOKEN_CACHE_CHUNKS if max_entries is None else max_entries
+        self.max_tokens = TOKEN_CACHE_TOKENS if max_tokens is None else max_tokens
         self._plain: OrderedDict[str, tuple[int, ...]] = OrderedDict()
+        self._plain_tokens = 0
         self._special: dict[str, tuple[int, ...]] = {}
         self._lock = threading.Lock()
         self.hits = 0
@@ -46,9 +64,16 @@ class CachedCounter:
         ids = tuple(self.tokenizer.tokenize(text, special=False))
         with self._lock:
             self.misses += 1
+            if len(ids) > self.max_tokens:
+                return ids
+            old = self._plain.pop(text, None)
+            if old is not None:
+                self._plain_tokens -= len(old)
             self._plain[text] = ids
-            if len(self._plain) > self.max_entries:
-                self._plain.popitem(last=False)
+            self._plain_tokens += len(ids)
+            while len(self._plain) > self.max_entries or self._plain_tokens > self.max_tokens:
+                _, dropped = self._plain.popitem(last=False)
+                self._plain_tokens -= len(dropped)
         return ids
 
     def special(self, text: str) -> tuple[int, ...]:
@@ -56,6 +81,8 @@ class CachedCounter:
         found = self._special.get(text)
         if found is None:
             found = tuple(self.tokenizer.tokenize(text, special=True))
+            if len(self._special) >= SPECIAL_CHUNKS:
+                self._special.clear()
             self._special[text] = found
         return found
 
@@ -67,4 +94,22 @@ class CachedCounter:
         """Drop every cached chunk."""
         with self._lock:
             self._plain.clear()
+            self._plain_tokens = 0
             self._special.clear()
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The chunks kept and their token ids against their bounds."""
+        with self._lock:
+            chunks, ids = len(self._plain), self._plain_tokens
+        where = "context/tokens.py {}"
+        return {
+            "tokens.chunks": Bounded(
+                chunks, self.max_entries, "chunks", where.format("TOKEN_CACHE_CHUNKS")
+            ),
+            "tokens.ids": Bounded(
+                ids, self.max_tokens, "tokens", where.format("TOKEN_CACHE_TOKENS")
+            ),
+            "tokens.special": Bounded(
+                len(self._special), SPECIAL_CHUNKS, "chunks", where.format("SPECIAL_CHUNKS")
+            ),
+        }

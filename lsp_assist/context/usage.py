@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
+from lsp_assist.config import Bounded
 from lsp_assist.index.model import Import, Symbol
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -73,21 +74,34 @@ class NameUses:
         return min(near) if near else None
 
 
+IDENT_LINES = 20_000
+"""Lines whose identifier sets :class:`IdentCache` keeps (~600 bytes a line, ~12 MB)."""
+
+
 class IdentCache:
     """Identifier sets of single lines, keyed by the line's text (lines rarely change).
 
-    About 600 bytes a line: the default 20,000 lines (~12 MB) hold the largest files of
-    a session; the cache is emptied when it is full.
+    About 600 bytes a line: :data:`IDENT_LINES` (~12 MB) hold the largest files of a
+    session; the cache is emptied when it is full.
     """
 
-    def __init__(self, limit: int = 20_000) -> None:
-        self.limit = limit
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = IDENT_LINES if limit is None else limit
         self._sets: dict[str, frozenset[str]] = {}
 
+    def bounds(self) -> dict[str, Bounded]:
+        """The lines kept against ``IDENT_LINES``."""
+        return {
+            "idents.lines": Bounded(
+                len(self._sets), self.limit, "lines", "context/usage.py IDENT_LINES"
+            )
+        }
+
     def of(self, line: str) -> frozenset[str]:
+        """Return the identifiers of ``line`` (cached by its text)."""
         found = self._sets.get(line)
         if found is None:
-            if len(self._sets) > self.limit:
+            if len(self._sets) >= self.limit:
                 self._sets.clear()
             found = frozenset(_IDENT.findall(line))
             self._sets[line] = found

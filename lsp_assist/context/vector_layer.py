@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lsp_assist.config import ContextSettings
+from lsp_assist.config import Bounded, ContextSettings
 from lsp_assist.context.similar import Chunk, SimilarHit
 from lsp_assist.errors import LspAssistError
 from lsp_assist.index.vectors import ChunkSpan, Matrix, VectorIndex
@@ -43,6 +43,11 @@ MAX_HITS = 3
 RRF_K = 60
 """Reciprocal-rank fusion constant: each list adds 1 / (RRF_K + rank)."""
 CACHE = 64
+"""Queries whose vectors are kept (least recently embedded dropped)."""
+QUERY_FILES = 256
+"""Files whose latest query is remembered (emptied when full)."""
+WAITS = 1000
+"""Waits for a query's vector that are kept for the figures (the older half dropped)."""
 
 
 def query_text(lines: list[str], line: int, col: int, n_lines: int = QUERY_LINES) -> str:
@@ -118,7 +123,7 @@ class VectorLayer:
         """Start embedding ``text`` as the query of ``path`` (newest wins) unless it is known."""
         with self._cond:
             self._queries[path] = text
-            if len(self._queries) > 256:
+            if len(self._queries) > QUERY_FILES:
                 self._queries.clear()
                 self._queries[path] = text
             if text in self._done or not text.strip() or self.vectors.model is None:
@@ -138,11 +143,22 @@ class VectorLayer:
                 self._cond.wait(left)
             found = self._done.get(text)
         self.waited_ms.append((time.perf_counter() - started) * 1000)
-        if len(self.waited_ms) > 1000:
-            del self.waited_ms[:500]
+        if len(self.waited_ms) > WAITS:
+            del self.waited_ms[: WAITS // 2]
         if found is None:
             self.misses += 1
         return found
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The vectors, queries and waits kept against this module's constants."""
+        where = "context/vector_layer.py {}"
+        with self._cond:
+            done, queries = len(self._done), len(self._queries)
+        return {
+            "vector.vectors": Bounded(done, CACHE, "queries", where.format("CACHE")),
+            "vector.queries": Bounded(queries, QUERY_FILES, "files", where.format("QUERY_FILES")),
+            "vector.waits": Bounded(len(self.waited_ms), WAITS, "waits", where.format("WAITS")),
+        }
 
     def stop(self) -> None:
         """Stop the query thread."""

@@ -20,12 +20,15 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from lsp_assist.config import Bounded
 from lsp_assist.documents.document import Position, TextView
 
 __all__ = ["EditHistories", "EditHistory", "TextChange", "minimal_change"]
 
 MAX_EDITS = 32
+"""Changes kept per open document (oldest dropped first)."""
 MAX_BYTES = 256 * 1024
+"""UTF-8 bytes the kept changes of one open document may weigh (oldest dropped first)."""
 BURST_GAP_S = 2.0
 
 
@@ -182,6 +185,28 @@ class EditHistories:
 
     def __contains__(self, uri: object) -> bool:
         return uri in self._histories
+
+    def __len__(self) -> int:
+        return len(self._histories)
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The kept changes and their bytes, against ``MAX_EDITS``/``MAX_BYTES`` per document."""
+        histories = list(self._histories.values())
+        where = "documents/history.py {} per open document"
+        return {
+            "edit_histories.changes": Bounded(
+                sum(map(len, histories)),
+                len(histories) * self._max_edits,
+                "changes",
+                where.format("MAX_EDITS"),
+            ),
+            "edit_histories.bytes": Bounded(
+                sum(h.size for h in histories),
+                len(histories) * self._max_bytes,
+                "bytes",
+                where.format("MAX_BYTES"),
+            ),
+        }
 
     def get(self, uri: str) -> EditHistory | None:
         """The history of an open document (None: not open, or refused)."""

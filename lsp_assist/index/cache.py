@@ -14,6 +14,8 @@ from pathlib import Path
 
 import tree_sitter
 
+from lsp_assist.config import Bounded
+
 TREE_FACTOR = 24
 """Estimated tree memory per source byte (measured ~23x for Python with tree-sitter 0.26)."""
 
@@ -55,6 +57,11 @@ class FileCache:
 
     def __len__(self) -> int:
         return len(self._items)
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The estimated bytes held against the cap (``fileCacheMb``)."""
+        with self._lock:
+            return {"index.file_cache": Bounded(self._bytes, self.capacity, "bytes", "fileCacheMb")}
 
     def get(self, path: Path) -> CachedFile | None:
         """Return the cached file (marking it recently used) or None."""

@@ -15,6 +15,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from lsp_assist.config import Bounded
 from lsp_assist.index.model import FileEntry, Symbol
 from lsp_assist.index.packed import (
     FileSets,
@@ -28,7 +29,8 @@ from lsp_assist.index.packed import (
 UNPACKED_ENTRIES = 1024
 """Unpacked :class:`FileEntry` objects kept for ``file()`` (least recently used dropped)."""
 LOOKUP_CACHE_SYMBOLS = 20_000
-"""Symbols kept in the per-name ``lookup`` cache, in all."""
+"""Symbols kept in the per-name ``lookup`` cache, in all; an answer with none counts one
+(names the workspace does not define were cached for nothing and never dropped)."""
 
 Stored = PackedEntry | FileEntry
 """An entry as the index holds it: packed (disk files) or whole (open buffers)."""
@@ -135,12 +137,31 @@ class SymbolTable:
             out.extend(make_symbol(raw, path) for raw in raw_symbols(item) if raw[0] == name)
         with self._lock:
             if installs == self._installs and len(out) <= LOOKUP_CACHE_SYMBOLS // 4:
+                self._forget_lookup(name)  # another thread may have cached it meanwhile
                 self._lookups[name] = out
-                self._lookup_symbols += len(out)
+                self._lookup_symbols += _weight(out)
                 while self._lookup_symbols > LOOKUP_CACHE_SYMBOLS:
                     _, dropped = self._lookups.popitem(last=False)
-                    self._lookup_symbols -= len(dropped)
+                    self._lookup_symbols -= _weight(dropped)
         return list(out)
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The unpacked entries and the lookup cache against their constants."""
+        with self._lock:
+            return {
+                "symbols.unpacked": Bounded(
+                    len(self._unpacked),
+                    UNPACKED_ENTRIES,
+                    "files",
+                    "index/symbols.py UNPACKED_ENTRIES",
+                ),
+                "symbols.lookups": Bounded(
+                    self._lookup_symbols,
+                    LOOKUP_CACHE_SYMBOLS,
+                    "symbols",
+                    "index/symbols.py LOOKUP_CACHE_SYMBOLS",
+                ),
+            }
 
     def lookup_prefix(self, prefix: str, limit: int) -> list[Symbol]:
         """Return symbols whose name starts with ``prefix`` (at most ``limit``)."""
@@ -158,7 +179,7 @@ class SymbolTable:
     def _forget_lookup(self, name: str) -> None:
         dropped = self._lookups.pop(name, None)
         if dropped is not None:
-            self._lookup_symbols -= len(dropped)
+            self._lookup_symbols -= _weight(dropped)
 
     def _sorted(self) -> list[str]:
         """Return the sorted symbol names (sorted outside the lock when they changed)."""
@@ -171,3 +192,8 @@ class SymbolTable:
         with self._lock:
             self._sorted_names = names
         return names
+
+
+def _weight(symbols: list[Symbol]) -> int:
+    """What a cached lookup counts against ``LOOKUP_CACHE_SYMBOLS``: its symbols, at least one."""
+    return max(1, len(symbols))

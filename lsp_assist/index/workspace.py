@@ -29,7 +29,7 @@ from pathlib import Path
 
 from tree_sitter import Tree
 
-from lsp_assist.config import IndexSettings
+from lsp_assist.config import Bounded, IndexSettings
 from lsp_assist.documents.document import ByteEdit, language_for_path
 from lsp_assist.errors import IndexError_
 from lsp_assist.index.cache import CachedFile, FileCache
@@ -155,6 +155,11 @@ class WorkspaceIndex:
     def paused_s(self) -> float:
         """Seconds background work has waited for foreground requests, in all."""
         return self._gate.paused_s
+
+    def bounds(self, *, documents: int) -> dict[str, Bounded]:
+        """The file cache and the symbol table's caches; the open buffers against ``documents``."""
+        held = Bounded(len(self._buffers), documents, "documents", "open documents")
+        return {**self._cache.bounds(), **self._table.bounds(), "index.buffers": held}
 
     def files(self) -> list[Path]:
         """Return the indexed workspace files (open buffers outside the roots excluded)."""

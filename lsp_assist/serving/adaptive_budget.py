@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_assist.backends import Backend, create_backend
-from lsp_assist.config import Settings
+from lsp_assist.config import Bounded, Settings
 from lsp_assist.context import AssembledPrompt, explain
 from lsp_assist.errors import LspAssistError
 
@@ -151,6 +151,13 @@ class AdaptiveBudget:
         with self._lock:
             self._rates.append((tokens / seconds, calibration))
         return True
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The speed samples kept against ``WINDOW``."""
+        with self._lock:
+            size, bound = len(self._rates), self._rates.maxlen or 0
+        where = "serving/adaptive_budget.py WINDOW"
+        return {"adaptive_budget.samples": Bounded(size, bound, "samples", where)}
 
     @property
     def rate(self) -> float | None:

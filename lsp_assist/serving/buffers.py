@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from lsp_assist.config import Settings
+from lsp_assist.config import Bounded, Settings
 from lsp_assist.documents import (
     ByteEdit,
     Document,
@@ -70,6 +70,22 @@ class Buffers:
 
     def __iter__(self) -> Iterator[Document]:
         return iter(self._documents)
+
+    def bounds(self) -> dict[str, Bounded]:
+        """What is kept per open document, against the documents open (and their constants)."""
+        documents = len(self._documents)
+        return {
+            "buffers.oversized": Bounded(
+                len(self._oversized), documents, "documents", "open documents"
+            ),
+            "buffers.recent": Bounded(
+                len(self._recent), self._settings().context.recent_files, "files", "recentFiles"
+            ),
+            "edit_histories.documents": Bounded(
+                len(self.history), documents, "documents", "open documents"
+            ),
+            **self.history.bounds(),
+        }
 
     def uris(self) -> list[str]:
         """Return the URIs of the open documents."""

@@ -28,6 +28,7 @@ from pathlib import Path
 from tree_sitter import Tree
 
 from lsp_assist.backends import CancelToken
+from lsp_assist.config import Bounded
 from lsp_assist.context import LineEdit
 from lsp_assist.documents import DocumentSnapshot, Position
 from lsp_assist.index import FollowUp, UserEdit, classify, follow_ups, follow_ups_elsewhere
@@ -155,6 +156,18 @@ class NextEdits:
         """The newest answer's edits from the model (their rest outlives an accept)."""
         self._carried: _Carried | None = None
 
+    def bounds(self) -> dict[str, Bounded]:
+        """The proposals kept for their accept command, and the model's carried ones."""
+        where = "serving/next_edit.py {}"
+        return {
+            "next_edits.answered": Bounded(
+                len(self._answered), REMEMBERED, "edits", where.format("REMEMBERED")
+            ),
+            "next_edits.carried": Bounded(
+                len(self._model_edits), MAX_EDITS, "edits", where.format("MAX_EDITS")
+            ),
+        }
+
     @property
     def mode(self) -> str:
         """The ``nextEdit`` setting now: off, symbolic, model or both."""
@@ -271,7 +284,7 @@ class NextEdits:
         found.sort(key=lambda e: (abs(e.start.line - line), e.start.line < line))
         self.counters.rewrite_edits += len(found)
         self._remember(found)
-        self._model_edits = found
+        self._model_edits = found[:MAX_EDITS]
         answer.edits = (answer.edits + found)[:MAX_EDITS]
         if not answer.edits and outcome.note:
             answer.note = outcome.note

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lsp_assist.backends import Backend, create_backend, memory_plan
-from lsp_assist.config import Settings, workspace_cache_dir
+from lsp_assist.config import Bounded, Settings, workspace_cache_dir
 from lsp_assist.context import ContextEngine, Cursor, PromptMemory, attach_vectors
 from lsp_assist.documents import DocumentSnapshot, Position, language_for_path
 from lsp_assist.errors import BackendError, LspAssistError, ModelLoadError
@@ -285,6 +285,27 @@ class Session:
         metrics = self.metrics
         if metrics is not None:
             metrics.record_shown(record)
+
+    def bounds(self) -> dict[str, Bounded]:
+        """What the session's parts keep that grows with use, each against its bound
+        (docs/configuration.md, "What grows with use"); parts not made yet list nothing."""
+        documents = len(self.buffers)
+        out = {
+            **self.buffers.bounds(),
+            **self.shown.bounds(documents=documents),
+            **self.adaptive.bounds(),
+        }
+        if self.index is not None:
+            out.update(self.index.bounds(documents=documents))
+        if (metrics := self.metrics) is not None:
+            out.update(metrics.bounds())
+        if (backend := self.backend) is not None:
+            out.update(backend.bounds())
+        if (context := self._context) is not None:
+            out.update(context.bounds())
+        if (memory := self._memory) is not None:
+            out.update(memory.bounds())
+        return out
 
     def cursor_at(self, doc: DocumentSnapshot, pos: Position) -> Cursor:
         """The context engine's view of ``pos`` in ``doc``: its text, language, open files."""

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_assist.backends.base import BACKEND_USAGE_FIELDS, BackendUsage
-from lsp_assist.config import Settings, cache_root, workspace_cache_dir
+from lsp_assist.config import Bounded, Settings, cache_root, workspace_cache_dir
 from lsp_assist.telemetry.retention import KEYS_EVENT, RETAINED_EVENT, KeysRecord, RetainedRecord
 from lsp_assist.telemetry.shown import SHOWN_EVENT, ShownRecord, TelemetryEvent
 
@@ -48,6 +48,16 @@ ACCEPT_EVENT = "accept"
 
 WRITER_IDLE_S = 5.0
 """A log's writer thread ends after this long without a line (the next line starts one)."""
+
+METRICS_MAX_BYTES = 5_000_000
+"""The live log file is rotated before it would pass this size."""
+METRICS_BACKUPS = 3
+"""Rotated files kept (``metrics.jsonl.1`` ... ``.3``): the log takes at most
+``METRICS_MAX_BYTES`` x (1 + ``METRICS_BACKUPS``) on disk, 20 MB."""
+MAX_QUEUED_LINES = 10_000
+"""Lines queued for the writer thread at most: a writer that falls this far behind (a
+stalled disk) loses the oldest (counted in ``dropped``, a warning once), so the queue
+never holds the log in memory."""
 
 _TEXT_FIELDS = ("prompt", "completion")
 
@@ -184,8 +194,8 @@ class MetricsLog:
         self,
         path: Path,
         *,
-        max_bytes: int = 5_000_000,
-        backups: int = 3,
+        max_bytes: int = METRICS_MAX_BYTES,
+        backups: int = METRICS_BACKUPS,
         log_prompts: bool = False,
     ) -> None:
         self.path = Path(path)
@@ -200,6 +210,8 @@ class MetricsLog:
         self._writer: threading.Thread | None = None
         self._closing = False
         self._warned = False
+        self.dropped = 0
+        """Lines lost because the queue was full (:data:`MAX_QUEUED_LINES`)."""
         _OPEN_LOGS.add(self)
 
     def record(self, rec: MetricsRecord) -> None:
@@ -241,6 +253,12 @@ class MetricsLog:
     def _put(self, obj: Mapping[str, Any]) -> None:
         line = (json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
         with self._cond:
+            if len(self._queue) >= MAX_QUEUED_LINES:
+                self._queue.popleft()
+                self._written += 1  # done with: a flush waits for it no longer
+                self.dropped += 1
+                if self.dropped == 1:
+                    log.warning("metrics log %s: the writer fell behind, lines lost", self.path)
             self._queue.append(line)
             self._queued += 1
             if self._writer is None:
@@ -306,6 +324,30 @@ class MetricsLog:
     def files(self) -> list[Path]:
         """Return the log files that exist, oldest first."""
         return log_files(self.path)
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The lines queued in memory and the log's bytes on disk, against their bounds."""
+        with self._cond:
+            queued = len(self._queue)
+        on_disk = 0
+        for path in self.files():
+            try:
+                on_disk += path.stat().st_size
+            except OSError:
+                continue
+        disk_bound = self.max_bytes * (1 + max(0, self.backups)) if self.max_bytes > 0 else 0
+        where = "telemetry/metrics.py {}"
+        return {
+            "metrics.queue": Bounded(
+                queued, MAX_QUEUED_LINES, "lines", where.format("MAX_QUEUED_LINES")
+            ),
+            "metrics.disk": Bounded(
+                on_disk,
+                disk_bound,
+                "bytes",
+                where.format("METRICS_MAX_BYTES x (1 + METRICS_BACKUPS), on disk"),
+            ),
+        }
 
 
 _OPEN_LOGS: weakref.WeakSet[MetricsLog] = weakref.WeakSet()

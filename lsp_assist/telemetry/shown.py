@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lsp_assist.config import Bounded
 from lsp_assist.documents import Position, TextView
 from lsp_assist.telemetry.retention import (
     ITEM_FIELDS,
@@ -63,6 +64,12 @@ ITEM_SEPARATOR = "."
 
 MAX_OFFERED = 256
 """Items offered but not (yet) shown that are remembered; older ones are forgotten."""
+MAX_PROBES = 256
+"""Accepted suggestions waiting for their retention measurement at most: past it the
+oldest is measured at once (``early``), as when its document closes."""
+SUGGESTION_ITEMS = 64
+"""Items one shown suggestion remembers by id (typing through it shows one per key):
+past it the oldest between its first and its latest are forgotten (still counted)."""
 
 
 def item_id(request_id: str, index: int) -> str:
@@ -162,6 +169,17 @@ class _Suggestion:
     shown_at: float
     shown_chars: int
     accepted_chars: int = 0
+    count: int = 1
+    """Items shown for it (``items`` and ``offsets`` keep the last :data:`SUGGESTION_ITEMS`)."""
+
+    def forget_oldest(self) -> str | None:
+        """Forget the oldest item between the first and the latest; return its id."""
+        for name in self.offsets:
+            if name not in (self.root.item, self.current.item):
+                del self.offsets[name]
+                del self.items[name]
+                return name
+        return None
 
 
 TelemetryEvent = ShownRecord | RetainedRecord | KeysRecord
@@ -179,14 +197,14 @@ class ShownSuggestions:
         document_of: Callable[[str], TextView | None] | None = None,
         retain_after: float | None = None,
         clock: Callable[[], float] = time.monotonic,
-        max_offered: int = MAX_OFFERED,
+        max_offered: int | None = None,
     ) -> None:
         self._write = write
         self._document_of = document_of
         self.retain_after = retain_after_s() if retain_after is None else retain_after
         """Seconds from an accept to its retention measurement (``RETAIN_AFTER_S``)."""
         self._clock = clock
-        self._max_offered = max_offered
+        self._max_offered = MAX_OFFERED if max_offered is None else max_offered
         self._probes: dict[str, Probe] = {}
         """The accepted suggestions whose retention is not measured yet, by first item."""
         self._inline: set[str] = set()
@@ -200,6 +218,32 @@ class ShownSuggestions:
         """The open suggestion of each document, by URI."""
         self._by_item: dict[str, _Suggestion] = {}
         self._lock = threading.RLock()
+
+    def bounds(self, *, documents: int) -> dict[str, Bounded]:
+        """What the tracker keeps, against its constants and the ``documents`` open."""
+        where = "telemetry/shown.py {}"
+        with self._lock:
+            return {
+                "shown.offered": Bounded(
+                    len(self._offered), self._max_offered, "items", where.format("MAX_OFFERED")
+                ),
+                "shown.probes": Bounded(
+                    len(self._probes), MAX_PROBES, "accepts", where.format("MAX_PROBES")
+                ),
+                "shown.open": Bounded(len(self._open), documents, "suggestions", "open documents"),
+                "shown.items": Bounded(
+                    len(self._by_item),
+                    documents * SUGGESTION_ITEMS,
+                    "items",
+                    where.format("SUGGESTION_ITEMS per open document"),
+                ),
+                "shown.inline": Bounded(
+                    len(self._inline), documents, "documents", "open documents"
+                ),
+                "shown.pending": Bounded(
+                    len(self._pending), documents, "documents", "open documents"
+                ),
+            }
 
     def offer(self, item: OfferedItem) -> None:
         """Remember an item the server answered with, so a show or an accept can name it."""
@@ -231,7 +275,13 @@ class ShownSuggestions:
                     previous.shown_chars = max(
                         previous.shown_chars, start + utf16_len(offered.text)
                     )
+                    previous.count += 1
                     self._by_item[offered.item] = previous
+                    while len(previous.offsets) > SUGGESTION_ITEMS:
+                        forgotten = previous.forget_oldest()
+                        if forgotten is None:
+                            break
+                        self._by_item.pop(forgotten, None)
                     return True
                 self._end(previous, _ending(previous.current, offered), now)
             suggestion = _Suggestion(
@@ -360,6 +410,8 @@ class ShownSuggestions:
             if uri in self._inline:
                 self._count_key(uri)
                 self._inline.discard(uri)
+            for name in [name for name, item in self._offered.items() if item.uri == uri]:
+                del self._offered[name]  # a show heard after the close finds nothing
 
     def close(self) -> None:
         """The session ends: every open suggestion is written as ``ignored``."""
@@ -418,6 +470,9 @@ class ShownSuggestions:
                 uri=root.uri,
             )
             self._probes[root.item] = probe
+            while len(self._probes) > MAX_PROBES:
+                oldest = next(iter(self._probes))
+                self._measure(self._probes.pop(oldest), "early", self._clock())
         if len(text) < len(probe.text):
             text = probe.text  # an accept of less than before (a late partial) keeps the span
         now = self._clock()
@@ -461,7 +516,7 @@ class ShownSuggestions:
                 model=root.model,
                 language=root.language,
                 outcome=outcome,
-                items=len(suggestion.offsets),
+                items=suggestion.count,
                 shown_chars=suggestion.shown_chars,
                 accepted_chars=min(suggestion.accepted_chars, suggestion.shown_chars),
                 shown_ms=max(0.0, (now - suggestion.shown_at) * 1000.0),

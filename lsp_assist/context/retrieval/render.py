@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from lsp_assist.config import Bounded
 from lsp_assist.context.formats import comment_prefix
 from lsp_assist.index.model import Symbol
 
@@ -23,11 +24,31 @@ COMPACT_CONSTRUCTOR_CHARS = 100
 """A class's compact form includes its constructor's signature up to this long."""
 
 
+LINE_CACHE_FILES = 512
+"""Files whose split lines are kept (emptied when full)."""
+LINE_CACHE_CHARS = 8_000_000
+"""Characters those files may hold in all (their texts and lines: ~2 bytes each, more
+for non-ASCII text); emptied when a new file would pass it."""
+
+
 class LineCache:
     """Lines of other files, re-split only when their text changes."""
 
     def __init__(self) -> None:
         self._cache: dict[Path, tuple[str, list[str]]] = {}
+        self._chars = 0
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The files kept and their characters against their constants."""
+        where = "context/retrieval/render.py {}"
+        return {
+            "lines.files": Bounded(
+                len(self._cache), LINE_CACHE_FILES, "files", where.format("LINE_CACHE_FILES")
+            ),
+            "lines.chars": Bounded(
+                self._chars, LINE_CACHE_CHARS, "characters", where.format("LINE_CACHE_CHARS")
+            ),
+        }
 
     def lines(self, text: str | None, path: Path) -> list[str] | None:
         """Return the lines of ``text`` (the text of ``path``), split once per text."""
@@ -40,9 +61,15 @@ class LineCache:
             self._cache[path] = (text, found[1])
             return found[1]
         lines = text.split("\n")
-        if len(self._cache) > 512:
+        if found is not None:
+            del self._cache[path]
+            self._chars -= len(found[0])
+        if len(self._cache) >= LINE_CACHE_FILES or self._chars + len(text) > LINE_CACHE_CHARS:
             self._cache.clear()
-        self._cache[path] = (text, lines)
+            self._chars = 0
+        if len(text) <= LINE_CACHE_CHARS:
+            self._cache[path] = (text, lines)
+            self._chars += len(text)
         return lines
 
 

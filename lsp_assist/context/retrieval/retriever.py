@@ -16,7 +16,9 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
+from lsp_assist.config import Bounded
 from lsp_assist.context.retrieval.names import ATTRIBUTE, BARE, KEYWORDS, identifiers, subwords
 from lsp_assist.context.retrieval.render import LineCache, render_definition
 from lsp_assist.context.retrieval.scoring import (
@@ -39,6 +41,28 @@ _SOURCES = (".c", ".cc", ".cpp", ".cxx")
 
 RESOLVE_TTL_S = 5.0
 """Import resolutions are reused this long (new files are found after it)."""
+RESOLVE_MEMO = 20_000
+"""Deny decisions, and import resolutions, memoised at most (each memo emptied when full)."""
+TEXT_FILES = 1_000
+"""Files whose text is memoised at most (emptied when full, and after ``RESOLVE_TTL_S``)."""
+RENDERED_DEFINITIONS = 4096
+"""Definitions whose three rendered forms are memoised (emptied when full)."""
+USAGE_FILES = 32
+"""Files whose name uses are memoised (emptied when full)."""
+API_FILES = 256
+"""Files whose public top-level definitions are memoised (emptied when full)."""
+FORWARD_FILES = 256
+"""Files whose re-exported names are memoised (emptied when full)."""
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _keep(memo: dict[K, V], key: K, value: V, limit: int) -> None:
+    """Store ``value`` under ``key`` in ``memo``, emptying it first when it is full."""
+    if key not in memo and len(memo) >= limit:
+        memo.clear()
+    memo[key] = value
 
 
 class Retriever:
@@ -62,13 +86,38 @@ class Retriever:
         """Forget memoised deny decisions, import resolutions (re-exports too) and texts older
         than a few seconds."""
         now = time.monotonic()
-        too_big = max(len(self._resolved), len(self._denied), len(self._texts) * 20) > 20_000
-        if force or too_big or now - self._resolved_at > RESOLVE_TTL_S:
+        if force or now - self._resolved_at > RESOLVE_TTL_S:
             self._denied.clear()
             self._resolved.clear()
             self._texts.clear()
             self._forwards.clear()
             self._resolved_at = now
+
+    def bounds(self) -> dict[str, Bounded]:
+        """The memos against their constants (this module's, ``render.py``'s, ``usage.py``'s)."""
+        here = "context/retrieval/retriever.py "
+        memos: list[tuple[str, int, int, str, str]] = [
+            ("denied", len(self._denied), RESOLVE_MEMO, "files", "RESOLVE_MEMO"),
+            ("resolved", len(self._resolved), RESOLVE_MEMO, "imports", "RESOLVE_MEMO"),
+            ("texts", len(self._texts), TEXT_FILES, "files", "TEXT_FILES"),
+            (
+                "rendered",
+                len(self._render_cache),
+                RENDERED_DEFINITIONS,
+                "definitions",
+                "RENDERED_DEFINITIONS",
+            ),
+            ("usage", len(self._usage), USAGE_FILES, "files", "USAGE_FILES"),
+            ("apis", len(self._apis), API_FILES, "files", "API_FILES"),
+            ("forwards", len(self._forwards), FORWARD_FILES, "files", "FORWARD_FILES"),
+        ]
+        out = {
+            f"retriever.{name}": Bounded(size, bound, unit, here + constant)
+            for name, size, bound, unit, constant in memos
+        }
+        out.update(self._lines.bounds())
+        out.update(self._idents.bounds())
+        return out
 
     def entry(self, path: Path) -> FileEntry | None:
         """Return ``index.file(path)``, None when the index fails (never breaks the prompt)."""
@@ -83,7 +132,7 @@ class Retriever:
         found = self._denied.get(path)
         if found is None:
             found = bool(self.index.is_denied(path))
-            self._denied[path] = found
+            _keep(self._denied, path, found, RESOLVE_MEMO)
         return found
 
     def resolve(self, path: Path, imp: Import) -> Path | None:
@@ -96,7 +145,7 @@ class Retriever:
         except IndexError_:  # an index failure must not break the prompt
             log.debug("resolve_import failed for %s", imp.module, exc_info=True)
             target = None
-        self._resolved[key] = target
+        _keep(self._resolved, key, target, RESOLVE_MEMO)
         return target
 
     def text_of(self, path: Path) -> str | None:
@@ -113,7 +162,7 @@ class Retriever:
             return found[1]
         text = self.index.text_of(path)
         if entry is not None and text is not None:
-            self._texts[path] = (entry, text)
+            _keep(self._texts, path, (entry, text), TEXT_FILES)
         else:
             self._texts.pop(path, None)
         return text
@@ -133,9 +182,7 @@ class Retriever:
         if cached is not None:
             return cached
         result = render_definition(sym, lines, language, self.index.symbols_of)
-        if len(self._render_cache) > 4096:
-            self._render_cache.clear()
-        self._render_cache[key] = result
+        _keep(self._render_cache, key, result, RENDERED_DEFINITIONS)
         return result
 
     def imported(
@@ -191,9 +238,7 @@ class Retriever:
             if further is not None and further != target and not self.denied(further):
                 for name in names:
                     forwards.setdefault(name, further)
-        if len(self._forwards) > 256:
-            self._forwards.clear()
-        self._forwards[target] = (entry, forwards)
+        _keep(self._forwards, target, (entry, forwards), FORWARD_FILES)
         return forwards
 
     def usage(
@@ -223,9 +268,7 @@ class Retriever:
         entry = self.entry(path)
         symbols = entry.symbols if entry is not None else []
         usage = usage_profile(lines, cursor_line, symbols, imports, names, objects, self._idents)
-        if len(self._usage) > 32:
-            self._usage.clear()
-        self._usage[path] = (key, usage)
+        _keep(self._usage, path, (key, usage), USAGE_FILES)
         return usage
 
     def _api(self, path: Path) -> list[Symbol]:
@@ -246,9 +289,7 @@ class Retriever:
             and (private or not s.name.startswith("_"))
             and not s.name.startswith("__")
         ]
-        if len(self._apis) > 256:
-            self._apis.clear()
-        self._apis[path] = (entry, api)
+        _keep(self._apis, path, (entry, api), API_FILES)
         return api
 
     def module_aliases(self, path: Path, imports: Iterable[Import]) -> dict[Path, set[str]]:
