@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import os
+import tracemalloc
 
 from lsp_assist.cli.common import add_model_flags, settings_from_args, setup_logging
 from lsp_assist.lsp import transport
+from lsp_assist.serving import TRACEMALLOC_ENV
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +59,22 @@ def is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
+def start_tracing(value: str) -> str:
+    """Start tracemalloc with ``value`` frames (``LSP_ASSIST_TRACEMALLOC``); return a
+    warning when the value is not a positive integer ('' otherwise, and when it is empty)."""
+    if not value:
+        return ""
+    try:
+        frames = int(value)
+    except ValueError:
+        frames = 0
+    if frames < 1:
+        return f"{TRACEMALLOC_ENV}={value!r} is not a positive number of frames: not tracing"
+    if not tracemalloc.is_tracing():
+        tracemalloc.start(frames)
+    return ""
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the server until the client exits; return the process exit code.
 
@@ -64,11 +83,12 @@ def run(args: argparse.Namespace) -> int:
     SIGHUP closes the sessions as shutdown and exit do (metrics flushed, the model
     freed), then 0.
     """
+    traced = start_tracing(os.environ.get(TRACEMALLOC_ENV, ""))  # first: all is traced
     settings, warnings = settings_from_args(args)
     setup_logging(
         args.log_level or settings.telemetry.log_level, args.log_file or settings.telemetry.log_file
     )
-    for warning in warnings:
+    for warning in [*warnings, traced] if traced else warnings:
         logger.warning(warning)
     # local: pygls and the server load only for serve, not at every command's start
     from lsp_assist.lsp.server import create_server

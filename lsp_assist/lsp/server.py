@@ -139,6 +139,14 @@ class AssistProtocol(OwnDocumentSync):
         for key in set(self._request_futures) - before:
             self._request_futures[key].add_done_callback(self._forget_future(key))
 
+    def pending(self) -> dict[str, int]:
+        """pygls's records of requests in flight (its futures, and the result types of the
+        requests sent to the client): none at rest once every request is answered."""
+        return {
+            "lsp.request_futures": len(self._request_futures),
+            "lsp.result_types": len(self._result_types),
+        }
+
     def _forget_future(self, key: Any) -> Callable[[Any], None]:
         def forget(_future: Any) -> None:
             self._request_futures.pop(key, None)

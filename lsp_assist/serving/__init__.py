@@ -9,7 +9,8 @@ serving object a language server holds (the session, engine, scheduler and next 
 made at ``initialize``, the model's lifecycle, one method per request); ``status_json``
 answers the status command. The request and its outcome are in ``model``, the trigger
 rules in ``triggers``, the metrics record in ``records``, the prompt budget in
-``adaptive_budget``.
+``adaptive_budget``; ``memory_json`` (``bounds``) lists what grows with use against its
+bounds (the memory command).
 """
 
 from lsp_assist.serving.adaptive_budget import (
@@ -20,6 +21,7 @@ from lsp_assist.serving.adaptive_budget import (
     measure,
 )
 from lsp_assist.serving.blocking import run_blocking
+from lsp_assist.serving.bounds import TRACEMALLOC_ENV, memory_json
 from lsp_assist.serving.buffers import Buffers
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import Change, CompletionOutcome, CompletionQuery
@@ -38,6 +40,7 @@ from lsp_assist.serving.status import status_json
 
 __all__ = [
     "CURSOR_MOVED",
+    "TRACEMALLOC_ENV",
     "AdaptiveBudget",
     "BackendFactory",
     "BudgetDecision",
@@ -60,6 +63,7 @@ __all__ = [
     "budget_cap",
     "explain_with_budget",
     "measure",
+    "memory_json",
     "run_blocking",
     "settings_from_options",
     "status_json",

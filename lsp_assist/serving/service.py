@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -33,6 +33,7 @@ from lsp_assist.documents import DocumentSnapshot, Position
 from lsp_assist.errors import DocumentError, UsageError
 from lsp_assist.serving.adaptive_budget import explain_with_budget
 from lsp_assist.serving.blocking import run_blocking
+from lsp_assist.serving.bounds import memory_json
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionQuery
 from lsp_assist.serving.next_edit import NextEdits, ProposedEdit
@@ -327,11 +328,11 @@ class Service:
         suggestion's start (serving/early.py). The snapshot is taken here, on arrival.
         """
         session = self.session
-        if inline:
-            session.shown.asked(uri)  # its changes are keys (the quiet rate)
         snapshot = session.buffers.snapshot(uri, disk=False)
         if snapshot is None:
             return None
+        if inline:  # an open document's (its close forgets it): its changes are keys
+            session.shown.asked(uri)
         query = CompletionQuery.at(
             snapshot,
             line,
@@ -464,3 +465,11 @@ class Service:
     def status(self) -> dict[str, Any]:
         """Model, index and latency state; ``ready`` as :attr:`ready` says."""
         return {"initialized": True, "ready": self._ready, **status_json(self.engine)}
+
+    def memory(self, top: int = 0, *, in_flight: Mapping[str, int] | None = None) -> dict[str, Any]:
+        """What grows with use against its bounds, the work in flight (the caller's too:
+        ``in_flight``) and the process's memory, with ``top`` allocators when tracing."""
+        if top < 0:
+            raise UsageError(f"top must be 0 or more, not {top}")
+        pending = {"service_tasks": len(self._tasks), **(in_flight or {})}
+        return memory_json(self.engine, self.scheduler, self.next_edits, top=top, in_flight=pending)

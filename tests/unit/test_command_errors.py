@@ -27,6 +27,8 @@ MISUSE: list[tuple[str, list[Any]]] = [
     ("lspAssist.documentState", []),
     ("lspAssist.documentState", ["file:///nowhere/not-open.py"]),
     ("lspAssist.accept", []),
+    ("lspAssist.memory", ["many"]),
+    ("lspAssist.memory", [-1]),
 ]
 """Commands with missing arguments, arguments of the wrong type, or naming nothing."""
 
@@ -77,3 +79,6 @@ async def test_commands_used_rightly_still_answer(server: LspAssistServer) -> No
     assert "error" not in stats
     accepted = await run_command(server, "lspAssist.accept", ["unknown-item"])
     assert accepted == {"accepted": False, "request_id": "unknown-item"}
+    memory = await run_command(server, "lspAssist.memory", [])
+    assert memory["documents"] == 0 and memory["over"] == [] and "error" not in memory
+    assert {s["name"] for s in memory["structures"]} >= {"buffers.recent", "shown.offered"}

@@ -1,4 +1,4 @@
-"""workspace/executeCommand: accept, explain context, document state, status.
+"""workspace/executeCommand: accept, explain context, document state, status, memory.
 
 A command used wrongly (an argument missing, of the wrong type, or naming a document
 that is neither open nor readable: the serving object's ``UsageError``) is answered
@@ -17,7 +17,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from lsp_assist.errors import LspAssistError, UsageError
 from lsp_assist.lsp.params import command_arguments
-from lsp_assist.lsp.server import LspAssistServer
+from lsp_assist.lsp.server import AssistProtocol, LspAssistServer
 
 
 class JsonRpcRequestFailed(JsonRpcException):
@@ -59,6 +59,16 @@ def register(server: LspAssistServer) -> None:
         (uri,) = command_arguments(args, "lspAssist.documentState(uri)", str)
         with answered_as_errors():
             return ls.service.document_state(uri)
+
+    @server.command("lspAssist.memory")
+    def memory(ls: LspAssistServer, *args: Any) -> dict[str, Any]:
+        # What grows with use against its bounds; with a number, the top allocators too
+        # (when the server runs under tracemalloc: LSP_ASSIST_TRACEMALLOC).
+        (top,) = command_arguments(args, "lspAssist.memory([top])", int) if args else (0,)
+        protocol = ls.protocol
+        pending = protocol.pending() if isinstance(protocol, AssistProtocol) else {}
+        with answered_as_errors():
+            return ls.service.memory(top, in_flight=pending)
 
     @server.command("lspAssist.status")
     def status(ls: LspAssistServer, *args: Any) -> dict[str, Any]:
