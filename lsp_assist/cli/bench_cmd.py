@@ -122,6 +122,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "plain FIM) and server (lsp-assist serve) (default both)",
     )
     parser.add_argument(
+        "--chain",
+        action="store_true",
+        help="with --humaneval --set multi or span: add the chained arm (the user accepts "
+        "each suggestion whole and asks again at its end until the part's line count; "
+        "scored as plain FIM truncated as published)",
+    )
+    parser.add_argument(
         "--trigger",
         choices=("automatic", "invoked"),
         default="automatic",
@@ -410,7 +417,7 @@ def run_humaneval(args: argparse.Namespace) -> int:
     from lsp_assist.backends import resolve_model_path
     from lsp_assist.config import parse_settings
     from lsp_assist.errors import LspAssistError
-    from lsp_assist.evaluation.humaneval import ARMS, table, write_outputs
+    from lsp_assist.evaluation.humaneval import ARMS, CHAIN, table, write_outputs
     from lsp_assist.evaluation.humaneval_run import HumanEvalConfig
     from lsp_assist.evaluation.humaneval_run import run_humaneval as run_all
 
@@ -418,6 +425,11 @@ def run_humaneval(args: argparse.Namespace) -> int:
     if not arms or set(arms) - set(ARMS):
         print(f"error: --arms: expected a subset of {','.join(ARMS)}", file=sys.stderr)
         return 2
+    if getattr(args, "chain", False):
+        if args.set == "single":
+            print("error: --chain: with --set multi or span", file=sys.stderr)
+            return 2
+        arms = (*arms, CHAIN)
     tasks = HUMANEVAL_TASKS if args.tasks is None else args.tasks
     if tasks < 0:
         print("error: --tasks must be >= 0 ('all' or 0: the whole set)", file=sys.stderr)

@@ -41,10 +41,14 @@ MEMORY_LIMIT_BYTES = 4 << 30
 """Address-space cap of a test run (a suggestion such as ``[0] * 10**12`` fails fast)."""
 ARMS = ("plain", "server")
 """The arms ``--arms`` picks from, in the table's order."""
+CHAIN = "chain"
+"""The chained arm (``--chain``; multi-line and random-span only): the user takes each
+suggestion whole and asks again at its end (humaneval_chain.py)."""
 ARM_LABELS = {
     "plain": "plain FIM, the model alone",
     "plain_trunc": "plain FIM, truncated as published",
     "server": "lsp-assist serve",
+    CHAIN: "lsp-assist serve, chained",
 }
 """Each arm's name in the table (``plain_trunc``: on the multi-line and random-span sets,
 the plain answer truncated as the published harness does, humaneval_sets.truncate_plain;
@@ -523,6 +527,7 @@ def report_markdown(result: dict[str, Any]) -> str:
         f"(settings: {meta['server_settings']}); latency from the request's arrival at the "
         "server to the answer (its metrics).",
         "",
+        *chain_lines(result),
         f"Columns: exact = {words['exact']}; edit sim. = mean 1 - Levenshtein distance / the "
         f"longer length of those two; pass@1 = {words['filled']} passes the problem's own "
         f"tests (a subprocess in a scratch folder, {meta['timeout_s']:.0f} s timeout); empty "
@@ -530,6 +535,30 @@ def report_markdown(result: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def chain_lines(result: dict[str, Any]) -> list[str]:
+    """Return what the report says of the chained arm: how it works and its own figures
+    (none without the arm)."""
+    arm = next((a for a in result["arms"] if a["name"] == CHAIN), None)
+    if arm is None:
+        return []
+    meta, f = result["meta"], arm.get("chain", {})
+    stops = ", ".join(f"{why} {n}" for why, n in sorted(f.get("stops", {}).items()))
+    return [
+        f"**{arm['label']}**: the same server, {trigger_words(meta)} at the cursor, "
+        "answered whole (an early answer asked again once written); the user accepts the "
+        "item whole (didChange, lspAssist.accept) and asks again at its end, until the "
+        "answer has as many lines as the removed part, the server shows nothing, or "
+        f"{meta.get('chain_max_requests', '-')} asks; the accepted text is cut and scored as "
+        "plain FIM truncated as published (the expected text is read only for its line "
+        f"count); settings: {meta.get('chain_settings', '-')}. {f.get('requests', 0)} "
+        f"inline requests for {f.get('steps', 0)} steps of {f.get('tasks', 0)} tasks, "
+        f"{f.get('from_memory', 0)} steps answered from memory (the type-through cache: "
+        f"kept lines); chains ended by: {stops or '-'}; the first {f.get('right_lines', 0)} "
+        f"of {f.get('lines', 0)} removed lines right before the first wrong one.",
+        "",
+    ]
 
 
 def write_outputs(out: Path, result: dict[str, Any]) -> tuple[Path, Path]:

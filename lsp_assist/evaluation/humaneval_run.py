@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from lsp_assist.config import machine_cpus, parse_settings
 from lsp_assist.evaluation import humaneval as he
+from lsp_assist.evaluation import humaneval_chain as hc
 from lsp_assist.evaluation import humaneval_sets as hs
 from lsp_assist.evaluation.client import (
     close_document,
@@ -463,19 +464,28 @@ def check_trigger(trigger: str) -> str:
     return trigger
 
 
-def shown_settings(settings: Mapping[str, Any]) -> str:
-    """Return the server arm's settings (:data:`SERVER_SETTINGS`, then ``settings``) as
-    the report shows them."""
+def shown_settings(settings: Mapping[str, Any], base: Mapping[str, Any] = SERVER_SETTINGS) -> str:
+    """Return a server arm's settings (``base``, by default :data:`SERVER_SETTINGS`, then
+    ``settings``) as the report shows them."""
     return ", ".join(
-        f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}"
-        for k, v in {**SERVER_SETTINGS, **settings}.items()
+        f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in {**base, **settings}.items()
     )
 
 
+def chain_meta(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Return what a run's meta says of the chained arm: its settings as the report shows
+    them and its ask cap."""
+    return {
+        "chain_settings": shown_settings(settings, hc.CHAIN_SETTINGS),
+        "chain_max_requests": hc.MAX_REQUESTS,
+    }
+
+
 def server_label(arm: str, trigger: str) -> str:
-    """Return an arm's name in the table: the server arm's says ``invoked`` when it was."""
+    """Return an arm's name in the table: the server's arms say ``invoked`` when it was."""
     label = he.ARM_LABELS[arm]
-    return f"{label}, {trigger}" if arm == "server" and trigger != "automatic" else label
+    served = arm in ("server", he.CHAIN)
+    return f"{label}, {trigger}" if served and trigger != "automatic" else label
 
 
 def where(task: Task) -> dict[str, Any]:
@@ -502,6 +512,8 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
     if config.task_set not in he.SET_NAMES:
         raise ValueError(f"no HumanEval set {config.task_set!r} ({', '.join(he.SET_NAMES)})")
     check_trigger(config.trigger)
+    if he.CHAIN in config.arms and config.task_set == "single":
+        raise ValueError("the chained arm is for the multi-line and random-span sets")
     problems = he.load_problems(config.data)
     if config.problems:
         problems = problems[: config.problems]
@@ -563,6 +575,7 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
         "timeout_s": config.timeout_s,
         "plain_max_tokens": PLAIN_MAX_TOKENS if config.task_set == "single" else SPAN_MAX_TOKENS,
         "server_settings": shown_settings(config.settings),
+        **(chain_meta(config.settings) if he.CHAIN in config.arms else {}),
         "trigger": config.trigger,
         "reference": {"canonical_passes": canonical, "blank_passes": blank},
         "load_start": round(load_start, 2),
@@ -582,6 +595,7 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
                 "label": server_label(arm, config.trigger),
                 "session": sessions["plain" if arm == "plain_trunc" else arm],
                 "summary": he.summarize(rows, arm),
+                **({"chain": hc.figures(rows)} if arm == he.CHAIN else {}),
             }
             for arm in names
         ]
@@ -598,6 +612,11 @@ def run_humaneval(config: HumanEvalConfig, command: str) -> dict[str, Any]:
                 n_ctx=n_ctx,
                 answer=complete_any,
                 on_answer=keep(arm),
+            )
+        elif arm == he.CHAIN:
+            spans = [task for task in tasks if isinstance(task, hs.SpanTask)]
+            sessions[arm] = hc.run_chain(
+                spans, problems, config.model, dict(config.settings), keep(arm), config.trigger
             )
         else:
             sessions[arm] = run_server(
