@@ -10,9 +10,10 @@ holding each problem as its own file, opens the task's file blanked and sends on
 inline request at the cursor: automatic, as an editor does while the user types, or with
 ``trigger="invoked"`` as when the user asks (Alt+\\; the trigger rules skip nothing)
 (for the other sets the first item's text is applied over its range). :func:`run_humaneval`
-runs the arms asked for over the set asked for, scores every answer (on the other sets
-also the plain answer truncated as published, ``plain_trunc``) and returns the result
-that humaneval.py writes. docs/evaluation.md.
+runs the arms asked for over the set asked for (the chained arm, ``--chain``, through
+humaneval_chain.py), scores every answer (on the other sets also the plain answer
+truncated as published, ``plain_trunc``) and returns the result that humaneval.py
+writes. docs/evaluation.md.
 """
 
 from __future__ import annotations
