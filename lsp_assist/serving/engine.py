@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable
@@ -41,16 +40,10 @@ from lsp_assist.context import AssembledPrompt
 from lsp_assist.documents import DocumentSnapshot, Position
 from lsp_assist.errors import GenerationCancelled, LspAssistError, ModelLoadError
 from lsp_assist.serving.adaptive_budget import budget_for
-from lsp_assist.serving.alternatives import distinct, wanted
-from lsp_assist.serving.confidence import GATE_OFF, FirstLineConfidence, below
-from lsp_assist.serving.early import EarlyAnswer
-from lsp_assist.serving.infill_parts import infill_parts
-from lsp_assist.serving.kept import KeptLines, kept_indent, kept_stop_rule
+from lsp_assist.serving.generation import plan, settle
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery, PrefillRecord
-from lsp_assist.serving.postprocess import complete_lines, decide_multiline, postprocess
 from lsp_assist.serving.records import metrics_record
 from lsp_assist.serving.session import Session
-from lsp_assist.serving.stoprules import make_stop_rule, stop_strings
 from lsp_assist.serving.triggers import oversized_reason, skip_reason
 from lsp_assist.serving.typethrough import TypeThrough
 
@@ -258,207 +251,53 @@ class CompletionEngine:
     ) -> CompletionOutcome:
         """Generate at ``pos`` with ``prompt``; return ``base`` completed by what came of it.
 
-        A backend failure or cancel is part of the outcome (its prompt and times kept)."""
-        completion = settings.completion
-        line_text = doc.line(pos.line)
-        prefix, suffix = line_text[: pos.column], line_text[pos.column :]
-        if completion.multiline == "auto":
-            multiline = decide_multiline(tree, doc.text, pos.line, pos.column, doc.language_id)
-        else:
-            multiline = completion.multiline == "always"
-        indent = len(prefix) - len(prefix.lstrip()) if prefix.strip() else len(prefix)
-        offset = doc.offset_at(pos)
-
-        def clean(raw: str, stop_reason: str = "", *, block: bool = multiline) -> str:
-            if block and stop_reason in ("length", "timeout"):
-                raw = complete_lines(raw)  # a capped block ends at its last whole line
-            if prefix[-1:] in (" ", "\t"):
-                # The prompt ends in whitespace the model tends to repeat: "x = " + " y".
-                raw = raw.lstrip(" \t")
-            return postprocess(
-                raw,
-                line_prefix=prefix,
-                line_suffix=suffix,
-                following_text=doc.text[offset:],
-                multiline=block,
-                max_lines=1 + kept_lines if block and not multiline else completion.max_lines,
-                language=doc.language_id,
-            )
-
-        alternatives = wanted(query, completion)
-        # keyed by the text the suggestion was made for, not the buffer as it is now
-        entry = self.typethrough.key(doc, pos)
-        threshold = (
-            math.log(completion.confidence_threshold)
-            if completion.confidence_threshold > 0 and query.trigger == "automatic"
-            else GATE_OFF
-        )
-        # A single line at the end of a line answered early goes on past it (its next
-        # lines kept for the type-through cache): serving/kept.py.
-        early_ok = (
-            on_answer is not None
-            and completion.answer_after_ms > 0
-            and alternatives == 1
-            and not self.typethrough.found_nothing(entry)
-        )
-        kept_lines = (
-            completion.kept_lines
-            if early_ok and not multiline and not suffix.strip() and threshold == GATE_OFF
-            else 0
-        )
-        keep = (
-            KeptLines(lambda raw: clean(raw, block=True), below=_first_code_line(doc.text, offset))
-            if kept_lines
-            else None
-        )
-        # token healing: the model writes the typed tail cut from the prompt; a backend
-        # that cannot be constrained gets it back as prompt tokens
-        prompt_tokens, forced = list(prompt.tokens), prompt.healed
-        if forced and not backend.heals_tokens:
-            prompt_tokens += backend.tokenize(forced)
-            forced = ""
-        stop = stop_strings(doc.language_id)
-        line_rule = make_stop_rule(
-            multiline=multiline,
-            cursor_indent=indent,
-            line_prefix=prefix,
-            max_lines=completion.max_lines,
-        )
-        stop_rule = line_rule
-        if keep is not None:
-            lowest = kept_indent(tree, doc.line, pos.line, pos.column)
-            stop_rule = kept_stop_rule(
-                make_stop_rule(
-                    multiline=True,
-                    cursor_indent=min(indent, lowest) if lowest is not None else indent,
-                    line_prefix=prefix,
-                    max_lines=1 + kept_lines,
-                ),
-                shows=lambda raw: bool(clean(raw)),
-            )
-        called = time.perf_counter()
-        # what an early answer carries: the request's place, its prompt and its times so far
-        prepared = dataclasses.replace(
+        The stages: the plan (serving/generation.py), the backend's generation, the next
+        likeliest line where post-processing dropped the greedy one, the outcome settled,
+        the type-through entry put. A backend failure or cancel is part of the outcome
+        (its prompt and times kept)."""
+        planned = plan(
+            query,
+            doc,
+            pos,
+            tree,
+            prompt,
+            backend,
+            settings,
             base,
-            strategy=prompt.strategy,
-            layer_tokens=prompt.layer_tokens(),
-            prompt_tokens=prompt.total_tokens,
-            context_ms=(called - started) * 1000,
-        )
-        confidence = FirstLineConfidence()
-
-        def unsure() -> bool:
-            return below(confidence.mean(), threshold)
-
-        early: EarlyAnswer | None = None
-        # Where the last whole was nothing (a dropped copy), the next answer waits for the
-        # whole: an early start there would be dropped again, and its notice ask again.
-        if early_ok and on_answer is not None:
-            early = EarlyAnswer(
-                query,
-                prepared,
-                on_answer=on_answer,
-                after_s=completion.answer_after_ms / 1000,
-                clean=clean,
-                typethrough=self.typethrough,
-                key=entry,
-                hold=unsure,
-                kept=keep,
-            )
-
-        def on_text(piece: str) -> None:
-            confidence.text(piece)
-            if early is not None:
-                early(piece)
-
-        request = GenerationRequest(
-            prompt_tokens=prompt_tokens,
-            forced_prefix=forced,
-            max_tokens=completion.max_tokens + (completion.kept_tokens if keep else 0),
-            stop=stop,
-            stop_rule=stop_rule,
-            cache_key=query.uri,
-            stable_prefix_len=prompt.stable_prefix_len,
-            task_type=query.task_type,
+            started=started,
             cancel=cancel,
-            prompt_timeout_s=settings.model.prompt_timeout_ms / 1000,
-            generation_timeout_s=settings.model.generation_timeout_ms / 1000,
-            alternatives=alternatives,
-            on_text=on_text,
-            on_logprob=confidence.logprob,
-            code_first=not line_text.strip(),
-            infill=(
-                infill_parts(prompt, doc, pos.line, pos.column)
-                if backend.wants_infill_parts
-                else None
-            ),
+            on_answer=on_answer,
+            typethrough=self.typethrough,
         )
         # an early answer's entry is being written until the whole is put: a keystroke
         # that typed all of it waits for more meanwhile (TypeThrough.wait_for_more)
         writing: AbstractContextManager[None] = (
-            self.typethrough.writing(entry) if early is not None else nullcontext()
+            self.typethrough.writing(planned.entry) if planned.early else nullcontext()
         )
         with writing:
             try:
-                result = backend.generate(request)
+                result = backend.generate(planned.request)
             except GenerationCancelled:
                 # Superseded or cancelled within the backend (a remote tokenizer call).
-                return dataclasses.replace(prepared, cancelled=True)
+                return dataclasses.replace(planned.prepared, cancelled=True)
             except LspAssistError as exc:
                 logger.error("completion failed: %s", exc)
-                return dataclasses.replace(prepared, error=str(exc))
+                return dataclasses.replace(planned.prepared, error=str(exc))
             if result.ttft_ms > 0:  # the prompt was evaluated whole (not cancelled within)
                 self.session.adaptive.observe(
                     result.prompt_tokens - result.reused_tokens, result.prefill_ms / 1000
                 )
-            outcome = dataclasses.replace(prepared, multiline=multiline)
-            result.copy_usage(outcome)
-            # the request's own view: the prompt the context built (a healed tail a backend
-            # got back as tokens is not counted) and times from arrival (latency_ms at the end)
-            outcome.prompt_tokens = prompt.total_tokens
-            outcome.output_tokens = len(result.tokens)
-            outcome.ttft_ms = 0.0
-            if result.tokens:
-                # the backend counts from its own start; the user's clock started at arrival
-                outcome.ttft_ms = (called - query.received_at) * 1000 + result.ttft_ms
-            text = clean(result.text, result.stop_reason)
+            text = planned.clean(result.text, result.stop_reason)
+            request = planned.request
             ended = result.stop_reason not in ("cancelled", "timeout")
-            if not text and request.code_first and alternatives == 1 and ended:
-                one_line = dataclasses.replace(
-                    request, stop_rule=line_rule, max_tokens=completion.max_tokens
-                )
-                text = self._next_best(backend, one_line, result.text, clean)
-            # A generation time cap keeps what was generated; a cancel (superseded, client
-            # cancel) or a prompt time cap has nothing worth showing, unless the editor
-            # already has the suggestion's start (an early answer): that is what it keeps.
-            partial_ok = result.stop_reason == "timeout" and bool(result.tokens)
-            if early is not None and early.answered_at is not None:
-                outcome.answered_early = True
-                outcome.latency_ms = (early.answered_at - query.received_at) * 1000
-                if result.cancelled and not partial_ok:
-                    text, partial_ok = early.shown, True
-            outcome.cancelled = result.cancelled and not partial_ok
-            outcome.text = "" if outcome.cancelled else text
-            outcome.confidence = confidence.mean()
-            if outcome.text and unsure():
-                # the gate: likely wrong, kept off the screen (an early start shown is
-                # replaced by nothing when the client asks again)
-                outcome.text, outcome.skipped = "", "unsure"
-            if result.alternatives and not outcome.cancelled:
-                branches = [
-                    clean(branch.text, branch.stop_reason)
-                    for branch in result.alternatives
-                    if branch.complete
-                ]
-                outcome.text, outcome.alternatives = distinct(text, branches)
+            if not text and request.code_first and request.alternatives == 1 and ended:
+                text = self._next_best(backend, planned.retry(), result.text, planned.clean)
+            outcome = settle(planned, result, text, query)
             if outcome.text or not outcome.cancelled:
                 # the whole is what the entry answers with from now on (nothing: no entry);
                 # a cancelled request leaves what an earlier one put there
-                kept = ""
-                if keep is not None and outcome.text and not outcome.alternatives:
-                    whole = result.stop_reason in ("stop", "rule", "eos")
-                    kept = keep(result.text, outcome.text, whole=whole)
-                self.typethrough.put(entry, outcome.text, kept)
+                kept = planned.kept_after(result, outcome)
+                self.typethrough.put(planned.entry, outcome.text, kept)
             return outcome
 
     @staticmethod
@@ -593,15 +432,3 @@ class CompletionEngine:
             metrics.record(record)
         except OSError as exc:
             logger.warning("could not write metrics: %s", exc)
-
-
-def _first_code_line(text: str, offset: int) -> str:
-    """The first line with code after the line of ``offset``, stripped ('' none)."""
-    start = text.find("\n", offset)
-    while start >= 0:
-        end = text.find("\n", start + 1)
-        line = text[start + 1 : end] if end >= 0 else text[start + 1 :]
-        if line.strip():
-            return line.strip()
-        start = end
-    return ""
