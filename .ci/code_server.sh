@@ -15,8 +15,9 @@
 # Installed once per machine under $LSP_ASSIST_CODE_SERVER_DIR (default
 # ~/.cache/lsp-assist/code-server)/<key>, the key naming the pinned versions, RECIPE and a
 # hash of the lock file; a second run only checks (well under a second).
-# A failure prints a WARNING, exits 1 and leaves its reason in <dir>/FAILED, which the
-# tests show when they skip.
+# A failure prints the end of its log and FAILED with the step, exits 1 (which stops
+# .ci/setup.sh --editors unless LSP_ASSIST_SKIP names code-server) and leaves its reason
+# in <dir>/FAILED, which the tests repeat.
 #
 #   bash .ci/code_server.sh            install (or check) it
 #   bash .ci/code_server.sh --print-dir  print the install folder, install nothing
@@ -45,7 +46,11 @@ if [ "${1:-}" = "--print-dir" ]; then
 fi
 
 fail() {
-  say "WARNING: $*; the real VS Code tests (tests/editors/test_vscode_real.py) will be skipped"
+  if [ -n "${log:-}" ] && [ -f "$log" ]; then
+    say "the end of $log:"
+    tail -n 40 "$log" | sed 's/^/    /' >&2
+  fi
+  say "FAILED: $*"
   mkdir -p "$DIR"
   printf '%s\n' "$*" >"$DIR/FAILED"
   exit 1
