@@ -548,15 +548,17 @@ def chain_lines(result: dict[str, Any]) -> list[str]:
     return [
         f"**{arm['label']}**: the same server, {trigger_words(meta)} at the cursor, "
         "answered whole (an early answer asked again once written); the user accepts the "
-        "item whole (didChange, lspAssist.accept) and asks again at its end, until the "
-        "answer has as many lines as the removed part, the server shows nothing, or "
+        "item whole (didChange, lspAssist.accept) and asks again at its end (where nothing "
+        "is shown at a line's end, it presses Enter, auto-indented, and asks there), until "
+        "the answer has as many lines as the removed part, the server shows nothing, or "
         f"{meta.get('chain_max_requests', '-')} asks; the accepted text is cut and scored as "
         "plain FIM truncated as published (the expected text is read only for its line "
         f"count); settings: {meta.get('chain_settings', '-')}. {f.get('requests', 0)} "
         f"inline requests for {f.get('steps', 0)} steps of {f.get('tasks', 0)} tasks, "
         f"{f.get('from_memory', 0)} steps answered from memory (the type-through cache: "
-        f"kept lines); chains ended by: {stops or '-'}; the first {f.get('right_lines', 0)} "
-        f"of {f.get('lines', 0)} removed lines right before the first wrong one.",
+        f"kept lines), {f.get('enters', 0)} Enters; chains ended by: {stops or '-'}; the "
+        f"first {f.get('right_lines', 0)} of {f.get('lines', 0)} removed lines right "
+        "before the first wrong one.",
         "",
     ]
 

@@ -6,11 +6,12 @@ user asks the real server at the cursor (one inline request, as the ``server`` a
 sends), waits until the server is done writing (an early answer's whole, the kept lines
 after it: docs/serving.md), accepts what it shows whole (its text over its range, one
 didChange, and the item's ``lspAssist.accept``), asks again at the end of what it
-accepted, and goes on until the answer has as many lines as the removed part (the line
-count the published truncation reads), the server offers nothing, or
-:data:`MAX_REQUESTS` asks. What it submits is what it accepted, cut as the plain
-answer truncated as published is (humaneval_sets.truncate_plain): the expected text is
-never read to choose what to take, only its line count to stop. :func:`chain` is the
+accepted (where nothing is shown at a line's end, it presses Enter, the editor indents
+the new line, and it asks there), and goes on until the answer has as many lines as
+the removed part (the line count the published truncation reads), the server offers
+nothing, or :data:`MAX_REQUESTS` asks. What it submits is what it accepted, cut as the
+plain answer truncated as published is (humaneval_sets.truncate_plain): the expected
+text is never read to choose what to take, only its line count to stop. :func:`chain` is the
 user against any :class:`Suggester`; :class:`ServerSuggester` is the real server over
 stdio; :func:`run_chain` runs the arm. No pygls here (the client module has it).
 """
@@ -18,6 +19,7 @@ stdio; :func:`run_chain` runs the arm. No pygls here (the client module has it).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -52,8 +54,14 @@ keptLines (an early answer and the kept lines after it: the server arm's 0 would
 them off) and the bench rows' time caps."""
 STOPS = ("lines", "empty", "context changed", "requests")
 """Why a chain ended: the answer has the part's line count; the server offered nothing
-(or only spaces: a line break is taken, as an Enter); an accepted item changed text
-outside the part; the ask cap."""
+(or only spaces: a line break is taken, as an Enter), also after an Enter; an accepted
+item changed text outside the part; the ask cap."""
+INDENT = "    "
+"""What the editor's auto-indent adds after a line ending with ``:`` (and takes away after
+a ``return``, ``pass``, ``raise``, ``break`` or ``continue``)."""
+DEDENT_AFTER = ("return", "pass", "raise", "break", "continue")
+"""The first words after which the editor's auto-indent goes one level back (Vim's
+Python indent does)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +77,8 @@ class Shown:
     """Inline requests it took (an early answer asked again for its whole)."""
     memory: bool = False
     """The first ask was answered from the type-through cache (no model)."""
+    after_enter: bool = False
+    """Asked on a new line the user opened with Enter (nothing was shown at the line's end)."""
     latency_ms: float | None = None
     """The first ask's latency (the server's, else the client's round trip)."""
     skipped: str = ""
@@ -90,8 +100,9 @@ class Suggester(Protocol):
     async def ask(self, text: str, line: int, character: int) -> Shown:
         """Return what is shown at (line, character) of the buffer ``text``."""
 
-    async def accept(self, edit: Edit, shown: Shown) -> None:
-        """Apply the accept of ``shown`` (the edit, then the item's accept command)."""
+    async def apply(self, edit: Edit, item: str = "") -> None:
+        """Apply ``edit`` (an accept, or the user's Enter), then, with an ``item`` id, the
+        item's accept command."""
 
 
 @dataclass(slots=True)
@@ -119,6 +130,25 @@ class Buffer:
         self.text = self.text[:begin] + text + self.text[end:]
         self.cursor = begin + len(text)
         return edit
+
+    def enter(self) -> str | None:
+        """Return what Enter types at the cursor, the line break and the editor's
+        auto-indent (the line's indentation, one level more after ``:``, one less after
+        :data:`DEDENT_AFTER`); None where the cursor is not at the end of a line of code
+        (a blank line, text right of it)."""
+        start = self.text.rfind("\n", 0, self.cursor) + 1
+        end = self.text.find("\n", self.cursor)
+        line = self.text[start : len(self.text) if end < 0 else end]
+        before, after = line[: self.cursor - start], line[self.cursor - start :]
+        if not before.strip() or after.strip():
+            return None
+        indent = before[: len(before) - len(before.lstrip(" \t"))]
+        code = before.strip()
+        if code.endswith(":"):
+            indent += INDENT
+        elif code.split(maxsplit=1)[0].rstrip(";") in DEDENT_AFTER:
+            indent = indent[: max(0, len(indent) - len(INDENT))]
+        return "\n" + indent
 
 
 def written(task: hs.SpanTask, text: str) -> str | None:
@@ -156,21 +186,26 @@ class ChainResult:
     steps: list[Shown] = field(default_factory=list)
     stop: str = ""
     accepted: str | None = ""
-    """What stood where the part was when the chain ended (None: the context changed)."""
+    """What stood where the part was when the chain ended (None: the context changed),
+    without an Enter the server answered with nothing."""
     program: str = ""
     """The buffer when the chain ended."""
+    enters: int = 0
+    """Enters the user pressed where nothing was shown at a line's end."""
 
 
 async def chain(
     task: hs.SpanTask, suggester: Suggester, max_requests: int = MAX_REQUESTS
 ) -> ChainResult:
     """Work through ``task`` as the chained user: ask, accept what is shown whole, ask again
-    at its end, until the part's line count is written, nothing is shown, an accept changed
+    at its end (where nothing is shown at a line's end, press Enter and ask on the new
+    line), until the part's line count is written, nothing is shown, an accept changed
     text outside the part, or ``max_requests`` asks were spent."""
     buffer = Buffer(task.blanked(), task.start)
     goal = line_count(task.expected)
     result = ChainResult(program=buffer.text)
     spent = 0
+    entered = False
     while True:
         if spent >= max_requests:
             result.stop = "requests"
@@ -178,11 +213,20 @@ async def chain(
         line, character = buffer.position(buffer.cursor)
         shown = await suggester.ask(buffer.text, line, character)
         spent += shown.requests
+        if entered:
+            shown = dataclasses.replace(shown, after_enter=True)
         result.steps.append(shown)
         if not shown.text.strip(" \t"):  # a bare line break is an Enter: taken
-            result.stop = "empty"
-            break
-        await suggester.accept(buffer.take(shown.text, shown.range), shown)
+            enter = None if entered else buffer.enter()
+            if enter is None:
+                result.stop = "empty"
+                break
+            await suggester.apply(buffer.take(enter, None))
+            result.enters += 1
+            entered = True
+            continue
+        entered = False
+        await suggester.apply(buffer.take(shown.text, shown.range), shown.item)
         result.program = buffer.text
         result.accepted = written(task, buffer.text)
         if result.accepted is None:
@@ -214,12 +258,14 @@ def answer_of(task: hs.SpanTask, result: ChainResult) -> dict[str, Any]:
         "stop": result.stop,
         "requests": sum(s.requests for s in result.steps),
         "from_memory": sum(1 for s in result.steps if s.memory),
+        "enters": result.enters,
         "right_lines": right_lines(suggestion, task.expected) if edit_range is None else 0,
         "lines": line_count(task.expected),
         "steps": [
             {
                 "text": s.text,
                 "memory": s.memory,
+                "after_enter": s.after_enter,
                 "requests": s.requests,
                 "latency_ms": s.latency_ms,
                 **({"skipped": s.skipped} if s.skipped else {}),
@@ -285,14 +331,14 @@ class ServerSuggester:
                 break  # nothing shown, or shown whole
         return shown
 
-    async def accept(self, edit: Edit, shown: Shown) -> None:
-        """Send the edit as one didChange, then the item's accept command."""
+    async def apply(self, edit: Edit, item: str = "") -> None:
+        """Send the edit as one didChange, then, with an ``item`` id, its accept command."""
         self.version += 1
         self.client.text_document_did_change(
             range_edit(self.uri, self.version, edit.start, edit.end, edit.text)
         )
-        if shown.item:
-            await command(self.client, "lspAssist.accept", shown.item)
+        if item:
+            await command(self.client, "lspAssist.accept", item)
 
 
 async def _chain_all(
@@ -339,7 +385,7 @@ def run_chain(
 
 def figures(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Return the chain arm's own figures: tasks, asks, steps and those answered from
-    memory, why chains ended, lines right before the first wrong one of all lines."""
+    memory, Enters, why chains ended, lines right before the first wrong one of all lines."""
     mine = [r["arms"]["chain"] for r in records if "chain" in r.get("arms", {})]
     stops: dict[str, int] = {}
     for answer in mine:
@@ -349,6 +395,7 @@ def figures(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "requests": sum(int(a.get("requests", 0)) for a in mine),
         "steps": sum(len(a.get("steps", [])) for a in mine),
         "from_memory": sum(int(a.get("from_memory", 0)) for a in mine),
+        "enters": sum(int(a.get("enters", 0)) for a in mine),
         "stops": stops,
         "right_lines": sum(int(a.get("right_lines", 0)) for a in mine),
         "lines": sum(int(a.get("lines", 0)) for a in mine),

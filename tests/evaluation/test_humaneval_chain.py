@@ -41,7 +41,7 @@ class Scripted:
     def __init__(self, texts: Sequence[str | tuple[str, list[int]]]) -> None:
         self.texts = list(texts)
         self.asked: list[tuple[str, int, int]] = []
-        self.accepted: list[hc.Edit] = []
+        self.applied: list[tuple[hc.Edit, str]] = []
 
     async def ask(self, text: str, line: int, character: int) -> hc.Shown:
         """Show the next text (with its range when given as a pair)."""
@@ -52,9 +52,9 @@ class Scripted:
         shown, edit_range = item if isinstance(item, tuple) else (item, None)
         return hc.Shown(shown, edit_range, item=f"r{len(self.asked)}", memory=len(self.asked) > 1)
 
-    async def accept(self, edit: hc.Edit, shown: hc.Shown) -> None:
-        """Record the accept."""
-        self.accepted.append(edit)
+    async def apply(self, edit: hc.Edit, item: str = "") -> None:
+        """Record the edit and the item accepted ('' an Enter)."""
+        self.applied.append((edit, item))
 
 
 def _chain(task: hs.SpanTask, scripted: Scripted, **kwargs: Any) -> hc.ChainResult:
@@ -76,11 +76,11 @@ def test_each_suggestion_is_taken_whole_and_the_next_asked_at_its_end() -> None:
     # asked at the cursor, then at the end of each accepted text
     assert [(line, col) for _, line, col in scripted.asked] == [(2, 4), (2, 13), (3, 0), (4, 9)]
     assert scripted.asked[1][0] == WHOLE.prefix() + "total = a" + WHOLE.suffix()
-    assert [(e.start, e.end) for e in scripted.accepted] == [
-        ((2, 4), (2, 4)),
-        ((2, 13), (2, 13)),
-        ((3, 0), (3, 0)),
-        ((4, 9), (4, 9)),
+    assert [(e.start, e.end, item) for e, item in scripted.applied] == [
+        ((2, 4), (2, 4), "r1"),
+        ((2, 13), (2, 13), "r2"),
+        ((3, 0), (3, 0), "r3"),
+        ((4, 9), (4, 9), "r4"),
     ]
     assert result.accepted == WHOLE.expected + "\n    print(total)"
     answer = hc.answer_of(WHOLE, result)
@@ -103,16 +103,48 @@ def test_a_wrong_line_is_taken_too_and_submitted() -> None:
     assert not hs.score(task, answer["suggestion"])["passed"]
 
 
+def test_nothing_at_a_lines_end_is_an_enter_and_an_ask_on_the_new_line() -> None:
+    task = next(t for t in hs.multi_line_tasks(ADD) if t.name == "L2_L3")  # if b: / total
+    scripted = Scripted(["if b:", "", "total = total + b"])
+    result = _chain(task, scripted)
+    assert result.stop == "lines" and result.enters == 1
+    # the Enter: one edit with the line break and the auto-indent, no accept command
+    enter, item = scripted.applied[1]
+    assert enter.text == "\n        " and item == "" and enter.start == (4, 9)
+    assert [s.after_enter for s in result.steps] == [False, False, True]
+    assert scripted.asked[2][1:] == (5, 8)  # asked on the new line, after its indentation
+    answer = hc.answer_of(task, result)
+    assert answer["suggestion"] == task.expected and answer["enters"] == 1
+    assert hs.score(task, answer["suggestion"])["passed"]
+
+
 def test_the_chain_ends_where_nothing_is_shown() -> None:
     for nothing in ("", "   "):
-        result = _chain(WHOLE, Scripted(["total = a", nothing]))
+        scripted = Scripted(["total = a", nothing, nothing])
+        result = _chain(WHOLE, scripted)
         answer = hc.answer_of(WHOLE, result)
-        assert answer["stop"] == "empty" and len(answer["steps"]) == 2
+        # nothing at the line's end, Enter, nothing on the new line either: one Enter only
+        assert answer["stop"] == "empty" and len(answer["steps"]) == 3
+        assert answer["enters"] == 1 and len(scripted.applied) == 2
+        # the unanswered Enter is not part of the answer
         assert answer["suggestion"] == "total = a" and answer["right_lines"] == 1
         assert not hs.score(WHOLE, answer["suggestion"])["passed"]
-    # nothing at the first ask: an empty answer, as the server arm's skip
+    # nothing at the first ask (a blank line: no Enter): an empty answer, as a skip
     first = hc.answer_of(WHOLE, _chain(WHOLE, Scripted([])))
     assert first["suggestion"] == "" and first["stop"] == "empty" and first["requests"] == 1
+    assert first["enters"] == 0
+
+
+def test_enter_types_the_line_break_and_the_editors_indent() -> None:
+    def enter(text: str, cursor: int | None = None) -> str | None:
+        return hc.Buffer(text, len(text) if cursor is None else cursor).enter()
+
+    assert enter("def f():\n    x = 1") == "\n    "
+    assert enter("def f():\n    if x:") == "\n        "  # a block opens
+    assert enter("def f():\n    if x:\n        return 1  ") == "\n    "  # one level back
+    assert enter("def f():\n    x = 1\n") is None  # a blank line
+    assert enter("    x = f(a)", 10) is None  # text right of the cursor
+    assert enter("    x = 1\n    y = 2", 9) == "\n    "  # the end of a line above others
 
 
 def test_the_ask_cap_ends_a_chain_that_never_reaches_the_line_count() -> None:
@@ -196,7 +228,7 @@ def test_an_early_answer_is_asked_again_once_its_whole_is_written(
     assert client.requests == [(2, 4), (2, 4)]  # the second from the cache, at the same place
     assert shown.latency_ms == 101.0 and not shown.memory  # the first answer's, from the model
     edit = hc.Edit((2, 4), (2, 4), shown.text)
-    asyncio.run(suggester.accept(edit, shown))
+    asyncio.run(suggester.apply(edit, shown.item))
     (change,) = client.changes
     assert change.text_document.version == 2
     assert change.content_changes[0].text == "total = a"  # type: ignore[union-attr]
