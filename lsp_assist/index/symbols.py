@@ -161,6 +161,12 @@ class SymbolTable:
                     "symbols",
                     "index/symbols.py LOOKUP_CACHE_SYMBOLS",
                 ),
+                "symbols.lookup_names": Bounded(
+                    len(self._lookups),
+                    LOOKUP_CACHE_SYMBOLS,
+                    "names",
+                    "index/symbols.py LOOKUP_CACHE_SYMBOLS (one each at least)",
+                ),
             }
 
     def lookup_prefix(self, prefix: str, limit: int) -> list[Symbol]:

@@ -194,13 +194,13 @@ class MetricsLog:
         self,
         path: Path,
         *,
-        max_bytes: int = METRICS_MAX_BYTES,
-        backups: int = METRICS_BACKUPS,
+        max_bytes: int | None = None,
+        backups: int | None = None,
         log_prompts: bool = False,
     ) -> None:
         self.path = Path(path)
-        self.max_bytes = max_bytes
-        self.backups = backups
+        self.max_bytes = METRICS_MAX_BYTES if max_bytes is None else max_bytes
+        self.backups = METRICS_BACKUPS if backups is None else backups
         self.log_prompts = log_prompts
         self._cond = threading.Condition()
         self._queue: deque[bytes] = deque()

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from lsp_assist.telemetry import (
     MetricsLog,
     ShownRecord,
@@ -18,6 +20,7 @@ from lsp_assist.telemetry import (
     read_shown,
     request_of,
 )
+from lsp_assist.telemetry import shown as telemetry_shown
 from lsp_assist.telemetry.shown import utf16_len
 from tests.support.telemetry import URI, Clock, offer
 
@@ -259,3 +262,28 @@ def test_cli_prints_the_shown_table(tmp_path: Path) -> None:
         [*cli, "--json"], capture_output=True, text=True, timeout=60, check=True
     ).stdout
     assert json.loads(as_json)["shown"]["by_trigger"]["explicit"]["shown"] == 2
+
+
+def test_a_show_heard_after_its_document_closed_opens_nothing() -> None:
+    shown, written, _ = tracker()
+    offer(shown, "r1", "compute(a, b)")
+    shown.closed(URI)
+    assert not shown.shown("r1"), "the close forgot the items offered in its document"
+    assert shown.bounds(documents=0)["shown.open"].size == 0 and written == []
+
+
+def test_a_long_typed_through_suggestion_keeps_its_latest_items_and_counts_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(telemetry_shown, "SUGGESTION_ITEMS", 3)
+    shown, written, _ = tracker()
+    text = "compute(alpha, beta)"
+    for k in range(len(text) - 1):  # one item per key typed through
+        offer(shown, f"r{k}", text[k:], before="    x = " + text[:k])
+        assert shown.shown(f"r{k}")
+        listed = shown.bounds(documents=1)["shown.items"]
+        assert listed.size == min(k + 1, 3) and listed.bound == 3
+    assert shown.accepted(f"r{len(text) - 2}")
+    [rec] = written
+    assert (rec.outcome, rec.items, rec.item) == ("accepted", len(text) - 1, "r0")
+    assert rec.accepted_chars == rec.shown_chars == utf16_len(text)
