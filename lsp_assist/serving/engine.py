@@ -40,12 +40,14 @@ from lsp_assist.context import AssembledPrompt
 from lsp_assist.documents import DocumentSnapshot, Position
 from lsp_assist.errors import GenerationCancelled, LspAssistError, ModelLoadError
 from lsp_assist.serving.adaptive_budget import budget_for
+from lsp_assist.serving.alternatives import wanted
 from lsp_assist.serving.generation import plan, settle
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery, PrefillRecord
 from lsp_assist.serving.records import metrics_record
 from lsp_assist.serving.session import Session
+from lsp_assist.serving.triage import Triage, Verdict
 from lsp_assist.serving.triggers import oversized_reason, skip_reason
-from lsp_assist.serving.typethrough import TypeThrough
+from lsp_assist.serving.typethrough import EntryKey, TypeThrough
 
 __all__ = ["CompletionEngine"]
 
@@ -118,6 +120,11 @@ class CompletionEngine:
         self._finish(outcome, query, doc, "typethrough", None)
         return outcome
 
+    def wait_for_more(self, key: EntryKey, timeout: float, typed: int) -> bool:
+        """Block until the suggestion under ``key`` (being written) holds more than
+        ``typed`` characters, or ``timeout`` seconds (a waiter thread of the scheduler's)."""
+        return self.typethrough.wait_for_more(key, timeout, than=typed)
+
     def build_prompt(
         self,
         doc: DocumentSnapshot,
@@ -149,6 +156,40 @@ class CompletionEngine:
         prompt.budget_reason = decision.reason if decision is not None else ""
         return prompt
 
+    def triage(self, query: CompletionQuery, *, lookup: bool = True) -> Triage:
+        """Decide once what the query needs (serving/triage.py): on the event loop.
+
+        With ``lookup`` the type-through cache is asked first (served, or wait for the
+        rest of a suggestion being written); a request for alternatives never is (the
+        cache holds one suggestion). Then the skip rules, with the index's tree.
+        """
+        settings = self.session.settings
+        doc = query.snapshot
+        pos = doc.clamp(query.line, query.column)
+        if lookup and wanted(query, settings.completion) == 1:
+            hit = self.cached(query)
+            if hit is not None:
+                return Triage(Verdict.SERVED, outcome=hit)
+            found = self.typethrough.typed_through(doc, pos)
+            if found is not None:
+                return Triage(Verdict.WAIT, key=found[0], typed=found[1])
+        tree = self._tree(doc)
+        reason = oversized_reason(doc, settings) or skip_reason(
+            doc, pos, query.trigger, settings.completion, tree
+        )
+        if reason:
+            outcome = CompletionOutcome(
+                request_id=query.request_id,
+                line=pos.line,
+                column=pos.column,
+                version=doc.version,
+                skipped=reason,
+            )
+            outcome.latency_ms = outcome.whole_ms = (time.perf_counter() - query.received_at) * 1000
+            self._remember(outcome)
+            return Triage(Verdict.SKIPPED, outcome=outcome)
+        return Triage(Verdict.MODEL, tree=tree)
+
     def complete(
         self,
         query: CompletionQuery,
@@ -156,14 +197,16 @@ class CompletionEngine:
         cancel: CancelToken | None = None,
         queued_at: float | None = None,
         on_answer: Callable[[CompletionOutcome], None] | None = None,
+        triage: Triage | None = None,
     ) -> CompletionOutcome:
         """Produce a suggestion for the query's snapshot; blocking (run on the model executor).
 
         What the scheduler adds is passed beside the query: ``cancel`` (superseded, client
-        cancel), ``queued_at`` (when it left the debounce for the model thread) and
+        cancel), ``queued_at`` (when it left the debounce for the model thread),
         ``on_answer``, called on the model thread with the suggestion's start once
         ``answerAfterMs`` has passed (the rest is then written on and returned later;
-        None: no early answer). The snapshot is the query's: nothing is read from disk.
+        None: no early answer) and its ``triage`` (None: triaged here, without the cache:
+        the CLI). The snapshot is the query's: nothing is read from disk.
         """
         started = time.perf_counter()
         cancel = cancel if cancel is not None else CancelToken()
@@ -180,18 +223,11 @@ class CompletionEngine:
         if self.stale(query):
             outcome.skipped = "stale version"
             return outcome
-        too_big = oversized_reason(doc, settings)
-        if too_big:
-            outcome.skipped = too_big
-            self._remember(outcome)
-            return outcome
-        tree = self._tree(doc)
-        reason = skip_reason(doc, pos, query.trigger, settings.completion, tree)
-        if reason:
-            outcome.skipped = reason
-            self._remember(outcome)
-            return outcome
-        # The type-through cache is consulted by the scheduler before the debounce.
+        if triage is None:
+            triage = self.triage(query, lookup=False)
+        if triage.outcome is not None:
+            return triage.outcome
+        tree = triage.tree
         if cancel.cancelled:
             outcome.cancelled = True
             return outcome

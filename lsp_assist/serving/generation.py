@@ -21,8 +21,13 @@ from functools import partial
 
 from tree_sitter import Tree
 
-from lsp_assist.backends import Backend, CancelToken, GenerationRequest, GenerationResult
-from lsp_assist.backends.base import StopRule
+from lsp_assist.backends import (
+    Backend,
+    CancelToken,
+    GenerationRequest,
+    GenerationResult,
+    StopRule,
+)
 from lsp_assist.config import Settings
 from lsp_assist.context import AssembledPrompt
 from lsp_assist.documents import DocumentSnapshot, Position
@@ -100,6 +105,13 @@ class TextSink:
             self.early(piece)
 
 
+def gate_threshold(settings: Settings, trigger: str) -> float:
+    """The confidence gate's log-probability threshold for a request (off: ``GATE_OFF``);
+    an explicit ask is never gated."""
+    threshold = settings.completion.confidence_threshold
+    return math.log(threshold) if threshold > 0 and trigger == "automatic" else GATE_OFF
+
+
 def unsure(confidence: FirstLineConfidence, threshold: float) -> bool:
     """True when the first line's confidence is below the gate's threshold."""
     return below(confidence.mean(), threshold)
@@ -156,21 +168,10 @@ def plan(
 ) -> Plan:
     """The plan of a generation at ``pos`` with ``prompt`` (no model call yet)."""
     completion = settings.completion
-    line_text = doc.line(pos.line)
-    prefix, suffix = line_text[: pos.column], line_text[pos.column :]
-    if completion.multiline == "auto":
-        multiline = decide_multiline(tree, doc.text, pos.line, pos.column, doc.language_id)
-    else:
-        multiline = completion.multiline == "always"
-    offset = doc.offset_at(pos)
     alternatives = wanted(query, completion)
     # keyed by the text the suggestion was made for, not the buffer as it is now
     entry = typethrough.key(doc, pos)
-    threshold = (
-        math.log(completion.confidence_threshold)
-        if completion.confidence_threshold > 0 and query.trigger == "automatic"
-        else GATE_OFF
-    )
+    threshold = gate_threshold(settings, query.trigger)
     # Where the last whole was nothing (a dropped copy), the next answer waits for the
     # whole: an early start there would be dropped again, and its notice ask again.
     early_ok = (
@@ -180,36 +181,12 @@ def plan(
         and not typethrough.found_nothing(entry)
     )
     # A single line at the end of a line answered early goes on past it: serving/kept.py.
-    kept_lines = completion.kept_lines if early_ok and threshold == GATE_OFF else 0
-    if multiline or suffix.strip():
-        kept_lines = 0
-    clean = Cleaner(
-        prefix=prefix,
-        suffix=suffix,
-        following=doc.text[offset:],
-        multiline=multiline,
-        max_lines=completion.max_lines,
-        language=doc.language_id,
-        kept_lines=kept_lines,
-    )
-    keep = KeptLines(clean.block, below=first_code_line(doc.text, offset)) if kept_lines else None
-    indent = len(prefix) - len(prefix.lstrip()) if prefix.strip() else len(prefix)
-    line_rule = make_stop_rule(
-        multiline=multiline,
-        cursor_indent=indent,
-        line_prefix=prefix,
-        max_lines=completion.max_lines,
-    )
-    stop_rule = line_rule
-    if keep is not None:
-        lowest = kept_indent(tree, doc.line, pos.line, pos.column)
-        block_rule = make_stop_rule(
-            multiline=True,
-            cursor_indent=min(indent, lowest) if lowest is not None else indent,
-            line_prefix=prefix,
-            max_lines=1 + kept_lines,
-        )
-        stop_rule = kept_stop_rule(block_rule, shows=clean.shows)
+    kept = completion.kept_lines if early_ok and threshold == GATE_OFF else 0
+    clean = cleaner(doc, pos, tree, settings, kept_lines=kept)
+    keep = None
+    if clean.kept_lines:
+        keep = KeptLines(clean.block, below=first_code_line(doc.text, doc.offset_at(pos)))
+    line_rule, stop_rule = stop_rules(clean, tree, doc, pos)
     called = time.perf_counter()
     prepared = dataclasses.replace(
         base,
@@ -232,31 +209,14 @@ def plan(
             hold=partial(unsure, confidence, threshold),
             kept=keep,
         )
-    # token healing: the model writes the typed tail cut from the prompt; a backend that
-    # cannot be constrained gets it back as prompt tokens
-    prompt_tokens, forced = list(prompt.tokens), prompt.healed
-    if forced and not backend.heals_tokens:
-        prompt_tokens += backend.tokenize(forced)
-        forced = ""
-    request = GenerationRequest(
-        prompt_tokens=prompt_tokens,
-        forced_prefix=forced,
+    request = generation_request(query, doc, pos, prompt, backend, settings, alternatives)
+    request = dataclasses.replace(
+        request,
         max_tokens=completion.max_tokens + (completion.kept_tokens if keep else 0),
-        stop=stop_strings(doc.language_id),
         stop_rule=stop_rule,
-        cache_key=query.uri,
-        stable_prefix_len=prompt.stable_prefix_len,
-        task_type=query.task_type,
         cancel=cancel,
-        prompt_timeout_s=settings.model.prompt_timeout_ms / 1000,
-        generation_timeout_s=settings.model.generation_timeout_ms / 1000,
-        alternatives=alternatives,
         on_text=TextSink(confidence, early),
         on_logprob=confidence.logprob,
-        code_first=not line_text.strip(),
-        infill=infill_parts(prompt, doc, pos.line, pos.column)
-        if backend.wants_infill_parts
-        else None,
     )
     return Plan(
         request=request,
@@ -268,8 +228,95 @@ def plan(
         early=early,
         confidence=confidence,
         threshold=threshold,
-        prepared=dataclasses.replace(prepared, multiline=multiline),
+        prepared=dataclasses.replace(prepared, multiline=clean.multiline),
         called=called,
+    )
+
+
+def cleaner(
+    doc: DocumentSnapshot,
+    pos: Position,
+    tree: Tree | None,
+    settings: Settings,
+    *,
+    kept_lines: int,
+) -> Cleaner:
+    """The post-processing at ``pos``: single- or multi-line (``multiline``, the tree), and
+    the kept lines a single line at a line's end may have."""
+    completion = settings.completion
+    line_text = doc.line(pos.line)
+    prefix, suffix = line_text[: pos.column], line_text[pos.column :]
+    if completion.multiline == "auto":
+        multiline = decide_multiline(tree, doc.text, pos.line, pos.column, doc.language_id)
+    else:
+        multiline = completion.multiline == "always"
+    return Cleaner(
+        prefix=prefix,
+        suffix=suffix,
+        following=doc.text[doc.offset_at(pos) :],
+        multiline=multiline,
+        max_lines=completion.max_lines,
+        language=doc.language_id,
+        kept_lines=0 if multiline or suffix.strip() else kept_lines,
+    )
+
+
+def stop_rules(
+    clean: Cleaner, tree: Tree | None, doc: DocumentSnapshot, pos: Position
+) -> tuple[StopRule, StopRule]:
+    """The shown suggestion's stop rule, and the generation's: with kept lines, the block
+    rule over the shown line and the kept ones (never leaving the function)."""
+    prefix = clean.prefix
+    indent = len(prefix) - len(prefix.lstrip()) if prefix.strip() else len(prefix)
+    line_rule = make_stop_rule(
+        multiline=clean.multiline,
+        cursor_indent=indent,
+        line_prefix=prefix,
+        max_lines=clean.max_lines,
+    )
+    if not clean.kept_lines:
+        return line_rule, line_rule
+    lowest = kept_indent(tree, doc.line, pos.line, pos.column)
+    block_rule = make_stop_rule(
+        multiline=True,
+        cursor_indent=min(indent, lowest) if lowest is not None else indent,
+        line_prefix=prefix,
+        max_lines=1 + clean.kept_lines,
+    )
+    return line_rule, kept_stop_rule(block_rule, shows=clean.shows)
+
+
+def generation_request(
+    query: CompletionQuery,
+    doc: DocumentSnapshot,
+    pos: Position,
+    prompt: AssembledPrompt,
+    backend: Backend,
+    settings: Settings,
+    alternatives: int,
+) -> GenerationRequest:
+    """The backend's request for ``prompt`` (token healing, caps, infill parts)."""
+    # token healing: the model writes the typed tail cut from the prompt; a backend that
+    # cannot be constrained gets it back as prompt tokens
+    prompt_tokens, forced = list(prompt.tokens), prompt.healed
+    if forced and not backend.heals_tokens:
+        prompt_tokens += backend.tokenize(forced)
+        forced = ""
+    return GenerationRequest(
+        prompt_tokens=prompt_tokens,
+        forced_prefix=forced,
+        max_tokens=settings.completion.max_tokens,
+        stop=stop_strings(doc.language_id),
+        cache_key=query.uri,
+        stable_prefix_len=prompt.stable_prefix_len,
+        task_type=query.task_type,
+        prompt_timeout_s=settings.model.prompt_timeout_ms / 1000,
+        generation_timeout_s=settings.model.generation_timeout_ms / 1000,
+        alternatives=alternatives,
+        code_first=not doc.line(pos.line).strip(),
+        infill=infill_parts(prompt, doc, pos.line, pos.column)
+        if backend.wants_infill_parts
+        else None,
     )
 
 

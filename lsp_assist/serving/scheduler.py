@@ -44,10 +44,9 @@ from typing import Any, Final, TypeVar
 
 from lsp_assist.backends import CancelToken
 from lsp_assist.documents import DocumentSnapshot
-from lsp_assist.serving.alternatives import wanted
 from lsp_assist.serving.engine import CompletionEngine
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
-from lsp_assist.serving.triggers import skip_reason
+from lsp_assist.serving.triage import Triage, Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -187,6 +186,8 @@ class _Ticket:
     """Set for a query that may be answered early: the engine calls it on the model thread."""
     told: str | None = None
     """The text the client was last given for it (answered early, then told again)."""
+    triage: Triage | None = None
+    """What the triage on the event loop found (the model thread takes it from there)."""
 
     @property
     def cancel(self) -> CancelToken:
@@ -313,17 +314,19 @@ class Scheduler:
             tries += 1
 
     async def complete(self, query: CompletionQuery) -> CompletionOutcome:
-        """Answer a query: type-through cache first, then debounce, then the model."""
-        # An explicit ask for alternatives goes to the model: the cache holds one suggestion.
-        cycles = wanted(query, self.engine.settings.completion) > 1
-        hit = None if cycles else self.engine.cached(query)
-        if hit is None and not cycles:
-            hit = await self._wait_for_the_rest(query)
-        if hit is not None:
+        """Answer a query: triaged once (the cache, a wait, the skip rules), then debounce,
+        then the model."""
+        triage = self.engine.triage(query)
+        if triage.verdict is Verdict.WAIT:
+            triage = await self._wait_for_the_rest(query, triage)
+        if triage.verdict is Verdict.SERVED and triage.outcome is not None:
             self._supersede(Arrival.CACHE_HIT, query.uri)
-            return hit
-        self._supersede(self._arrival(query), query.uri)
-        ticket = _Ticket(query, self._register(Work.COMPLETION, query.uri))
+            return triage.outcome
+        skipped = triage.verdict is Verdict.SKIPPED
+        self._supersede(Arrival.SKIPPED if skipped else Arrival.COMPLETION, query.uri)
+        if skipped and triage.outcome is not None:
+            return triage.outcome
+        ticket = _Ticket(query, self._register(Work.COMPLETION, query.uri), triage=triage)
         try:
             delay = self.engine.settings.completion.debounce_ms / 1000
             if delay > 0 and query.trigger == "automatic":
@@ -357,36 +360,25 @@ class Scheduler:
             if ticket.work.kind is Work.COMPLETION:
                 self._end(ticket.work)
 
-    def _arrival(self, query: CompletionQuery) -> Arrival:
-        """A completion missing the cache: skipped before the model, or for the model.
-
-        The skip rules that need no syntax tree (mid-word, text right of the cursor)
-        decide it here; the engine runs them again on the model thread, with the tree.
-        """
-        doc = query.snapshot
-        pos = doc.clamp(query.line, query.column)
-        settings = self.engine.settings.completion
-        skipped = skip_reason(doc, pos, query.trigger, settings, None)
-        return Arrival.SKIPPED if skipped else Arrival.COMPLETION
-
-    async def _wait_for_the_rest(self, query: CompletionQuery) -> CompletionOutcome | None:
-        """A keystroke that typed all of a suggestion still being written waits for more.
+    async def _wait_for_the_rest(self, query: CompletionQuery, triage: Triage) -> Triage:
+        """A keystroke that typed all of a suggestion still being written waits for more,
+        then is triaged again (served from the cache when more came).
 
         Without this it would miss the cache (nothing left to show), cancel the writing
         and start the model afresh for the text that is about to arrive.
         """
-        doc = query.snapshot
-        typethrough = self.engine.typethrough
-        found = typethrough.typed_through(doc, doc.clamp(query.line, query.column))
-        if found is None:
-            return None
-        key, typed = found
+        key, typed = triage.key, triage.typed
         loop = asyncio.get_running_loop()
-        # woken by the writer's next piece or its end (a condition, not a poll)
-        more = await loop.run_in_executor(
-            self._waiters, lambda: typethrough.wait_for_more(key, REST_WAIT_S, than=typed)
-        )
-        return self.engine.cached(query) if more else None
+        more = False
+        if key is not None:
+            # woken by the writer's next piece or its end (a condition, not a poll)
+            more = await loop.run_in_executor(
+                self._waiters, partial(self.engine.wait_for_more, key, REST_WAIT_S, typed)
+            )
+        again = self.engine.triage(query, lookup=more)
+        if again.verdict is Verdict.WAIT:  # more came, and the user typed all of it too
+            return self.engine.triage(query, lookup=False)
+        return again
 
     def _answered(
         self,
@@ -432,6 +424,7 @@ class Scheduler:
             cancel=ticket.cancel,
             queued_at=ticket.queued_at,
             on_answer=ticket.on_answer,
+            triage=ticket.triage,
         )
 
     @staticmethod

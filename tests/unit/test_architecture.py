@@ -72,6 +72,13 @@ REVIEWED_LONG: dict[str, str] = {
 }
 """Modules over MAX_LINES that a review kept whole: the module and why it has no seam."""
 
+MAX_FUNCTION_LINES = 80
+"""A longer function in ``serving/`` is flagged: the request path reads as named stages
+(triage, plan, generate, settle), each short enough to read at once."""
+
+REVIEWED_LONG_FUNCTIONS: dict[str, str] = {}
+"""Functions of ``serving/`` over MAX_FUNCTION_LINES that a review kept whole, and why."""
+
 COMPOSITION_ROOT = f"{PACKAGE}.serving.session"
 """Where serving builds the stages' long-lived objects (the session); the serving object
 builds a Session."""
@@ -310,6 +317,23 @@ def long_modules(
             yield f"{name} ({count} lines, over {limit})"
 
 
+def long_functions(
+    root: Path = ROOT / "serving", limit: int = MAX_FUNCTION_LINES, reviewed: Iterable[str] = ()
+) -> Iterator[str]:
+    """Functions under ``root`` longer than ``limit`` lines (docstring included) that no
+    review kept whole, as ``module.function (N lines)``."""
+    kept = set(reviewed)
+    for path in sorted(root.rglob("*.py")):
+        module = module_name(path, root)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            count = (node.end_lineno or node.lineno) - node.lineno + 1
+            name = f"{module}.{node.name}"
+            if count > limit and name not in kept:
+                yield f"{name} ({count} lines, over {limit})"
+
+
 def importing_a_test_module(module: str, source: str, *, is_package: bool = False) -> Iterator[str]:
     """A module under tests/ importing a test module (``test_*.py``) or a name from one.
 
@@ -489,6 +513,25 @@ def test_a_long_module_is_reviewed() -> None:
     sizes = {module_name(p): len(p.read_text("utf-8").splitlines()) for p in ROOT.rglob("*.py")}
     stale = [name for name in REVIEWED_LONG if sizes.get(name, 0) <= MAX_LINES]
     assert not stale, f"no longer over {MAX_LINES} lines, drop from REVIEWED_LONG: {stale}"
+
+
+def test_no_function_in_serving_is_over_the_cap() -> None:
+    found = list(long_functions(reviewed=REVIEWED_LONG_FUNCTIONS))
+    assert not found, (
+        "over the cap: split it into named stages, or record in REVIEWED_LONG_FUNCTIONS "
+        "why it is one:\n" + "\n".join(found)
+    )
+
+
+def test_the_function_cap_finds_a_long_function(tmp_path: Path) -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / "m.py").write_text(f"def short():\n    return 1\n\n\ndef long():\n{body}\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text((tmp_path / "m.py").read_text())
+    found = list(long_functions(tmp_path / "pkg"))
+    assert len(found) == 1 and found[0].endswith(f"long ({MAX_FUNCTION_LINES + 1} lines, over 80)")
+    assert found[0].startswith("pkg.m.long ")
+    assert list(long_functions(tmp_path / "pkg", reviewed=["pkg.m.long"])) == []
 
 
 NVIM_PLUGIN = ROOT.parent / "editors" / "nvim" / "lua" / "lsp-assist"
