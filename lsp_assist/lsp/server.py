@@ -141,7 +141,7 @@ class AssistProtocol(OwnDocumentSync):
 
     def pending(self) -> dict[str, int]:
         """pygls's records of requests in flight (its futures, and the result types of the
-        requests sent to the client): none at rest once every request is answered."""
+        requests sent to the client): at rest, only the request being answered (one)."""
         return {
             "lsp.request_futures": len(self._request_futures),
             "lsp.result_types": len(self._result_types),
