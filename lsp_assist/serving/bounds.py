@@ -6,10 +6,10 @@ kept per open document, the metrics log's queue in memory and its files on disk)
 with its size, its bound, the unit and what names the bound (a setting or a documented
 constant; docs/configuration.md, "What grows with use", lists them all); the names of
 those over their bound (none, unless a bound is broken); the work in flight (none at
-rest but the memory request itself); and the process: RSS, threads, open descriptors, the Python heap's live blocks
-(``sys.getallocatedblocks``, always) and, when the server runs under tracemalloc
-(``LSP_ASSIST_TRACEMALLOC``, set before it starts), the traced Python heap and its top
-allocators. It only reads: each owner lists its own structures (``bounds()``).
+rest but the memory request itself); and the process: RSS, threads, open descriptors,
+the Python heap's live blocks (``sys.getallocatedblocks``, always) and, when the server
+runs under tracemalloc (``LSP_ASSIST_TRACEMALLOC``, set before it starts), the traced
+Python heap and its top allocators. It only reads: each owner lists its own structures (``bounds()``).
 """
 
 from __future__ import annotations
