@@ -9,7 +9,8 @@ those over their bound (none, unless a bound is broken); the work in flight (non
 rest but the memory request itself); and the process: RSS, threads, open descriptors,
 the Python heap's live blocks (``sys.getallocatedblocks``, always) and, when the server
 runs under tracemalloc (``LSP_ASSIST_TRACEMALLOC``, set before it starts), the traced
-Python heap and its top allocators. It only reads: each owner lists its own structures (``bounds()``).
+Python heap and its top allocators. It only reads: each owner lists its own structures
+(``bounds()``).
 """
 
 from __future__ import annotations
