@@ -9,7 +9,7 @@ didChange, and the item's ``lspAssist.accept``), asks again at the end of what i
 accepted (where nothing is shown at a line's end, it presses Enter, the editor indents
 the new line, and it asks there), and goes on until the answer has as many lines as
 the removed part (the line count the published truncation reads), the server offers
-nothing, or :data:`MAX_REQUESTS` asks. What it submits is what it accepted, cut as the
+nothing, or it spent its asks (:func:`ask_cap`). What it submits is what it accepted, cut as the
 plain answer truncated as published is (humaneval_sets.truncate_plain): the expected
 text is never read to choose what to take, only its line count to stop. :func:`chain` is the
 user against any :class:`Suggester`; :class:`ServerSuggester` is the real server over
@@ -33,10 +33,11 @@ from lsp_assist.evaluation import humaneval_sets as hs
 from lsp_assist.evaluation.client import close_document, command, open_document, range_edit
 from lsp_assist.evaluation.rows import CAPS
 
-MAX_REQUESTS = 48
-"""Asks a task may take at most (steps, and the asks again for a step's whole): a chain
-that writes a line a step needs as many steps as the part has lines (at most 46 in the
-multi-line set), so only a chain that never reaches them stops here."""
+ASKS_PER_LINE = 4
+"""Asks a task may take per line of its part, and that many more (:func:`ask_cap`): a
+line takes at most three (nothing at the line's end, the ask after Enter, the ask again
+for an early answer's whole), so only a chain that never reaches the line count (a
+suggestion with no line break again and again) stops at the cap."""
 WHOLE_TRIES = 3
 """Asks at one place for the whole suggestion: the first, and again once the server
 recorded a whole other than what it showed (an early answer's start)."""
@@ -160,6 +161,11 @@ def written(task: hs.SpanTask, text: str) -> str | None:
     return None
 
 
+def ask_cap(lines: int) -> int:
+    """Return the asks a task whose part has ``lines`` lines may take at most."""
+    return ASKS_PER_LINE * (lines + 1)
+
+
 def line_count(text: str) -> int:
     """Return the lines of ``text`` as the published truncation counts them (leading and
     trailing line breaks stripped; 0 for nothing but white space)."""
@@ -195,14 +201,16 @@ class ChainResult:
 
 
 async def chain(
-    task: hs.SpanTask, suggester: Suggester, max_requests: int = MAX_REQUESTS
+    task: hs.SpanTask, suggester: Suggester, max_requests: int | None = None
 ) -> ChainResult:
     """Work through ``task`` as the chained user: ask, accept what is shown whole, ask again
     at its end (where nothing is shown at a line's end, press Enter and ask on the new
     line), until the part's line count is written, nothing is shown, an accept changed
-    text outside the part, or ``max_requests`` asks were spent."""
+    text outside the part, or ``max_requests`` asks were spent (None: :func:`ask_cap`)."""
     buffer = Buffer(task.blanked(), task.start)
     goal = line_count(task.expected)
+    if max_requests is None:
+        max_requests = ask_cap(goal)
     result = ChainResult(program=buffer.text)
     spent = 0
     entered = False

@@ -475,10 +475,10 @@ def shown_settings(settings: Mapping[str, Any], base: Mapping[str, Any] = SERVER
 
 def chain_meta(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Return what a run's meta says of the chained arm: its settings as the report shows
-    them and its ask cap."""
+    them and its asks a line (humaneval_chain.ask_cap)."""
     return {
         "chain_settings": shown_settings(settings, hc.CHAIN_SETTINGS),
-        "chain_max_requests": hc.MAX_REQUESTS,
+        "chain_asks_per_line": hc.ASKS_PER_LINE,
     }
 
 

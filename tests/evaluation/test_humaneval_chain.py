@@ -152,6 +152,10 @@ def test_the_ask_cap_ends_a_chain_that_never_reaches_the_line_count() -> None:
     result = _chain(WHOLE, scripted, max_requests=3)
     assert result.stop == "requests" and len(scripted.asked) == 3
     assert result.accepted == "xxx"
+    # by default the cap grows with the part: 4 asks a line of its 5, and 4 more
+    scripted = Scripted(["x"] * 100)
+    assert _chain(WHOLE, scripted).stop == "requests" and len(scripted.asked) == 24
+    assert hc.ask_cap(1) == 8
 
 
 def test_an_accept_that_changes_the_text_around_the_part_ends_the_chain() -> None:
