@@ -123,6 +123,20 @@ class ContextSettings:
     """How long a build waits for its query's embedding (not ready: no vectors this time)."""
     vector_model: str = ""
     """A BERT-family embedding GGUF; empty: the packaged all-MiniLM-L6-v2."""
+    related_pins: list[str] = field(default_factory=list)
+    """Definitions the related layer holds first, each ``[FILE[:LINE]=][PATH:]NAME``
+    (workspace-relative paths, LINE 1-based; a scope holds the pin to that file or line):
+    the cross-file benchmark's oracle row (context/retrieval/demand.py)."""
+    related_line_names: bool = False
+    """The definition of each name the line being written uses that the editing zone does
+    not define and another file does enters the related layer first, in its long form; a
+    new one makes the build fresh (docs/context.md, "What the line asks for")."""
+    related_receivers: bool = False
+    """At ``obj.`` or ``self.attr.``, the receiver's class (from annotations, assignments
+    in ``__init__`` or above the cursor) with its member signatures enters first."""
+    related_on_demand: bool = False
+    """The related and similar layers hold only what the line asks for (pins, the
+    line's names, the receiver): nothing cross-file when it asks for nothing."""
 
 
 @dataclass(kw_only=True)

@@ -62,7 +62,7 @@ from lsp_assist.context.memory import (
     zone_growth,
 )
 from lsp_assist.context.model import AssembledPrompt, Cursor, LayerItem, TokenCounter
-from lsp_assist.context.retrieval import Candidate, Retriever, related_layer
+from lsp_assist.context.retrieval import Candidate, Retriever, demanded, related_layer
 from lsp_assist.context.similar import SimilarCode, similar_layer
 from lsp_assist.context.summaries import FileOutline, project_summary_layer
 from lsp_assist.context.syntax import TreeCache
@@ -114,6 +114,8 @@ class _Fresh:
     skip: Callable[[Path], bool] | None
     chosen: list[Candidate] = field(default_factory=list)
     """The related layer's definitions (the similar layer leaves them out)."""
+    demand: list[Candidate] = field(default_factory=list)
+    """What the line asks for (retrieval/demand.py), placed first in the related layer."""
 
 
 class ContextEngine:
@@ -308,7 +310,9 @@ class ContextEngine:
         # While the user types within one line, everything before the editing zone is
         # kept as it was at the line's first build: only the zone's tail changes.
         key = line_key(cursor, lines, inputs)
-        if kept is not None:
+        # what the line asks for and the kept build did not: a fresh build holds it
+        unmet = kept is not None and self._unmet(cursor, lines, settings, kept)
+        if kept is not None and not unmet:
             reused = self._reuse_line(cursor, lines, kept, key, total, rel)
             if reused is not None:
                 return reused
@@ -343,7 +347,7 @@ class ContextEngine:
         )
 
         parts, plan, middle_from = fresh.parts, fresh.plan, None
-        grown = self._anchored(fresh, kept, inputs, total)
+        grown = None if unmet else self._anchored(fresh, kept, inputs, total)
         if grown is not None:
             prompt, parts, zone, middle_from = grown
         else:
@@ -360,6 +364,7 @@ class ContextEngine:
             before=zone.before,
             after=zone.after,
             n_lines=len(lines),
+            asked=frozenset(cand.key for cand in fresh.demand),
         )
         prompt.note = BuildNote(slot=slot, line=line, zone=memo, scale=fresh.scale)
         return prompt
@@ -463,10 +468,57 @@ class ContextEngine:
             reserve=TYPED_STEP,
         )
 
+    def _demand(
+        self,
+        cursor: Cursor,
+        lines: list[str],
+        settings: ContextSettings,
+        zone_start: int,
+        imports: list[Import],
+    ) -> list[Candidate]:
+        """Return what the line at ``cursor`` asks of the related layer (retrieval/demand.py):
+        pins, then with their settings on the receiver's class and the line's names (the
+        standard library's files left out unless ``layerStandardLibrary``)."""
+        if not (settings.related_pins or settings.related_line_names or settings.related_receivers):
+            return []
+        typed = lines[cursor.line][: cursor.column] if cursor.line < len(lines) else ""
+        found = demanded(
+            self.retriever,
+            path=cursor.path,
+            language=cursor.language,
+            lines=lines,
+            line=cursor.line,
+            typed=typed,
+            zone_before="\n".join(lines[zone_start : cursor.line]),
+            imports=imports,
+            pins=settings.related_pins,
+            line_names_on=settings.related_line_names,
+            receivers_on=settings.related_receivers,
+        )
+        if settings.layer_standard_library:
+            return found
+        return [c for c in found if c.reason == "pinned" or not self.known.is_stdlib(c.symbol.path)]
+
+    def _unmet(
+        self, cursor: Cursor, lines: list[str], settings: ContextSettings, kept: BuildNote
+    ) -> bool:
+        """True when the line now asks for a definition the kept build was not asked for."""
+        if not (settings.related_pins or settings.related_line_names or settings.related_receivers):
+            return False
+        entry = self.retriever.entry(cursor.path)
+        imports = list(entry.imports) if entry is not None else []
+        start = min(kept.line.span[0], cursor.line)
+        found = self._demand(cursor, lines, settings, start, imports)
+        return any(cand.key not in kept.line.asked for cand in found)
+
     def _related(self, fresh: _Fresh) -> None:
-        """Grant the related definitions."""
+        """Grant the related definitions, what the line asks for first."""
         settings, parts = fresh.settings, fresh.parts
         related_budget = fresh.plan.grant("related")
+        if settings.layer_related:
+            fresh.demand = self._demand(
+                fresh.cursor, fresh.lines, settings, fresh.zone.start_line, fresh.imports
+            )
         if settings.layer_related and related_budget > 0:
             related, fresh.chosen = related_layer(
                 self.retriever,
@@ -478,6 +530,8 @@ class ContextEngine:
                 related_budget,
                 settings.related_threshold,
                 skip=fresh.skip,
+                demand=fresh.demand,
+                only_demand=settings.related_on_demand,
             )
             parts.related, parts.items["related"] = related.pieces, related.items
         fresh.plan.spend("related", cost(parts.related))
@@ -486,7 +540,8 @@ class ContextEngine:
         """Grant the similar code (fused with the vector layer's hits when it is on)."""
         settings, parts, cursor = fresh.settings, fresh.parts, fresh.cursor
         similar_budget = fresh.plan.grant("similar")
-        if settings.layer_similar and similar_budget > 0:
+        # relatedOnDemand: nothing cross-file the line did not ask for
+        if settings.layer_similar and similar_budget > 0 and not settings.related_on_demand:
             similar = similar_layer(
                 self.similar,
                 self.retriever,

@@ -81,6 +81,9 @@ class KeptLine:
     after: str = ""
     """The zone's prefix and suffix text of this build."""
     n_lines: int = 0
+    asked: frozenset[tuple[str, int]] = frozenset()
+    """The keys (source, line) of what the line asked of the related layer at this build
+    (retrieval/demand.py): a definition asked for later makes the next build fresh."""
 
 
 @dataclass(frozen=True, slots=True)

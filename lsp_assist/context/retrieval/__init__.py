@@ -11,10 +11,12 @@ duplicates the editing zone.
 The modules, lowest first: ``names`` (identifiers in text), ``render`` (a definition's
 whole, short and compact forms), ``scoring`` (:class:`Candidate` and the rules),
 ``selection`` (spending the layer's grant), ``retriever`` (:class:`Retriever`: the
-memoised index reads and the candidates), ``layer`` (:func:`related_layer`, the
-prompt's ``related`` layer).
+memoised index reads and the candidates), ``demand`` (what the line being written asks
+for: pins, its names the zone lacks, the receiver's class; off unless its setting is
+on), ``layer`` (:func:`related_layer`, the prompt's ``related`` layer).
 """
 
+from lsp_assist.context.retrieval.demand import demanded, parse_pin
 from lsp_assist.context.retrieval.layer import related_layer
 from lsp_assist.context.retrieval.names import (
     IDENT,
@@ -33,7 +35,9 @@ __all__ = [
     "Candidate",
     "Chosen",
     "Retriever",
+    "demanded",
     "identifiers",
+    "parse_pin",
     "partial_identifier",
     "related_layer",
     "subwords",

@@ -58,6 +58,8 @@ class Candidate:
     score: float
     reason: str
     language: str = ""
+    asked: bool = False
+    """What the line asks for (demand.py): its long form may take the whole layer."""
 
     @property
     def key(self) -> tuple[str, int]:

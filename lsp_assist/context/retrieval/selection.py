@@ -62,7 +62,8 @@ def select(
 ) -> list[Chosen]:
     """Return what goes into the layer within ``budget`` tokens, in prompt order.
 
-    The definitions named at the cursor go in whole first (else as signature + doc);
+    The definitions named at the cursor go in whole first (else as signature + doc; what
+    the line asks for, ``Candidate.asked``, may take the whole layer so);
     then every other candidate, best first, gets its compact signature; then, best
     first, candidates scoring at least ``BODY_SCORE`` are enlarged to their whole
     definition (else signature + doc) while that fits. ``header_cost(source)`` is
@@ -120,7 +121,8 @@ def select(
         found = forms(cand) if cand.score >= AT_CURSOR else None
         if found is not None:
             options = [("full", found[0]), ("short", found[1])]
-            bodies = [(f, t) for f, t in options if count(t) <= budget * AT_CURSOR_SHARE]
+            share = 1.0 if cand.asked else AT_CURSOR_SHARE
+            bodies = [(f, t) for f, t in options if count(t) <= budget * share]
             add(cand, [*bodies, ("signature", found[2])])
     for cand in ranked:
         if budget - spent < MIN_ITEM_TOKENS:
