@@ -150,6 +150,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="python,java,cpp,csharp",
         help="with --safim: which languages",
     )
+    crossfile = parser.add_argument_group(
+        "cross-file lines (--crossfile)",
+        "lines of packages the model has not read whose completion uses a name another file "
+        "of the package defines, each served at its start (the file cut there, an automatic "
+        "request) by rows plain (FIM of the file), default and oracle (the needed definition "
+        'pinned); exact, identifier match, edit similarity, keys saved (docs/evaluation.md, "Cross-'
+        'file lines"); --tasks per package (default 30), --rows a subset of plain,default,oracle',
+    )
+    crossfile.add_argument(
+        "--crossfile",
+        action="store_true",
+        help="the cross-file line benchmark instead: writes table.md and results.json to --out",
+    )
+    crossfile.add_argument(
+        "--package",
+        action="append",
+        default=[],
+        metavar="[NAME=]DIR",
+        help="a package's folder (repeatable; WORKSPACE counts as one), e.g. "
+        "/tmp/ws/strands and tanstack-db=/tmp/tanstack-db/package/src",
+    )
     replay = parser.add_argument_group(
         "acceptance replay (--replay)",
         "a user retypes regions of real code at a fixed pace without waiting for answers; "
@@ -234,6 +255,8 @@ def run(args: argparse.Namespace) -> int:
         split_tasks,
     )
 
+    if args.crossfile:
+        return run_crossfile(args)
     if args.from_json is not None:
         if args.replay:
             return replay_from_json(args.from_json, args.out)
@@ -371,6 +394,59 @@ def run_replay(args: argparse.Namespace) -> int:
     print((args.out / "table.md").read_text(encoding="utf-8"))
     print("wrote " + ", ".join(map(str, written)))
     return 1 if any(r.get("error") for r in result["rows"]) else 0
+
+
+def run_crossfile(args: argparse.Namespace) -> int:
+    """Run the cross-file line benchmark (or recompute it --from-json); write table.md and
+    results.json to --out."""
+    from lsp_assist.backends.models import resolve_model
+    from lsp_assist.errors import LspAssistError
+    from lsp_assist.evaluation import crossfile_run as run
+    from lsp_assist.evaluation.crossfile import DEFAULT_TASKS as PER_PACKAGE
+    from lsp_assist.evaluation.crossfile import ROW_NAMES, table
+
+    if args.from_json is not None:
+        print(table(run.from_json(args.from_json, args.out)))
+        return 0
+    rows = tuple(r.strip() for r in (args.rows or ",".join(ROW_NAMES)).split(",") if r.strip())
+    packages = [run.parse_package(p) for p in args.package]
+    if args.workspace is not None:
+        packages.insert(0, run.parse_package(str(args.workspace)))
+    tasks = PER_PACKAGE if args.tasks is None else args.tasks
+    why = ""
+    if not rows or set(rows) - set(ROW_NAMES):
+        why = f"--rows: expected a subset of {','.join(ROW_NAMES)}"
+    elif not packages:
+        why = "--package: name the packages (docs/evaluation.md, Cross-file lines: how to get them)"
+    elif tasks < 1:
+        why = "--tasks must be >= 1"
+    elif missing := [str(folder) for _, folder in packages if not folder.is_dir()]:
+        why = f"not a folder: {', '.join(missing)}"
+    if why:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
+    try:
+        model = resolve_model(args.model or "")[0].resolve()
+        config = run.CrossfileConfig(
+            packages=[(name, folder.resolve()) for name, folder in packages],
+            model=model,
+            tasks=tasks,
+            seed=args.seed,
+            rows=rows,
+            settings=dict(item.partition("=")[::2] for item in args.setting),
+            scratch=args.work.resolve() if args.work else None,
+            keep=args.keep,
+            out=args.out,
+        )
+        command = "lsp-assist " + shlex.join(getattr(args, "argv", ["bench", "--crossfile"]))
+        result = run.run_crossfile(config, command.strip())
+    except (LspAssistError, RuntimeError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    text, data = run.write_outputs(args.out, result)
+    print(table(result))
+    print(f"wrote {text}, {data}")
+    return 1 if any(r.get("leaked") for r in result["records"]) else 0
 
 
 def replay_from_json(path: Path, out: Path) -> int:

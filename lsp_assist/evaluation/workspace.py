@@ -13,7 +13,7 @@ import random
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,8 +78,10 @@ def prepare_workspace(
     typing: int,
     seed: int,
     scratch: Path | None = None,
+    on_index: Callable[[Any], None] | None = None,
 ) -> tuple[Workspace, list[Task]]:
-    """Copy ``source``'s indexable files, index the copy, choose the tasks."""
+    """Copy ``source``'s indexable files, index the copy, choose the tasks (``on_index``, when
+    given, reads the scanned index too: another benchmark's tasks)."""
     from lsp_assist.config import workspace_cache_dir
     from lsp_assist.index import FileRules, WorkspaceIndex
 
@@ -103,6 +105,8 @@ def prepare_workspace(
         tasks = generate_tasks(
             index, cross_file=cross_file, in_file=in_file, typing=typing, seed=seed
         )
+        if on_index is not None:
+            on_index(index)
         files = sorted(index.relative(p) for p in index.files())
     finally:
         index.stop()
