@@ -3,17 +3,18 @@
 This module owns the ``chain`` arm of ``lsp-assist bench --humaneval --chain``
 (docs/evaluation.md, "HumanEval infilling"): on a multi-line or random-span task the
 user asks the real server at the cursor (one inline request, as the ``server`` arm
-sends), waits until the server is done writing (an early answer's whole, the kept lines
-after it: docs/serving.md), accepts what it shows whole (its text over its range, one
-didChange, and the item's ``lspAssist.accept``), asks again at the end of what it
-accepted (where nothing is shown at a line's end, it presses Enter, the editor indents
-the new line, and it asks there), and goes on until the answer has as many lines as
-the removed part (the line count the published truncation reads), the server offers
-nothing, or it spent its asks (:func:`ask_cap`). What it submits is what it accepted, cut as the
-plain answer truncated as published is (humaneval_sets.truncate_plain): the expected
-text is never read to choose what to take, only its line count to stop. :func:`chain` is the
-user against any :class:`Suggester`; :class:`ServerSuggester` is the real server over
-stdio; :func:`run_chain` runs the arm. No pygls here (the client module has it).
+sends; after an edit automatic, as the editor asks after a change), waits until the
+server is done writing (an early answer's whole, the kept lines after it:
+docs/serving.md), accepts what it shows whole (its text over its range, one didChange,
+and the item's ``lspAssist.accept``), asks again at the end of what it accepted (where
+nothing is shown at a line's end, it presses Enter, the editor indents the new line, and
+it asks there), and goes on until the answer has as many lines as the removed part (the
+line count the published truncation reads), the server offers nothing, or it spent its
+asks (:func:`ask_cap`). What it submits is what it accepted, cut as the plain answer
+truncated as published is (humaneval_sets.truncate_plain): the expected text is never
+read to choose what to take, only its line count to stop. :func:`chain` is the user
+against any :class:`Suggester`; :class:`ServerSuggester` is the real server over stdio;
+:func:`run_chain` runs the arm. No pygls here (the client module has it).
 """
 
 from __future__ import annotations
@@ -304,11 +305,13 @@ async def recorded(client: Any, request_id: str, wait_s: float = WAIT_S) -> dict
 
 @dataclass(slots=True)
 class ServerSuggester:
-    """The real server over stdio, asked at one open document (``uri``)."""
+    """The real server over stdio, asked at one open document (``uri``): the first time
+    with ``trigger``, after an edit as the editor asks after a change (automatic)."""
 
     client: Any
     uri: str
     trigger: str = "automatic"
+    """The first ask's (``--trigger``); every later one is automatic."""
     version: int = 1
 
     async def ask(self, text: str, line: int, character: int) -> Shown:
@@ -316,11 +319,12 @@ class ServerSuggester:
         what it showed (an early answer's start), ask again there once it is written."""
         from lsp_assist.evaluation.humaneval_run import inline_item
 
+        trigger = self.trigger if self.version == 1 else "automatic"
         first: dict[str, Any] = {}
         shown = Shown("", requests=0)
         for tries in range(1, WHOLE_TRIES + 1):
             suggestion, edit_range, client_ms, last = await inline_item(
-                self.client, self.uri, line, character, trigger=self.trigger
+                self.client, self.uri, line, character, trigger=trigger
             )
             request_id = str(last.get("request_id", ""))
             if last.get("pending") and request_id:

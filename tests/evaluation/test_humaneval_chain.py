@@ -185,6 +185,7 @@ class FakeClient:
         self.items = items
         self.statuses = statuses
         self.requests: list[tuple[int, int]] = []
+        self.triggers: list[types.InlineCompletionTriggerKind] = []
         self.changes: list[types.DidChangeTextDocumentParams] = []
         self.commands: list[tuple[str, list[Any]]] = []
 
@@ -193,6 +194,7 @@ class FakeClient:
     ) -> types.InlineCompletionList:
         """Answer with the next scripted item (text, its accept command's id)."""
         self.requests.append((params.position.line, params.position.character))
+        self.triggers.append(params.context.trigger_kind)
         text, item = self.items.pop(0)
         here = types.Range(start=params.position, end=params.position)
         accept = types.Command(title="Accept", command="lspAssist.accept", arguments=[item])
@@ -237,6 +239,25 @@ def test_an_early_answer_is_asked_again_once_its_whole_is_written(
     assert change.text_document.version == 2
     assert change.content_changes[0].text == "total = a"  # type: ignore[union-attr]
     assert client.commands[-1] == ("lspAssist.accept", ["r2"])
+
+
+def test_the_first_ask_is_the_trigger_asked_for_and_the_next_automatic() -> None:
+    # the user asked (Alt+\\) once; after the accept the editor asks on its own
+    whole = {"request_id": "r1", "text": "if b:", "latency_ms": 5.0}
+    client = FakeClient(
+        items=[("if b:", "r1"), ("\n        total = total + b", "r2")],
+        statuses=[whole, whole, {"request_id": "r2", "text": "\n        total = total + b"}],
+    )
+    suggester = hc.ServerSuggester(client, "file:///he_900.py", trigger="invoked")
+    task = next(t for t in hs.multi_line_tasks(ADD) if t.name == "L2_L3")
+    result = asyncio.run(hc.chain(task, suggester))
+    assert result.stop == "lines" and result.accepted == task.expected
+    kind = types.InlineCompletionTriggerKind
+    assert client.triggers == [kind.Invoked, kind.Automatic]
+    assert [c for c in client.commands if c[0] == "lspAssist.accept"] == [
+        ("lspAssist.accept", ["r1"]),
+        ("lspAssist.accept", ["r2"]),
+    ]
 
 
 def test_an_answer_already_whole_is_one_ask() -> None:
