@@ -62,7 +62,14 @@ from lsp_assist.context.memory import (
     zone_growth,
 )
 from lsp_assist.context.model import AssembledPrompt, Cursor, LayerItem, TokenCounter
-from lsp_assist.context.retrieval import Candidate, Retriever, demanded, related_layer
+from lsp_assist.context.retrieval import (
+    CLASS_KINDS,
+    SIGNATURE_ONLY,
+    Candidate,
+    Retriever,
+    demanded,
+    related_layer,
+)
 from lsp_assist.context.similar import SimilarCode, similar_layer
 from lsp_assist.context.summaries import FileOutline, project_summary_layer
 from lsp_assist.context.syntax import TreeCache
@@ -502,14 +509,26 @@ class ContextEngine:
     def _unmet(
         self, cursor: Cursor, lines: list[str], settings: ContextSettings, kept: BuildNote
     ) -> bool:
-        """True when the line now asks for a definition the kept build was not asked for."""
+        """True when the line now asks for a definition the kept build neither was asked for
+        nor holds: a function in any form, a class in more than its compact signature (one
+        already in the KV cache is not evaluated again)."""
         if not (settings.related_pins or settings.related_line_names or settings.related_receivers):
             return False
         entry = self.retriever.entry(cursor.path)
         imports = list(entry.imports) if entry is not None else []
         start = min(kept.line.span[0], cursor.line)
         found = self._demand(cursor, lines, settings, start, imports)
-        return any(cand.key not in kept.line.asked for cand in found)
+        held = {
+            (item.source, item.symbol): item.reason.endswith(SIGNATURE_ONLY)
+            for item in kept.line.parts.items.get("related", [])
+        }
+
+        def met(cand: Candidate) -> bool:
+            compact = held.get((cand.source, cand.label))
+            whole = compact is False or (compact and cand.symbol.kind not in CLASS_KINDS)
+            return cand.key in kept.line.asked or bool(whole)
+
+        return not all(met(cand) for cand in found)
 
     def _related(self, fresh: _Fresh) -> None:
         """Grant the related definitions, what the line asks for first."""

@@ -22,6 +22,7 @@ from lsp_assist.context.retrieval.demand import (
     binds,
     line_names,
     receiver_chain,
+    type_heads,
     variable_types,
 )
 from lsp_assist.context.tokens import ApproxTokenizer
@@ -225,6 +226,12 @@ def test_a_name_the_line_uses_makes_the_kept_line_build_fresh_once(tmp_path: Pat
     third = built.build(typed(typing, "or SessionStore"), memory=memory)
     head = second.prompt.split("<|fim_middle|>")[0]
     assert third.prompt.startswith(head)  # asked once: the line's head is kept from then on
+    # a function the kept head already holds (its signature) is not worth a fresh build
+    assert "describe_tool" in related(first)
+    at_start = PromptMemory()
+    at_start.remember(first.note)
+    known = built.build(typed(cursor, "x = describe_tool "), memory=at_start)
+    assert known.prompt.startswith(first.prompt.split("<|fim_middle|>")[0])
     # with the setting off the line keeps its first build's head: the long form never enters
     plain = engine(index)
     kept = PromptMemory()
@@ -274,6 +281,10 @@ def test_a_receiver_reached_through_a_factory_or_an_annotation(tmp_path: Path) -
     assert attribute_types("constructor(private readonly api: ApiClient) {}", "api") == [
         "ApiClient"
     ]
+    assert type_heads("Optional[SessionStore] | None") == ["SessionStore", "None"]
+    assert type_heads("dict[str, Agent] ") == ["dict"]  # a container, not an Agent
+    assert type_heads("weakref.WeakKeyDictionary[Agent, int]") == ["WeakKeyDictionary"]
+    assert type_heads("Promise<Client>") == ["Client"] and type_heads('"Store"') == ["Store"]
     init = "def __init__(self, store: Store):\n    self._store = store\n"
     assert attribute_types(init, "_store") == ["Store"]
 

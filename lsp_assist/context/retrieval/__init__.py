@@ -16,7 +16,7 @@ for: pins, its names the zone lacks, the receiver's class; off unless its settin
 on), ``layer`` (:func:`related_layer`, the prompt's ``related`` layer).
 """
 
-from lsp_assist.context.retrieval.demand import demanded, parse_pin
+from lsp_assist.context.retrieval.demand import CLASS_KINDS, demanded, parse_pin
 from lsp_assist.context.retrieval.layer import related_layer
 from lsp_assist.context.retrieval.names import (
     IDENT,
@@ -27,11 +27,13 @@ from lsp_assist.context.retrieval.names import (
 )
 from lsp_assist.context.retrieval.retriever import Retriever
 from lsp_assist.context.retrieval.scoring import Candidate
-from lsp_assist.context.retrieval.selection import Chosen
+from lsp_assist.context.retrieval.selection import SIGNATURE_ONLY, Chosen
 
 __all__ = [
+    "CLASS_KINDS",
     "IDENT",
     "KEYWORDS",
+    "SIGNATURE_ONLY",
     "Candidate",
     "Chosen",
     "Retriever",

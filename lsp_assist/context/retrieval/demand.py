@@ -52,6 +52,13 @@ _RECEIVER = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\s*\.\s*)+)([A-Za-z_]\w*)?$")
 _RETURNS = re.compile(r"(?:->|\)\s*:)\s*([^:{=]+)")
 """What a function's signature says it returns (Python ``-> T``, TypeScript ``): T``)."""
 _PYTHON_BUILTINS = frozenset(dir(builtins))
+_WRAPPER = re.compile(
+    r"(?:typing\.)?(?:Optional|Annotated|ClassVar|Final|Required|NotRequired|ReadOnly|Readonly|"
+    r"Awaitable|Promise)\s*[\[<]"
+)
+"""Wrappers whose first argument is the type a value has (unwrapped by ``type_heads``)."""
+_MODIFIERS = "(?:private|public|protected|readonly|static|declare|override)"
+"""Words before a TypeScript field's name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +215,7 @@ def receiver_chain(typed: str) -> list[str]:
 def _enclosing_class(lines: Sequence[str], line: int) -> list[str]:
     """Return the lines of the class around ``line`` (by indentation), [] when none."""
     indent = len(lines[line]) - len(lines[line].lstrip()) if line < len(lines) else 0
-    for start in range(line - 1, max(-1, line - 1 - 4 * SCOPE_LINES), -1):
+    for start in range(line - 1, -1, -1):
         text = lines[start]
         depth = len(text) - len(text.lstrip())
         if not text.strip() or depth >= indent:
@@ -240,8 +247,9 @@ def attribute_types(text: str, attr: str) -> list[str]:
     patterns = (
         rf"(?:self|this)\.{a}\s*:\s*([^=\n;]+)",
         rf"(?:self|this)\.{a}\s*=\s*(?:await\s+)?(?:new\s+)?([A-Za-z_][\w.]*)\s*[(<]",
-        rf"^\s*(?:(?:private|public|protected|readonly|static|declare)\s+)*{a}\??\s*:\s*([^=\n;]+)",
-        rf"[(,]\s*(?:(?:private|public|protected|readonly)\s+)+{a}\??\s*:\s*([^=,)\n]+)",
+        rf"^\s*(?:{_MODIFIERS}\s+)*{a}\??\s*:\s*([^=\n;]+)",
+        rf"^\s*(?:{_MODIFIERS}\s+)*{a}\??\s*(?::[^=\n;]+)?=\s*(?:new\s+)?([A-Za-z_][\w.]*)\s*[(<]",
+        rf"[(,]\s*(?:{_MODIFIERS}\s+)+{a}\??\s*:\s*([^=,)\n]+)",
     )
     found = _found(patterns, text)
     for match in re.finditer(rf"(?:self|this)\.{a}\s*=\s*([A-Za-z_]\w*)\s*;?\s*$", text, re.M):
@@ -262,24 +270,46 @@ def variable_types(text: str, name: str) -> list[str]:
     return [t for _, t in sorted(_found(patterns, text), reverse=True)]
 
 
+def type_heads(type_text: str) -> list[str]:
+    """Return the names a type annotation or a called name stands for at its top: the head
+    of each ``|`` alternative, ``Optional[...]``/``Annotated[...]`` and the like unwrapped,
+    the last part of a dotted name (``dict[str, Agent]`` -> ``dict``: a container, not an
+    ``Agent``; ``Optional[Store] | None`` -> ``Store``, ``None``)."""
+    text = type_text.strip().strip("\"'")
+    while True:
+        wrapped = _WRAPPER.match(text)
+        if wrapped is None:
+            break
+        text = text[wrapped.end() :].strip()
+    heads: list[str] = []
+    depth, part = 0, ""
+    for char in text + "|":
+        depth += (char in "[<(") - (char in "]>)")
+        if char == "|" and depth <= 0:
+            head = re.match(r"\s*[\"']?([A-Za-z_][\w.]*)", part)
+            if head is not None:
+                heads.append(head.group(1).rsplit(".", 1)[-1])
+            part = ""
+        else:
+            part += char
+    return heads
+
+
 def _class_of(
     retriever: Retriever, type_text: str, path: Path, imported: set[Path]
 ) -> Symbol | None:
     """Return the class a type annotation or called name means (a function called there
     leads to the class its signature returns, once)."""
-    for name in IDENT.findall(type_text):
-        if name in KEYWORDS:
-            continue
+    for name in type_heads(type_text):
         sym = _definition(retriever, name, path, imported, CLASS_KINDS)
         if sym is not None:
             return sym
         func = _definition(retriever, name, path, imported, frozenset({"function"}))
         returns = _RETURNS.search(func.signature) if func is not None else None
-        if returns is not None:
-            for inner in IDENT.findall(returns.group(1)):
-                sym = _definition(retriever, inner, path, imported, CLASS_KINDS)
-                if sym is not None:
-                    return sym
+        for inner in type_heads(returns.group(1)) if returns is not None else ():
+            sym = _definition(retriever, inner, path, imported, CLASS_KINDS)
+            if sym is not None:
+                return sym
     return None
 
 

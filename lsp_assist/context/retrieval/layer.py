@@ -98,11 +98,10 @@ def _rendered(maker: PieceMaker, cursor: Cursor, chosen: Sequence[Chosen]) -> Re
             current = cand.source
         piece = maker.piece("related", text)
         out.pieces.append(piece)
-        sym = cand.symbol
         out.items.append(
             LayerItem(
                 source=cand.source,
-                symbol=f"{sym.parent}.{sym.name}" if sym.parent else sym.name,
+                symbol=cand.label,
                 score=cand.score,
                 reason=cand.reason + pick.note,
                 tokens=len(piece.ids),

@@ -62,6 +62,12 @@ class Candidate:
     """What the line asks for (demand.py): its long form may take the whole layer."""
 
     @property
+    def label(self) -> str:
+        """The definition's name as explain shows it (``Parent.name`` for a member)."""
+        sym = self.symbol
+        return f"{sym.parent}.{sym.name}" if sym.parent else sym.name
+
+    @property
     def key(self) -> tuple[str, int]:
         """Stable identity and prompt order: source path, then line."""
         return (self.source, self.symbol.start_line)

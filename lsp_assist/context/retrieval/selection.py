@@ -33,6 +33,9 @@ MAX_CONSIDERED = 48
 MIN_ITEM_TOKENS = 6
 """Below this many tokens left, no further signature is tried."""
 
+SIGNATURE_ONLY = ", signature only"
+"""What explain adds to the reason of a definition in its compact form."""
+
 MAX_CHARS_PER_TOKEN = 8
 """A text longer than this many characters a token left is not tokenized to be tried."""
 
@@ -50,7 +53,7 @@ class Chosen:
     @property
     def note(self) -> str:
         """Return what explain adds to the reason for the form ('' when whole)."""
-        return {"short": ", signature and doc", "signature": ", signature only"}.get(self.form, "")
+        return {"short": ", signature and doc", "signature": SIGNATURE_ONLY}.get(self.form, "")
 
 
 def select(
