@@ -21,6 +21,8 @@
 (require 'jsonrpc)
 
 (declare-function lsp-assist--buffer-server "lsp-assist")
+(declare-function lsp-assist--async-request "lsp-assist")
+(declare-function lsp-assist--cancel-request "lsp-assist")
 
 (defgroup lsp-assist-next-edit nil
   "Next edits from lsp-assist."
@@ -109,9 +111,7 @@ both) can take 10-20 s on a CPU: its answer would be thrown away on arrival."
 
 (defun lsp-assist-next-edit--cancel ()
   (when lsp-assist-next-edit--pending
-    (ignore-errors
-      (jsonrpc-notify (car lsp-assist-next-edit--pending) :$/cancelRequest
-                      (list :id (cdr lsp-assist-next-edit--pending))))
+    (lsp-assist--cancel-request lsp-assist-next-edit--pending)
     (setq lsp-assist-next-edit--pending nil)))
 
 (defun lsp-assist-next-edit-dismiss ()
@@ -175,31 +175,31 @@ both) can take 10-20 s on a CPU: its answer would be thrown away on arrival."
         (push record lsp-assist-next-edit-requests)
         (when (> (length lsp-assist-next-edit-requests) 50)
           (setcdr (nthcdr 49 lsp-assist-next-edit-requests) nil))
-        (let ((id (car (jsonrpc-async-request
-                        server lsp-assist-next-edit--method params
-                        :success-fn
-                        (lambda (result)
-                          (when (buffer-live-p buffer)
-                            (with-current-buffer buffer
-                              (setq lsp-assist-next-edit--pending nil)
-                              (let ((edits (append (plist-get result :edits) nil))
-                                    (uri (plist-get doc :uri)))
-                                (plist-put record :edits (length edits))
-                                (if (or (not (eql tick (buffer-chars-modified-tick)))
-                                        (not (eq buffer (window-buffer (selected-window)))))
-                                    (plist-put record :stale t)
-                                  (let ((edit (cl-find-if
-                                               (lambda (e)
-                                                 (let ((d (plist-get e :textDocument)))
-                                                   (and (equal (plist-get d :uri) uri)
-                                                        (eql (plist-get d :version) version))))
-                                               edits)))
-                                    (when edit
-                                      (plist-put record :shown edit)
-                                      (lsp-assist-next-edit--show server edit))))))))
-                        :error-fn (lambda (err) (plist-put record :error err))
-                        :timeout-fn (lambda () (plist-put record :error 'timeout))
-                        :timeout lsp-assist-next-edit-timeout))))
+        (let ((id (lsp-assist--async-request
+                   server lsp-assist-next-edit--method params
+                   :success-fn
+                   (lambda (result)
+                     (when (buffer-live-p buffer)
+                       (with-current-buffer buffer
+                         (setq lsp-assist-next-edit--pending nil)
+                         (let ((edits (append (plist-get result :edits) nil))
+                               (uri (plist-get doc :uri)))
+                           (plist-put record :edits (length edits))
+                           (if (or (not (eql tick (buffer-chars-modified-tick)))
+                                   (not (eq buffer (window-buffer (selected-window)))))
+                               (plist-put record :stale t)
+                             (let ((edit (cl-find-if
+                                          (lambda (e)
+                                            (let ((d (plist-get e :textDocument)))
+                                              (and (equal (plist-get d :uri) uri)
+                                                   (eql (plist-get d :version) version))))
+                                          edits)))
+                               (when edit
+                                 (plist-put record :shown edit)
+                                 (lsp-assist-next-edit--show server edit))))))))
+                   :error-fn (lambda (err) (plist-put record :error err))
+                   :timeout-fn (lambda () (plist-put record :error 'timeout))
+                   :timeout lsp-assist-next-edit-timeout)))
           (setq lsp-assist-next-edit--pending (cons server id)))))))
 
 (defun lsp-assist-next-edit--schedule ()

@@ -1,6 +1,6 @@
 ;;; lsp-assist.el --- Local AI code completions from lsp-assist through eglot  -*- lexical-binding: t; -*-
 
-;; Version: 0.2.0
+;; Version: 0.3.0
 ;; Package-Requires: ((emacs "28.1") (eglot "1.9"))
 ;; Keywords: convenience, languages, tools
 ;; SPDX-License-Identifier: Apache-2.0
@@ -17,12 +17,13 @@
 ;;   (global-lsp-assist-mode 1)
 ;;
 ;; `lsp-assist-mode' (turned on by `global-lsp-assist-mode' in the buffers of
-;; `lsp-assist-modes') starts eglot, asks for a suggestion when point rests (after
-;; typing, after moving, on entering the buffer) and shows it after point.  While a
-;; suggestion shows, `lsp-assist-preview-map' is active: TAB accepts it, M-f a word,
-;; C-e a line, M-n and M-p cycle alternatives, C-g dismisses it.  C-c \ asks for
-;; one now.  The mode line shows the server's state: loading, ready (with the
-;; latency of the last suggestion), thinking, error, or off.
+;; `lsp-assist-modes') starts eglot, asks for a suggestion `lsp-assist-debounce-ms'
+;; (75) after each key or move (a new request cancels the one still out) and on
+;; entering the buffer, and shows it after point.  While a suggestion shows,
+;; `lsp-assist-preview-map' is active: TAB accepts it, M-f a word, C-e a line, M-n
+;; and M-p cycle alternatives, C-g dismisses it.  C-c \ asks for one now.  The
+;; mode line shows the server's state: loading, ready (with the latency of the last
+;; suggestion), thinking, error, or off.
 ;;
 ;; No eglot release speaks textDocument/inlineCompletion, so this package sends it
 ;; itself over eglot's connection; `completion-at-point' (C-M-i, company, corfu)
@@ -99,9 +100,32 @@ See `lsp-assist-disable-in-major-mode' and `lsp-assist-enable-in-major-mode'."
 
 (define-obsolete-variable-alias 'lsp-assist-preview-delay 'lsp-assist-delay "0.2.0")
 
-(defcustom lsp-assist-delay 0.3
-  "Seconds point must rest before lsp-assist asks for a suggestion by itself."
-  :type 'number)
+(defcustom lsp-assist-debounce-ms 75
+  "Milliseconds after a command before lsp-assist asks for a suggestion.
+After any command that moved point or changed the text.  A timer restarted
+by each command, short enough to fire between the keys of a steady typist
+\(one every 150-200 ms), as the Neovim plugin's debounce_ms.  A new request
+cancels the one still out ($/cancelRequest), not the key before it: a request
+that ends in between fills the server's type-through cache, which then
+answers the new one at once."
+  :type 'integer)
+
+(defcustom lsp-assist-delay nil
+  "Obsolete: seconds point must rest before asking; nil uses the debounce.
+A number here wins over `lsp-assist-debounce-ms' (as before 0.3.0, when the
+default was 0.3 s, which never elapsed between the keys of a steady typist,
+so nothing showed while typing)."
+  :type '(choice (const :tag "Use lsp-assist-debounce-ms" nil) number))
+
+(make-obsolete-variable 'lsp-assist-delay 'lsp-assist-debounce-ms "0.3.0")
+
+(defun lsp-assist--debounce-seconds ()
+  "Seconds to wait after a command before asking for a suggestion.
+`lsp-assist-debounce-ms', or the obsolete `lsp-assist-delay' when a number."
+  (let ((delay (with-no-warnings lsp-assist-delay)))
+    (if (numberp delay)
+        delay
+      (/ (max 0 (or lsp-assist-debounce-ms 0)) 1000.0))))
 
 (defcustom lsp-assist-report-cursor-delay 0.3
   "Seconds point must rest after a move (not an edit) before saying where.
@@ -628,12 +652,28 @@ Return the inserted text."
               (unless (string-empty-p rest)
                 (list :text rest :delete (max 0 (- end (point))) :item item)))))))))
 
+(defun lsp-assist--async-request (server method params &rest args)
+  "`jsonrpc-async-request' of METHOD with PARAMS to SERVER; return its id.
+ARGS are its keywords.  jsonrpc's own returns nil (in every release up to
+Emacs 30's), so a $/cancelRequest sent from its value named no request: the
+server logged \"Cancel notification for unknown message id None\" at every
+key.  The id is the connection's request counter, which jsonrpc increments
+for each request it sends; nil if that cannot be read."
+  (let ((before (ignore-errors (jsonrpc--next-request-id server))))
+    (apply #'jsonrpc-async-request server method params args)
+    (let ((after (ignore-errors (jsonrpc--next-request-id server))))
+      (and (integerp after) (not (eql before after)) after))))
+
+(defun lsp-assist--cancel-request (pending)
+  "Send $/cancelRequest for PENDING, a (SERVER . ID) request, if it can be named."
+  (when (and pending (integerp (cdr pending)) (jsonrpc-running-p (car pending)))
+    (ignore-errors (jsonrpc-notify (car pending) :$/cancelRequest `(:id ,(cdr pending))))))
+
 (defun lsp-assist--cancel-pending ()
   "Cancel the suggestion request in flight, if any."
   (when-let ((pending lsp-assist--pending))
     (setq lsp-assist--pending nil)
-    (when (jsonrpc-running-p (car pending))
-      (ignore-errors (jsonrpc-notify (car pending) :$/cancelRequest `(:id ,(cdr pending)))))))
+    (lsp-assist--cancel-request pending)))
 
 (defun lsp-assist--thinking (server delta)
   "Add DELTA to SERVER's count of requests in flight."
@@ -687,12 +727,12 @@ shows (lspAssist/suggestionReady); its latency is not the mode line's."
                          ;; answer is for the place before; ask again where point is.
                          ((and refresh (lsp-assist--typing-through-p))
                           (lsp-assist--refresh)))))))))
-      (let ((id (car (jsonrpc-async-request
-                      server method params
-                      :success-fn (lambda (response) (finish response))
-                      :error-fn (lambda (_err) (finish 'failed))
-                      :timeout-fn (lambda () (finish 'failed))
-                      :timeout lsp-assist-request-timeout))))
+      (let ((id (lsp-assist--async-request
+                 server method params
+                 :success-fn (lambda (response) (finish response))
+                 :error-fn (lambda (_err) (finish 'failed))
+                 :timeout-fn (lambda () (finish 'failed))
+                 :timeout lsp-assist-request-timeout)))
         ;; Counted once sent: a send that fails leaves no request in flight.
         (lsp-assist--thinking server 1)
         (unless done
@@ -1036,14 +1076,25 @@ Once per place."
             (ignore-errors (jsonrpc-notify server :lspAssist/didMoveCursor params))))))))
 
 (defun lsp-assist--schedule ()
-  "Ask for a suggestion once point has rested `lsp-assist-delay' seconds."
+  "Ask for a suggestion `lsp-assist-debounce-ms' after this command.
+A timer, not idle time: the next command restarts it."
   (when (timerp lsp-assist--timer)
     (cancel-timer lsp-assist--timer))
   (setq lsp-assist--timer nil)
   (when (and (lsp-assist--auto-allowed-p) (not lsp-assist--preview))
     (setq lsp-assist--timer
-          (run-with-timer lsp-assist-delay nil #'lsp-assist--auto-request
+          (run-with-timer (lsp-assist--debounce-seconds) nil #'lsp-assist--auto-request
                           (current-buffer) (lsp-assist--key)))))
+
+(defun lsp-assist--model-ready-p ()
+  "Non-nil when the buffer's server has its model loaded (a request may be out).
+While the model loads the answer is empty: ask once it is ready."
+  (let* ((server (lsp-assist--buffer-server))
+         (state (and server (lsp-assist--state server))))
+    (and server (jsonrpc-running-p server)
+         (plist-get state :ready) (not (plist-get state :error))
+         (not (cl-find-if #'lsp-assist--loading-progress-p
+                          (mapcar #'cdr (plist-get state :progress)))))))
 
 (defun lsp-assist--auto-request (buffer key)
   "Ask for a suggestion in BUFFER if it is selected and still at KEY."
@@ -1051,8 +1102,10 @@ Once per place."
     (with-current-buffer buffer
       (when (and lsp-assist-mode (lsp-assist--auto-allowed-p) (not lsp-assist--preview)
                  (equal key (lsp-assist--key)) (not (minibufferp)) (not (region-active-p))
-                 ;; While the model loads the answer is empty: ask once it is ready.
-                 (eq (car (lsp-assist-state)) 'ready))
+                 ;; Ready, also while an older request is out (the mode line says
+                 ;; thinking): this one cancels it.  Waiting for `ready' there asked
+                 ;; nothing while a request was out, so a typist saw nothing.
+                 (lsp-assist--model-ready-p))
         (lsp-assist--request 'automatic
                              (lambda (suggestions) (lsp-assist--show-choices suggestions nil t)))))))
 
@@ -1176,8 +1229,9 @@ C-c \\ asks for a suggestion.  M-\\ (copilot.vim's key) stays
 ;;;###autoload
 (define-minor-mode lsp-assist-mode
   "AI suggestions from lsp-assist, shown after point.
-Starts eglot with lsp-assist for this buffer.  A suggestion is asked
-for when point rests.  While one shows (`lsp-assist-preview-map'):
+Starts eglot with lsp-assist for this buffer.  A suggestion is asked for
+`lsp-assist-debounce-ms' after each key or move.
+While one shows (`lsp-assist-preview-map'):
 \\<lsp-assist-preview-map>\\[lsp-assist-accept] inserts it, \\[lsp-assist-accept-word] a word, \\[lsp-assist-accept-line] a line,
 \\[lsp-assist-next] and \\[lsp-assist-previous] cycle, \\[lsp-assist-dismiss] dismisses it.
 \\<lsp-assist-mode-map>\\[lsp-assist-suggest] asks for one now.

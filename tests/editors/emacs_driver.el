@@ -292,7 +292,7 @@ fallback positions, as the small model answers nothing at some places)."
         (driver-keys "C-g")
         (put 'dismissed_line (driver-line))
         (put 'dismissed_preview (lsp-assist-preview-text))
-        (driver-idle (* 4 lsp-assist-delay))
+        (driver-idle (* 4 (lsp-assist--debounce-seconds)))
         (put 'dismissed_requested (driver-bool (not (equal before (driver-request-time))))))
       ;; M-] after an automatic suggestion asks explicitly for alternatives and shows
       ;; the second of the server's answer.
@@ -318,7 +318,7 @@ fallback positions, as the small model answers nothing at some places)."
       (driver-restore line text)
       (let ((before (driver-request-time)))
         (driver-keys "C-a C-e")
-        (driver-idle (* 4 lsp-assist-delay))
+        (driver-idle (* 4 (lsp-assist--debounce-seconds)))
         (put 'disabled_requested (driver-bool (not (equal before (driver-request-time)))))
         (driver-keys "C-c \\")
         (put 'manual_request (driver-wait-request-after before))
@@ -332,7 +332,7 @@ fallback positions, as the small model answers nothing at some places)."
       (driver-restore line text)
       (let ((before (driver-request-time)))
         (driver-keys "C-a C-e")
-        (driver-idle (* 4 lsp-assist-delay))
+        (driver-idle (* 4 (lsp-assist--debounce-seconds)))
         (put 'mode_disabled_requested (driver-bool (not (equal before (driver-request-time))))))
       (lsp-assist-enable-in-major-mode major-mode)
       (put 'mode_enabled_again (driver-trigger-auto line text))
@@ -543,7 +543,7 @@ a request in flight, a dismissed suggestion."
         (when (and program (not (string-empty-p program)))
           (setq lsp-assist-command (list program "serve")))
         (setq lsp-assist-settings settings
-              lsp-assist-delay 0.1
+              lsp-assist-debounce-ms 100
               eglot-sync-connect timeout
               eglot-connect-timeout timeout
               ;; A loaded machine may take a while; the test checks answers, not speed.

@@ -18,10 +18,13 @@ and the server's defaults, as a new user has them, for the figures of docs/edito
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from .metrics import model_requests
 from .project import SETTINGS, STDLIB_FILE, one_thread
 from .tmux import Screen
 
@@ -79,12 +82,15 @@ def region_keys(region: list[str]) -> list[tuple[str, str, str]]:
 
 def ghost_on_row(row: str, typed: str) -> str:
     """What a terminal row shows right of the ``typed`` text of its line (after the
-    editor's indentation): the ghost text; anything else on the row counts as such."""
+    editor's indentation): the ghost text ('' when the row does not show all of
+    ``typed`` yet)."""
     base = row[: len(row) - len(row.lstrip())] + typed
     shown = row.rstrip()
-    if shown == base:
+    # Nothing after it (a typed blank is not on the row), or the editor has not drawn
+    # the last key yet (a busy machine): no ghost text to be seen.
+    if not shown.startswith(base.rstrip()) or shown == base.rstrip():
         return ""
-    return shown[len(base) :] if shown.startswith(base) else shown.strip()
+    return shown[len(base) :] if shown.startswith(base) else shown[len(base.rstrip()) :]
 
 
 @dataclass
@@ -134,6 +140,25 @@ def type_in_tmux(screen: Screen, region: list[str], tally: Tally) -> None:
         screen.send(key, literal=key != "Enter")
         tally.key(typed, rest, ghost)
     time.sleep(KEY_S)
+
+
+def wait_rested(log: Path, cache: Path, line: int, before: int, timeout: float = 180) -> None:
+    """Wait until the server has evaluated the prompt where the cursor rests on ``line``
+    (0-based): a cursor prefill there in its log (``--log-level DEBUG``), or a model
+    request after the first ``before`` in its metrics log. An editor that asks where the
+    cursor rests (Emacs, after any move) sends its request with the cursor report; the
+    request goes first and evaluates the prompt, and the prefill has nothing left to do.
+    """
+    pattern = re.compile(rf"prefilled \(cursor\) \S+:{line}:\d+: ")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if log.exists() and pattern.search(log.read_text(errors="replace")):
+            return
+        if len(model_requests(cache)) > before:
+            return
+        time.sleep(0.1)
+    tail = log.read_text(errors="replace")[-3000:] if log.exists() else "(no log)"
+    raise AssertionError(f"the prompt at line {line} not evaluated within {timeout} s:\n{tail}")
 
 
 def typing_model() -> str | None:
