@@ -26,7 +26,14 @@ from .support.emacs import EMACS, emacs_in_tmux, install_snippet, needs_eglot
 from .support.metrics import model_requests
 from .support.project import EDITORS, REPO, env_settings
 from .support.tmux import needs_tmux
-from .support.typing import Tally, type_in_tmux, typing_setup, wait_rested, without_region
+from .support.typing import (
+    Tally,
+    type_in_tmux,
+    typed_lines_show,
+    typing_setup,
+    wait_rested,
+    without_region,
+)
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
@@ -71,6 +78,8 @@ def test_emacs_nw_shows_suggestions_while_the_user_types_at_180_ms_a_key(
         wait_rested(log, cache, above, before)  # the report, or the request, evaluated it
         tmux.send("Enter")  # a new line, indented by electric-indent-mode
         type_in_tmux(tmux, region, tally)
+        screen = tmux.screen()
+        assert typed_lines_show(screen, region), (region, screen)  # electric indent
     finally:
         tmux.close()
     server_log = log.read_text()

@@ -21,7 +21,7 @@ import pytest
 from .support.metrics import wait_prefilled
 from .support.nvim import NVIM, plugin_in_tmux, status
 from .support.tmux import TMUX
-from .support.typing import Tally, type_in_tmux, typing_setup, without_region
+from .support.typing import Tally, type_in_tmux, typed_lines_show, typing_setup, without_region
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
@@ -53,6 +53,8 @@ def test_nvim_shows_ghost_text_while_the_user_types_at_180_ms_a_key(
         wait_prefilled(log, above)  # rested: reported after 300 ms, the prompt evaluated
         tmux.send("o")
         type_in_tmux(tmux, region, tally)
+        screen = tmux.screen()
+        assert typed_lines_show(screen, region), (region, screen)  # autoindent
         tmux.send("Escape", ":qa!", "Enter")
     finally:
         tmux.close()

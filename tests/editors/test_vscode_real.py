@@ -48,6 +48,14 @@ from .support.project import (
     STDLIB_FILE,
     one_thread,
 )
+from .support.typing import (
+    KEY_S,
+    Tally,
+    region_keys,
+    typed_lines_show,
+    typing_setup,
+    without_region,
+)
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]
 
@@ -529,3 +537,34 @@ def test_vscode_real_reports_where_the_cursor_rests(
     assert warm["prompt_tokens"] > 200 and cold["prompt_tokens"] > 200, (warm, cold)
     assert warm["reused_tokens"] >= warm["prompt_tokens"] * 0.8, warm
     assert cold["reused_tokens"] < cold["prompt_tokens"] * 0.3, cold
+
+
+def test_vscode_real_shows_ghost_text_while_the_user_types_at_180_ms_a_key(
+    vscode: Callable[..., Session], workspace: Path, server_env: dict[str, str]
+) -> None:
+    """A steady typist (issue 45): a region of asyncio/queues.py removed, the cursor rests
+    at the end of the line above it until the server has evaluated the prompt there, then
+    Enter (VS Code indents) and the region typed back at one key every 180 ms without
+    waiting (drive.mjs's ``typeReading``: the ghost text read before each key; brackets
+    and quotes auto-closed, as VS Code does). Ghost text must show at more than 15 % of
+    the keys: a stall in the extension's request path (each request cancelled by the next
+    key before its answer) shows none."""
+    above, region, text = without_region()
+    (workspace / "queues.py").write_text(text)
+    env, settings = typing_setup(server_env)
+    vs = vscode(workspace, settings, env, log_level="DEBUG")
+    vs("open", file="queues.py")
+    vs.wait_ready()
+    time.sleep(2)  # the prefill at the file's start, then the report where it opened
+    vs.goto(above + 1, 1)
+    vs("press", key="End")
+    wait_prefilled(vs.server_log, above)  # rested: reported after 300 ms, the prompt evaluated
+    vs("press", key="Enter")
+    keys = region_keys(region)
+    readings = vs("typeReading", keys=[key for _, _, key in keys], delayMs=int(KEY_S * 1000))
+    lines = vs.read("visibleLines")
+    assert typed_lines_show(lines, region), (region, lines)  # indented, brackets closed once
+    tally = Tally("vscode")
+    for (typed, rest, _), ghost in zip(keys, readings, strict=True):
+        tally.key(typed, rest, "\n".join([ghost["inline"], *ghost["below"]]))
+    tally.check(vs.context())

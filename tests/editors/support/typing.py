@@ -93,6 +93,12 @@ def ghost_on_row(row: str, typed: str) -> str:
     return shown[len(base) :] if shown.startswith(base) else shown[len(base.rstrip()) :]
 
 
+def typed_lines_show(screen: list[str], region: list[str]) -> bool:
+    """Whether each line of ``region``, with its indentation (the editor's auto-indent),
+    starts a line of ``screen`` (ghost text may follow the last one)."""
+    return all(any(row.startswith(line.rstrip()) for row in screen) for line in region)
+
+
 @dataclass
 class Tally:
     """The keys typed, those read with ghost text on screen (what was typed on the line

@@ -214,6 +214,26 @@ const OPS = {
     return true;
   },
 
+  /**
+   * A steady typist: each of `keys` ("Enter", or a character typed as text) `delayMs`
+   * after the one before, never waiting for an answer; before each key, the ghost text
+   * on screen (ghostText). Returns those readings, one per key.
+   */
+  async typeReading({ keys, delayMs = 180 }) {
+    const readings = [];
+    for (const key of keys) {
+      await page.waitForTimeout(delayMs);
+      readings.push(await page.evaluate(ghostText));
+      if (key === 'Enter') {
+        await page.keyboard.press('Enter');
+      } else {
+        await page.keyboard.type(key);
+      }
+    }
+    await page.waitForTimeout(delayMs);
+    return readings;
+  },
+
   async sleep({ ms }) {
     await page.waitForTimeout(ms);
     return true;
