@@ -1103,8 +1103,8 @@ While the model loads the answer is empty: ask once it is ready."
       (when (and lsp-assist-mode (lsp-assist--auto-allowed-p) (not lsp-assist--preview)
                  (equal key (lsp-assist--key)) (not (minibufferp)) (not (region-active-p))
                  ;; Ready, also while an older request is out (the mode line says
-                 ;; thinking): this one cancels it.  Waiting for `ready' there asked
-                 ;; nothing while a request was out, so a typist saw nothing.
+                 ;; thinking): this one cancels it.  Waiting for `ready' skipped
+                 ;; the keys that came while a request was out.
                  (lsp-assist--model-ready-p))
         (lsp-assist--request 'automatic
                              (lambda (suggestions) (lsp-assist--show-choices suggestions nil t)))))))
