@@ -546,8 +546,9 @@ def chain_lines(result: dict[str, Any]) -> list[str]:
     meta, f = result["meta"], arm.get("chain", {})
     stops = ", ".join(f"{why} {n}" for why, n in sorted(f.get("stops", {}).items()))
     return [
-        f"**{arm['label']}**: the same server, {trigger_words(meta)} at the cursor, "
-        "answered whole (an early answer asked again once written); the user accepts the "
+        f"**{arm['label']}**: the same server, {trigger_words(meta)} at the cursor, then "
+        "an automatic one after each change (as the editor asks), each answered whole (an "
+        "early answer asked again once written); the user accepts the "
         "item whole (didChange, lspAssist.accept) and asks again at its end (where nothing "
         "is shown at a line's end, it presses Enter, auto-indented, and asks there), until "
         "the answer has as many lines as the removed part, the server shows nothing, or "
