@@ -2,7 +2,7 @@
 
 Usage:
   .venv/bin/python tests/benchmarks/long_day.py [--requests 50000] [--model coder-0.5b|GGUF]
-        [--threads N] [--workspace DIR] [--every 500] [--window 5000] [--trace FRAMES]
+        [--threads N] [--workspace DIR] [--every 500] [--window 5000] [--trace 0|FRAMES]
         [--top 15] [--checkpoints 5] [--seed 47] [--out DIR]
 
 Starts ``lsp-assist serve`` over stdio on a copy of a workspace of a few hundred real
@@ -26,9 +26,14 @@ each request answered (not those it cancelled), P50/P90/P99 per ``--window`` req
 It writes ``results.json``, ``table.md`` and ``long-day.png`` (matplotlib, as ``lsp-assist
 stats --plot`` does) into ``--out``, and prints the table.
 
-``--trace`` (default 1 frame; 0 turns it off) runs the server under tracemalloc
-(``LSP_ASSIST_TRACEMALLOC``), which makes it slower: compare latencies of runs with the
-same setting. The lead's run: ``--requests 50000 --model coder-0.5b`` on a quiet machine.
+``--trace N`` runs the server under tracemalloc with N frames (``LSP_ASSIST_TRACEMALLOC``)
+for the traced heap and its top allocators. It is off by default: tracing makes the
+server slower and bigger (a trace per live block, ~50 bytes; a snapshot for the top
+allocators takes hundreds of MB for a moment, and RSS keeps some of it), so RSS and
+latency are measured without it and the heap by its live blocks
+(``sys.getallocatedblocks``); a traced run says who holds the heap. RSS is read before
+each ``lspAssist.memory``. The lead's run: ``--requests 50000 --model coder-0.5b`` on a
+quiet machine.
 """
 
 from __future__ import annotations
@@ -362,14 +367,16 @@ class Typist:
 
 
 def sample(client: LoadClient, requests: int, top: int) -> dict[str, Any]:
-    """One sample of the server: /proc figures and ``lspAssist.memory``."""
+    """One sample of the server: /proc figures, then ``lspAssist.memory`` (a tracemalloc
+    snapshot for the top allocators takes memory of its own: RSS is read before it)."""
+    rss, threads, fds = round(client.rss_mb(), 1), client.threads(), client.fds()
     memory = client.command("lspAssist.memory", top)
     process = memory["process"]
     return {
         "requests": requests,
-        "rss_mb": round(client.rss_mb(), 1),
-        "threads": client.threads(),
-        "fds": client.fds(),
+        "rss_mb": rss,
+        "threads": threads,
+        "fds": fds,
         "python_blocks": process.get("python_blocks"),
         "traced_mb": process.get("traced_mb"),
         "top": process.get("top", []),
@@ -611,7 +618,7 @@ def main() -> None:
     parser.add_argument("--workspace", default="", help="a folder to copy (default: pip)")
     parser.add_argument("--every", type=int, default=500, help="requests between samples")
     parser.add_argument("--window", type=int, default=5000, help="requests per latency row")
-    parser.add_argument("--trace", type=int, default=1, help="tracemalloc frames (0: off)")
+    parser.add_argument("--trace", type=int, default=0, help="tracemalloc frames (0: off)")
     parser.add_argument("--top", type=int, default=15, help="top allocators at checkpoints")
     parser.add_argument("--checkpoints", type=int, default=5, help="samples with allocators")
     parser.add_argument("--seed", type=int, default=47)
