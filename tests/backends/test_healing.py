@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 import pytest
 
@@ -108,7 +110,7 @@ def test_the_session_builds_the_healing_index_at_load(
     settings, _ = parse_settings(
         {"modelPath": str(smol_path), "contextBudget": 256, "metrics": False, "watch": False}
     )
-    monkeypatch.setattr(healing, "_INDEXES", {})  # none built yet in this process
+    monkeypatch.setattr(healing, "_INDEXES", OrderedDict())  # none built yet in this process
     session = Session(settings, workspace=tmp_path)
     try:
         backend = session.load_backend()
