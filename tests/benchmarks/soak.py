@@ -44,7 +44,8 @@ from tests.support.workspace import copy_demo  # noqa: E402
 def run(
     requests: int, model: str, *, trace: bool = False, frames: int = 1, sample_every: int = 100
 ) -> tuple[SoakReport, list[str], dict[str, Any]]:
-    """Soak a fresh server; return the report, the top memory growth (with trace), status."""
+    """Soak a fresh server; return the report, the top memory growth (with trace), status
+    (with what ``lspAssist.memory`` lists under ``memory``)."""
     tmp = Path(tempfile.mkdtemp(prefix="lsp-assist-soak-"))
     workspace = copy_demo(tmp)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LSP_ASSIST_")}
@@ -65,6 +66,7 @@ def run(
     try:
         report = soak(client, files, requests, sample_every=sample_every, trace_dir=trace_dir)
         status = client.command("lspAssist.status")
+        status["memory"] = client.command("lspAssist.memory")
     finally:
         client.close()
     growth: list[str] = []

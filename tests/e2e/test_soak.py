@@ -1,6 +1,10 @@
 """A short soak through the real server over stdio (issue 11): keystrokes, cancels, file
 switches; every request answered, no errors, and memory, threads and descriptors flat.
 
+At the end ``lspAssist.memory`` lists nothing over its bound, the backend's structures
+included (the saved KV states against ``kvCacheMb``, the token-healing indexes), which
+tests/serving/test_bounds.py cannot reach with its fake model.
+
 The full soak is ``tests/benchmarks/soak.py --requests 3000``; this one runs a few hundred
 requests with SmolLM2 and the server under tracemalloc (a ``sitecustomize`` hook, one
 frame), so growth is counted in live Python allocations, which neither the allocator's
@@ -33,6 +37,11 @@ def test_soak_answers_everything_and_holds_its_resources() -> None:
     assert report.unanswered == 0
     assert report.shown + report.empty + report.cancelled == REQUESTS
     assert status["documents"] <= 3
+    memory = status["memory"]
+    sizes = {s["name"]: s for s in memory["structures"]}
+    assert memory["over"] == [], [sizes[name] for name in memory["over"]]
+    assert 0 < sizes["kv_states.bytes"]["size"] <= sizes["kv_states.bytes"]["bound"]
+    assert sizes["healing.indexes"]["size"] == 1
     warm, last = report.samples[1], report.samples[-1]
     assert last["threads"] <= warm["threads"]
     assert last["fds"] <= warm["fds"]
