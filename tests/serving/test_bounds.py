@@ -308,6 +308,9 @@ async def test_what_grows_with_use_stays_within_its_bounds(
         if watch.peak[name] < need:
             missed.append(f"{name}: peak {watch.peak[name]:,} of {bound:,} {unit}")
     assert not missed, "not fed up to its bound (eviction never ran): " + "; ".join(missed)
+    doc = (Path(__file__).parents[2] / "docs" / "configuration.md").read_text()
+    undocumented = [name for name in sorted(watch.peak) if f"`{name}`" not in doc]
+    assert not undocumented, f"not in docs/configuration.md, What grows with use: {undocumented}"
 
 
 async def type_a_line(
