@@ -128,16 +128,26 @@ class AssistProtocol(OwnDocumentSync):
                 return
         super().handle_message(message)
 
-    def _handle_notification(self, method_name: str, params: Any) -> None:
-        """Handle a notification, then forget the future pygls keeps for it once it is done.
+    def _execute_handler(
+        self,
+        msg_id: Any,
+        handler: Any,
+        callback: Any,
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """Run a handler as pygls does, then forget the future it filed once it is done.
 
-        pygls 2.1 files the future of a generator or coroutine handler (every built-in,
-        didChange included) in ``_request_futures`` under a fresh uuid that only a
-        response would pop: ~1 KB leaked per notification (issue 11, the soak)."""
-        before = set(self._request_futures)
-        super()._handle_notification(method_name, params)
-        for key in set(self._request_futures) - before:
-            self._request_futures[key].add_done_callback(self._forget_future(key))
+        pygls 2.1 files the future of a generator, coroutine or thread handler in
+        ``_request_futures``, and only the response to a client's request pops it: a
+        notification's (every built-in is a generator: didChange, ~1 KB per keystroke;
+        issue 11) and each step of a generator request, such as an ``async`` command run
+        by ``workspace/executeCommand`` (an explain's future held its whole prompt; issue
+        47), were filed under a fresh uuid and never freed."""
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(self._forget_future(msg_id))
 
     def pending(self) -> dict[str, int]:
         """pygls's records of requests in flight (its futures, and the result types of the
