@@ -132,15 +132,23 @@ function M.show(bufnr, lsp_client, items, index)
   return M.draw(bufnr, lsp_client.id, item, text, index, #items)
 end
 
+--- Redraw the ghost's extmark with `text` at (`row`, `col`): the same extmark, no clear,
+--- no flicker. False (and the error recorded) when it could not be updated.
+local function redraw(ghost, row, col, text)
+  local opts = ghost_opts(text)
+  opts.id = ghost.extmark
+  local ok, err = pcall(api.nvim_buf_set_extmark, ghost.bufnr, M.ns, row, col, opts)
+  if not ok then
+    client.record_error('extmark', err)
+  end
+  return ok
+end
+
 --- Show `rest` in place of the ghost's text after `typed` went in before it: the same
 --- extmark, the same redraw (no clear, no flicker); its right gravity carries it past
 --- the typed character. False when the extmark could not be updated.
 function M.type_through(ghost, typed, rest)
-  local opts = ghost_opts(rest)
-  opts.id = ghost.extmark
-  local ok, err = pcall(api.nvim_buf_set_extmark, ghost.bufnr, M.ns, ghost.row, ghost.col, opts)
-  if not ok then
-    client.record_error('extmark', err)
+  if not redraw(ghost, ghost.row, ghost.col, rest) then
     return false
   end
   ghost.text = rest
@@ -153,11 +161,7 @@ end
 --- Draw the rest of `ghost` at the start of the next line after Enter (`place`, the cursor
 --- there): the ghost moves with the cursor, still typed into.
 function M.move_down(ghost, place, rest)
-  local opts = ghost_opts(rest)
-  opts.id = ghost.extmark
-  local ok, err = pcall(api.nvim_buf_set_extmark, ghost.bufnr, M.ns, place.row, place.col, opts)
-  if not ok then
-    client.record_error('extmark', err)
+  if not redraw(ghost, place.row, place.col, rest) then
     return false
   end
   ghost.text, ghost.row, ghost.col = rest, place.row, place.col
