@@ -461,9 +461,9 @@ def replay_from_json(path: Path, out: Path) -> int:
 
 def second_model(model: Path, value: str, values: dict[str, str]) -> Path:
     """Return --model2's GGUF: the file named, or ``model`` requantized (into the cache)."""
+    from lsp_assist.backends.quantize import quant_type, quantized_path
+    from lsp_assist.backends.quantize import second_model as resolve
     from lsp_assist.config import machine_cpus, parse_settings
-    from lsp_assist.evaluation.quantize import quant_type, quantized_path
-    from lsp_assist.evaluation.quantize import second_model as resolve
 
     kind = quant_type(value)
     if kind is not None and not Path(value).is_file():

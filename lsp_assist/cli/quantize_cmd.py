@@ -1,6 +1,6 @@
 """``lsp-assist quantize``: another quantization of a GGUF, offline, for eval and bench.
 
-Thin: the work is lsp_assist.evaluation.quantize (llama.cpp's own quantizer). The file
+Thin: the work is lsp_assist.backends.quantize (llama.cpp's own quantizer). The file
 goes where ``lsp-assist bench --model2 TYPE`` looks for it, so the two share it.
 docs/evaluation.md.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the quantize subcommand."""
-    from lsp_assist.evaluation.quantize import TYPES
+    from lsp_assist.backends.quantize import TYPES
 
     parser = sub.add_parser(
         "quantize",
@@ -33,8 +33,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     """Quantize, print the written file's path on stdout."""
     from lsp_assist.backends.models import resolve_model
+    from lsp_assist.backends.quantize import TYPES, quant_type, quantize, quantized_path
     from lsp_assist.errors import LspAssistError
-    from lsp_assist.evaluation.quantize import TYPES, quant_type, quantize, quantized_path
 
     kind = quant_type(args.type)
     if kind is None:

@@ -1,4 +1,4 @@
-"""A second quantization made offline (evaluation/quantize.py, ``lsp-assist quantize``) and
+"""A second quantization made offline (backends/quantize.py, ``lsp-assist quantize``) and
 the bench's flags that use it; tiny GGUFs from the tests' writer, llama.cpp's real quantizer.
 """
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from gguf import GGUFReader
 
+from lsp_assist.backends.quantize import ensure_quantized, quantize, second_model
 from lsp_assist.cli.main import main
 from lsp_assist.errors import BackendError
-from lsp_assist.evaluation.quantize import ensure_quantized, quantize, second_model
 from tests.support.tiny_gguf import write_tiny_gguf
 
 Q4_0, Q8_0 = 2, 7  # llama_ftype values in general.file_type

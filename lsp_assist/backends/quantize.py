@@ -5,7 +5,9 @@ rewritten with ``llama_cpp.llama_model_quantize`` (``allow_requantize`` on, sinc
 packaged models are already quantized) into the user cache, once; later runs reuse
 the file. Requantizing never restores what the first quantization dropped: a Q8_0 of a
 Q4_K_M file is larger and slower with the same information; a Q4_0 of it loses a little
-more. docs/evaluation.md.
+more. It serves the product command (cli/quantize_cmd.py) and the bench alike; llama_cpp
+comes from its one home (vocab.llama_cpp_lib: the backend initialised, the log routed).
+docs/evaluation.md.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from lsp_assist.backends.vocab import llama_cpp_lib
 from lsp_assist.errors import BackendError
 
 TYPES = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K_M", "Q5_K_M", "Q6_K", "F16")
@@ -44,8 +47,7 @@ def quantize(source: Path, target: Path, kind: str, threads: int = 0) -> Path:
     The file appears whole or not at all (written beside it, then renamed). Raises
     BackendError when llama.cpp cannot read or write the model.
     """
-    import llama_cpp
-
+    llama_cpp = llama_cpp_lib()
     checked = quant_type(kind)
     if checked is None:
         raise BackendError(f"unknown quantization {kind!r}: one of {', '.join(TYPES)}")
