@@ -493,9 +493,9 @@ def run_humaneval(args: argparse.Namespace) -> int:
     from lsp_assist.backends import resolve_model_path
     from lsp_assist.config import parse_settings
     from lsp_assist.errors import LspAssistError
-    from lsp_assist.evaluation.humaneval import ARMS, CHAIN, table, write_outputs
-    from lsp_assist.evaluation.humaneval_run import HumanEvalConfig
-    from lsp_assist.evaluation.humaneval_run import run_humaneval as run_all
+    from lsp_assist.evaluation.infill.humaneval import ARMS, CHAIN, table, write_outputs
+    from lsp_assist.evaluation.infill.humaneval_run import HumanEvalConfig
+    from lsp_assist.evaluation.infill.humaneval_run import run_humaneval as run_all
 
     arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
     if not arms or set(arms) - set(ARMS):
@@ -546,7 +546,7 @@ def run_humaneval(args: argparse.Namespace) -> int:
 def run_safim(args: argparse.Namespace) -> int:
     """Run SAFIM (resuming from --out); write safim.md and results.json to --out."""
     from lsp_assist.errors import LspAssistError
-    from lsp_assist.evaluation import safim, safim_run
+    from lsp_assist.evaluation.infill import safim, safim_run
 
     try:
         config = safim_run.SafimConfig(

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from lsp_assist.evaluation import humaneval as he
-from lsp_assist.evaluation.humaneval_run import (
+from lsp_assist.evaluation.infill import humaneval as he
+from lsp_assist.evaluation.infill.humaneval_run import (
     SERVER_SETTINGS,
     HumanEvalConfig,
     PlainModel,

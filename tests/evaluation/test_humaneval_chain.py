@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from lsp_assist.evaluation import humaneval as he
-from lsp_assist.evaluation import humaneval_chain as hc
-from lsp_assist.evaluation import humaneval_run
-from lsp_assist.evaluation import humaneval_sets as hs
-from lsp_assist.evaluation.humaneval_run import HumanEvalConfig, run_humaneval
+from lsp_assist.evaluation.infill import humaneval as he
+from lsp_assist.evaluation.infill import humaneval_chain as hc
+from lsp_assist.evaluation.infill import humaneval_run
+from lsp_assist.evaluation.infill import humaneval_sets as hs
+from lsp_assist.evaluation.infill.humaneval_run import HumanEvalConfig, run_humaneval
 from tests.support.humaneval import ADD, needs_data
 from tests.support.tiny_gguf import char_words, write_tiny_gguf
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from lsp_assist.evaluation import humaneval as he
-from lsp_assist.evaluation import humaneval_run
-from lsp_assist.evaluation import humaneval_sets as hs
-from lsp_assist.evaluation.humaneval_run import (
+from lsp_assist.evaluation.infill import humaneval as he
+from lsp_assist.evaluation.infill import humaneval_run
+from lsp_assist.evaluation.infill import humaneval_sets as hs
+from lsp_assist.evaluation.infill.humaneval_run import (
     PLAIN_MAX_TOKENS,
     SPAN_MAX_TOKENS,
     HumanEvalConfig,

@@ -18,8 +18,13 @@ from typing import Any
 
 import pytest
 
-from lsp_assist.evaluation import safim as sf
-from lsp_assist.evaluation.safim_run import apply_item, offset_at, plain_ids, previous_records
+from lsp_assist.evaluation.infill import safim as sf
+from lsp_assist.evaluation.infill.safim_run import (
+    apply_item,
+    offset_at,
+    plain_ids,
+    previous_records,
+)
 
 SAMPLE = Path(__file__).parent / "fixtures" / "safim"
 """The committed sample of real SAFIM tasks (6 per split x language, seed 14)."""
@@ -406,7 +411,7 @@ def test_cli_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_cli_passes_the_trigger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from lsp_assist.cli.main import main
-    from lsp_assist.evaluation import safim_run
+    from lsp_assist.evaluation.infill import safim_run
 
     model = tmp_path / "m.gguf"
     model.write_bytes(b"")
@@ -439,7 +444,7 @@ def test_the_report_names_the_trigger() -> None:
 @pytest.mark.slow
 def test_an_invoked_request_is_answered_where_an_automatic_one_is_skipped() -> None:
     from lsp_assist.backends import small_model_path
-    from lsp_assist.evaluation.safim_run import run_server
+    from lsp_assist.evaluation.infill.safim_run import run_server
 
     program = "n = int(input())\nif {{completion}} and n > 0:\n    print('even')\n"
     task = _task("python", program, "n % 2 == 0", [("4\n", ["even"])], split="control")

@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from lsp_assist.evaluation.humaneval import Problem
+from lsp_assist.evaluation.infill.humaneval import Problem
 
 ADD = Problem(
     task_id="HumanEval/900",

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from lsp_assist.config import machine_cpus, parse_settings
-from lsp_assist.evaluation import safim as sf
 from lsp_assist.evaluation.client import close_document, open_document
-from lsp_assist.evaluation.humaneval_run import (
+from lsp_assist.evaluation.infill import safim as sf
+from lsp_assist.evaluation.infill.humaneval_run import (
     PlainModel,
     add_outcome,
     check_trigger,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsp_assist.documents import Document
-from lsp_assist.evaluation.humaneval import (
+from lsp_assist.evaluation.infill.humaneval import (
     TEST_TIMEOUT_S,
     Problem,
     fill_scores,

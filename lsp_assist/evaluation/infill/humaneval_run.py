@@ -31,9 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from lsp_assist.config import machine_cpus, parse_settings
-from lsp_assist.evaluation import humaneval as he
-from lsp_assist.evaluation import humaneval_chain as hc
-from lsp_assist.evaluation import humaneval_sets as hs
 from lsp_assist.evaluation.client import (
     close_document,
     command,
@@ -42,6 +39,9 @@ from lsp_assist.evaluation.client import (
     stop_server,
     wait_loaded,
 )
+from lsp_assist.evaluation.infill import humaneval as he
+from lsp_assist.evaluation.infill import humaneval_chain as hc
+from lsp_assist.evaluation.infill import humaneval_sets as hs
 from lsp_assist.evaluation.progress import Progress
 from lsp_assist.evaluation.rows import CAPS
 from lsp_assist.evaluation.server_row import clean_env

@@ -29,9 +29,9 @@ from typing import Any, Protocol
 
 from lsp_assist.config import CompletionSettings
 from lsp_assist.documents import Document
-from lsp_assist.evaluation import humaneval as he
-from lsp_assist.evaluation import humaneval_sets as hs
 from lsp_assist.evaluation.client import close_document, command, open_document, range_edit
+from lsp_assist.evaluation.infill import humaneval as he
+from lsp_assist.evaluation.infill import humaneval_sets as hs
 from lsp_assist.evaluation.rows import CAPS
 
 ASKS_PER_LINE = 4
@@ -317,7 +317,7 @@ class ServerSuggester:
     async def ask(self, text: str, line: int, character: int) -> Shown:
         """Ask at (line, character); when the server then records a whole other than
         what it showed (an early answer's start), ask again there once it is written."""
-        from lsp_assist.evaluation.humaneval_run import inline_item
+        from lsp_assist.evaluation.infill.humaneval_run import inline_item
 
         trigger = self.trigger if self.version == 1 else "automatic"
         first: dict[str, Any] = {}
@@ -361,7 +361,7 @@ async def _chain_all(
     on_answer: Callable[[hs.SpanTask, dict[str, Any]], None],
     trigger: str,
 ) -> dict[str, Any]:
-    from lsp_assist.evaluation.humaneval_run import scratch_server
+    from lsp_assist.evaluation.infill.humaneval_run import scratch_server
 
     files = {problem.file_name: problem.program for problem in problems}
     async with scratch_server("humaneval-chain", model, settings, files) as server:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_assist.errors import LspAssistError
-from lsp_assist.evaluation.humaneval import (
+from lsp_assist.evaluation.infill.humaneval import (
     kill_group,
     limit_memory,
     report_head,
@@ -135,7 +135,7 @@ def data_dir(given: Path | None = None) -> Path:
     candidates = [given] if given is not None else []
     if os.environ.get(DATA_ENV):
         candidates.append(Path(os.environ[DATA_ENV]))
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]  # the checkout (lsp_assist/evaluation/infill/)
     candidates += [root.parent / "shared/benchmarks/safim", root / "shared/benchmarks/safim"]
     for folder in candidates:
         if (folder / "block_completion.jsonl.gz").is_file():
