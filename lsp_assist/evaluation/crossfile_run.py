@@ -35,7 +35,7 @@ from lsp_assist.evaluation.client import (
     stop_server,
     wait_loaded,
 )
-from lsp_assist.evaluation.infill.humaneval_run import add_outcome, model_label, run_meta
+from lsp_assist.evaluation.infill.harness import add_outcome, model_label, run_meta
 from lsp_assist.evaluation.progress import Progress
 from lsp_assist.evaluation.rows import CAPS
 from lsp_assist.evaluation.server_row import clean_env

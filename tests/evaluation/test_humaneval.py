@@ -16,14 +16,13 @@ from typing import Any
 import pytest
 
 from lsp_assist.evaluation.infill import humaneval as he
-from lsp_assist.evaluation.infill.humaneval_run import (
+from lsp_assist.evaluation.infill.harness import (
     SERVER_SETTINGS,
-    HumanEvalConfig,
     PlainModel,
     plain_prompt,
-    run_humaneval,
     server_options,
 )
+from lsp_assist.evaluation.infill.humaneval_run import HumanEvalConfig, run_humaneval
 from tests.support.humaneval import ADD, needs_data
 from tests.support.tiny_gguf import char_words, write_tiny_gguf
 

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
+from lsp_assist.evaluation.infill import harness, humaneval_run
 from lsp_assist.evaluation.infill import humaneval as he
 from lsp_assist.evaluation.infill import humaneval_chain as hc
-from lsp_assist.evaluation.infill import humaneval_run
 from lsp_assist.evaluation.infill import humaneval_sets as hs
 from lsp_assist.evaluation.infill.humaneval_run import HumanEvalConfig, run_humaneval
 from tests.support.humaneval import ADD, needs_data
@@ -302,7 +302,7 @@ def test_the_chained_arm_in_the_run_and_the_report(
     # the server's own early answers and kept lines, not the server arm's answerAfterMs 0
     assert "answerAfterMs 100, keptLines 4" in result["meta"]["chain_settings"]
     assert hc.CHAIN_SETTINGS["answerAfterMs"] > 0 and hc.CHAIN_SETTINGS["keptLines"] > 0
-    options = humaneval_run.server_options(model, tmp_path, hc.CHAIN_SETTINGS)
+    options = harness.server_options(model, tmp_path, hc.CHAIN_SETTINGS)
     assert options["answerAfterMs"] == hc.CHAIN_SETTINGS["answerAfterMs"]
     assert "promptTimeoutMs 600,000" in result["meta"]["chain_settings"]
     report = he.report_markdown(result)

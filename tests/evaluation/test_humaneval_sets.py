@@ -20,8 +20,8 @@ import pytest
 from lsp_assist.evaluation.infill import humaneval as he
 from lsp_assist.evaluation.infill import humaneval_run
 from lsp_assist.evaluation.infill import humaneval_sets as hs
+from lsp_assist.evaluation.infill.harness import PLAIN_MAX_TOKENS
 from lsp_assist.evaluation.infill.humaneval_run import (
-    PLAIN_MAX_TOKENS,
     SPAN_MAX_TOKENS,
     HumanEvalConfig,
     complete_any,

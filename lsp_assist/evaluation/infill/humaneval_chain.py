@@ -32,6 +32,7 @@ from lsp_assist.documents import Document
 from lsp_assist.evaluation.client import close_document, command, open_document, range_edit
 from lsp_assist.evaluation.infill import humaneval as he
 from lsp_assist.evaluation.infill import humaneval_sets as hs
+from lsp_assist.evaluation.infill.harness import inline_item, scratch_server
 from lsp_assist.evaluation.rows import CAPS
 
 ASKS_PER_LINE = 4
@@ -317,8 +318,6 @@ class ServerSuggester:
     async def ask(self, text: str, line: int, character: int) -> Shown:
         """Ask at (line, character); when the server then records a whole other than
         what it showed (an early answer's start), ask again there once it is written."""
-        from lsp_assist.evaluation.infill.humaneval_run import inline_item
-
         trigger = self.trigger if self.version == 1 else "automatic"
         first: dict[str, Any] = {}
         shown = Shown("", requests=0)
@@ -361,8 +360,6 @@ async def _chain_all(
     on_answer: Callable[[hs.SpanTask, dict[str, Any]], None],
     trigger: str,
 ) -> dict[str, Any]:
-    from lsp_assist.evaluation.infill.humaneval_run import scratch_server
-
     files = {problem.file_name: problem.program for problem in problems}
     async with scratch_server("humaneval-chain", model, settings, files) as server:
         for task in tasks:

@@ -31,13 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from lsp_assist.errors import LspAssistError
-from lsp_assist.evaluation.infill.humaneval import (
-    kill_group,
-    limit_memory,
-    report_head,
-    share,
-    trigger_words,
-)
+from lsp_assist.evaluation.infill.harness import report_head, share, trigger_words
+from lsp_assist.evaluation.infill.sandbox import kill_group, limit_memory, scratch_env
 from lsp_assist.telemetry import percentile
 
 SPLITS = ("block", "control", "api")
@@ -301,11 +296,10 @@ def _run(
     argv: list[str], folder: Path, stdin: str, timeout: float, *, limit: bool
 ) -> tuple[int | None, str, str]:
     """Run ``argv`` in ``folder``; return its exit code (None: timed out), stdout, stderr."""
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(folder), "PYTHONHASHSEED": "0"}
     process = subprocess.Popen(
         argv,
         cwd=folder,
-        env=env,
+        env=scratch_env(folder),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -1,6 +1,6 @@
 """Running SAFIM: the plain-FIM arm, the server arm, resuming, the result.
 
-``plain`` loads the model with humaneval_run's :class:`PlainModel` (the model's own FIM
+``plain`` loads the model with harness.py's :class:`PlainModel` (the model's own FIM
 ids) and decodes greedily to the end-of-text token; ``server`` starts the real
 ``lsp-assist serve`` over stdio on a scratch workspace and, for each task, writes the
 program with the mask removed as the workspace's only task file, opens it, sends one
@@ -28,7 +28,7 @@ from typing import Any
 from lsp_assist.config import machine_cpus, parse_settings
 from lsp_assist.evaluation.client import close_document, open_document
 from lsp_assist.evaluation.infill import safim as sf
-from lsp_assist.evaluation.infill.humaneval_run import (
+from lsp_assist.evaluation.infill.harness import (
     PlainModel,
     add_outcome,
     check_trigger,
@@ -68,7 +68,7 @@ class SafimConfig:
     """``--setting`` values: the server arm gets them all, the plain arm ``threads`` and
     ``contextLength``."""
     trigger: str = "automatic"
-    """The server arm's inline request (``--trigger``, humaneval.TRIGGERS): ``automatic``
+    """The server arm's inline request (``--trigger``, harness.TRIGGERS): ``automatic``
     (the trigger rules apply) or ``invoked`` (the user asked)."""
     timeout_s: float = sf.TEST_TIMEOUT_S
     data: Path | None = None
