@@ -23,6 +23,7 @@ vim.opt.swapfile = false
 vim.opt.shadafile = 'NONE'
 
 local assist = require('lsp-assist')
+local records = require('lsp-assist.records') -- what the plugin kept (debug_records)
 assist.setup({
   cmd = { env.LSP_ASSIST_TEST_SERVER or 'lsp-assist', 'serve' },
   settings = vim.json.decode(env.LSP_ASSIST_TEST_SETTINGS or '{}'),
@@ -40,10 +41,10 @@ local report = { attempts = {} }
 local function finish()
   report.timeout = driver.timed_out
   report.lua_error = driver.error
-  report.errors = assist.state.errors
-  report.notices = assist.state.ready
-  report.refreshes = assist.state.refreshes
-  report.history = assist.state.history
+  report.errors = records.errors
+  report.notices = records.ready
+  report.refreshes = records.refreshes
+  report.history = records.history
   local fh = assert(io.open(out_path, 'w'))
   fh:write(vim.json.encode(report))
   fh:close()
@@ -74,28 +75,28 @@ local function run()
   keys('A')
   vim.api.nvim_feedkeys(env.LSP_ASSIST_TEST_TYPE or '', 'nt', false)
   for attempt = 1, 3 do
-    local notices = #assist.state.ready
-    local refreshes = #assist.state.refreshes
+    local notices = #records.ready
+    local refreshes = #records.refreshes
     local shown = wait(function()
       return assist.state.ghost ~= nil
     end, 60000)
     local entry = {
       first = ghost(),
-      first_ms = assist.state.last_response and assist.state.last_response.ms or vim.NIL,
+      first_ms = records.last_response and records.last_response.ms or vim.NIL,
       line = vim.api.nvim_get_current_line(),
     }
     table.insert(report.attempts, entry)
     if shown then
       -- ~0.3 s on an idle machine; tens of seconds on a loaded one.
       entry.noticed = wait(function()
-        return #assist.state.ready > notices
+        return #records.ready > notices
       end, 60000)
       if entry.noticed then
         entry.refreshed = wait(function()
-          return #assist.state.refreshes > refreshes
+          return #records.refreshes > refreshes
         end, 10000)
         entry.after = ghost()
-        entry.refresh = assist.state.refreshes[#assist.state.refreshes] or vim.NIL
+        entry.refresh = records.refreshes[#records.refreshes] or vim.NIL
         entry.line_after = vim.api.nvim_get_current_line()
         break
       end

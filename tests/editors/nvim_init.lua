@@ -27,6 +27,7 @@ vim.opt.swapfile = false
 vim.opt.shadafile = 'NONE'
 
 local assist = require('lsp-assist')
+local records = require('lsp-assist.records') -- what the plugin kept (debug_records)
 local settings = vim.json.decode(env.LSP_ASSIST_TEST_SETTINGS or '{}')
 assist.setup({
   cmd = { env.LSP_ASSIST_TEST_SERVER or 'lsp-assist', 'serve' },
@@ -70,14 +71,14 @@ local function finish()
   report.builtin = state.builtin
   report.clients = vim.tbl_values(state.clients)
   report.attached = next(state.attached) ~= nil
-  report.requests = state.requests
-  report.response_count = state.responses
-  report.last_request = state.last_request
-  report.last_response = state.last_response
-  report.accepted = state.accepted
-  report.partial = state.partial
-  report.history = state.history
-  report.errors = state.errors
+  report.requests = records.requests
+  report.response_count = records.responses
+  report.last_request = records.last_request
+  report.last_response = records.last_response
+  report.accepted = records.accepted
+  report.partial = records.partial
+  report.history = records.history
+  report.errors = records.errors
   local buf = vim.api.nvim_get_current_buf()
   report.buffer = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
   local clients = vim.lsp.get_clients({ name = 'lsp_assist' })
@@ -97,7 +98,7 @@ local line = tonumber(env.LSP_ASSIST_TEST_LINE or '1')
 local typed = env.LSP_ASSIST_TEST_TYPE or ''
 
 local function record_response()
-  local response = assist.state.last_response
+  local response = records.last_response
   table.insert(report.responses, {
     method = response.method,
     err = response.err,
@@ -110,7 +111,7 @@ end
 --- Wait for the next answer after `count` answers; record it.
 local function next_response(count)
   local ok = wait(function()
-    return assist.state.responses > count
+    return records.responses > count
   end)
   if ok then
     record_response()
@@ -133,30 +134,30 @@ local function run()
   vim.api.nvim_win_set_cursor(0, { line, 0 })
   keys('A')
   if not wait(function()
-    return assist.state.requests > 0
+    return records.requests > 0
   end) then
     return
   end
-  report.insert_enter_request = vim.deepcopy(assist.state.last_request)
-  report.requests_before_typing = assist.state.requests
+  report.insert_enter_request = vim.deepcopy(records.last_request)
+  report.requests_before_typing = records.requests
 
   -- Typing: InsertCharPre / TextChangedI, then the debounce, then the request.
-  local count = assist.state.responses
+  local count = records.responses
   vim.api.nvim_feedkeys(typed, 'nt', false)
   wait(function()
-    return assist.state.requests > report.requests_before_typing
+    return records.requests > report.requests_before_typing
   end)
-  report.typed_request = assist.state.requests > report.requests_before_typing
+  report.typed_request = records.requests > report.requests_before_typing
   if not next_response(count) then
     return
   end
   step('first response')
   -- No ghost yet (empty answer, or the model still loading): ask with the trigger key.
   local attempts = 0
-  while not assist.state.ghost and attempts < 20 and not assist.state.last_response.err do
+  while not assist.state.ghost and attempts < 20 and not records.last_response.err do
     attempts = attempts + 1
     sleep(300)
-    count = assist.state.responses
+    count = records.responses
     keys('<M-\\>')
     if not next_response(count) then
       return
@@ -180,7 +181,7 @@ local function run()
     }
     keys('<Tab>')
     wait(function()
-      local record = assist.state.accepted[1]
+      local record = records.accepted[1]
       return record ~= nil and (record.response ~= nil or record.command == nil)
     end)
     step('accepted')
@@ -191,17 +192,17 @@ local function run()
   -- <C-o>:LspAssistComplete asks from insert mode; its answer is not dropped as stale.
   if not assist.state.builtin and assist.config.method ~= 'completion' then
     keys('<C-]>')
-    local answered = #assist.state.history
+    local answered = #records.history
     keys('<C-o>:LspAssistComplete<CR>')
     wait(function()
-      for i = answered + 1, #assist.state.history do
-        if assist.state.history[i].invoked then
+      for i = answered + 1, #records.history do
+        if records.history[i].invoked then
           return true
         end
       end
       return false
     end)
-    report.ctrl_o = vim.list_slice(assist.state.history, answered + 1)
+    report.ctrl_o = vim.list_slice(records.history, answered + 1)
     report.ctrl_o_ghost = assist.state.ghost ~= nil
     keys('<C-]>')
   end
@@ -219,7 +220,7 @@ local function run()
       end
       return { index = ghost.index, count = ghost.count, text = ghost.text }
     end
-    count = assist.state.responses
+    count = records.responses
     keys('<M-\\>')
     next_response(count)
     local items = {}
@@ -232,7 +233,7 @@ local function run()
     keys('<M-[>')
     report.cycle.back = shown()
     report.cycle.line = vim.api.nvim_buf_get_lines(buf, line - 1, line, false)[1]
-    report.cycle.errors = #assist.state.errors
+    report.cycle.errors = #records.errors
   end
   keys('<Esc>')
 

@@ -23,6 +23,7 @@ local fake = dofile(here .. 'nvim_fake_server.lua')
 local ITEMS = { '1, 2))\n    print(total([3]))', 'total([1]))', 'scale([2], 2)[0])' }
 fake.items = ITEMS
 local assist = require('lsp-assist')
+local records = require('lsp-assist.records') -- what the plugin kept (debug_records)
 assist.setup({ cmd = fake.cmd, debounce_ms = 20, status_poll_ms = 40, debug_records = true })
 
 if env.LSP_ASSIST_TEST_FAKE_DELAY_MS then
@@ -79,7 +80,7 @@ local function finish()
   if driver.error then
     table.insert(report.errors, driver.error)
   end
-  report.plugin_errors = assist.state.errors
+  report.plugin_errors = records.errors
   local fh = assert(io.open(env.LSP_ASSIST_TEST_OUT, 'w'))
   fh:write(vim.json.encode(report))
   fh:close()
@@ -97,7 +98,7 @@ end
 local function invoked_answers(from)
   return vim.tbl_filter(function(entry)
     return entry.invoked
-  end, vim.list_slice(assist.state.history or {}, from + 1))
+  end, vim.list_slice(records.history or {}, from + 1))
 end
 
 local before, answered, buf
@@ -168,7 +169,7 @@ local function scenario()
       lines = vim.api.nvim_buf_get_lines(buf, -3, -1, false),
       ghost = ghost(),
       fake_accepted = vim.deepcopy(fake.accepted),
-      inserted = assist.state.accepted[1] and assist.state.accepted[1].inserted,
+      inserted = records.accepted[1] and records.accepted[1].inserted,
     })
   end)
 
@@ -242,15 +243,15 @@ local function scenario()
     sleep(150)
     keys('<C-]>')
     fake.delay_ms = 60
-    answered = #(assist.state.history or {})
-    local responses = assist.state.responses
+    answered = #(records.history or {})
+    local responses = records.responses
     keys('<C-o>:LspAssistComplete<CR>')
     wait(function()
-      return assist.state.responses > responses and assist.state.ghost ~= nil
+      return records.responses > responses and assist.state.ghost ~= nil
     end, 1500)
     check('ctrl_o_complete', {
       invoked = invoked_answers(answered),
-      last_stale = assist.state.last_response and assist.state.last_response.stale,
+      last_stale = records.last_response and records.last_response.stale,
       ghost = ghost(),
       count = assist.state.ghost and assist.state.ghost.count,
       mode = vim.api.nvim_get_mode().mode,
@@ -263,7 +264,7 @@ local function scenario()
   section('normal_complete', function()
     keys('<Esc>')
     vim.cmd('normal! $')
-    answered = #(assist.state.history or {})
+    answered = #(records.history or {})
     keys(':LspAssistComplete<CR>')
     wait(function()
       return #invoked_answers(answered) > 0 and assist.state.ghost ~= nil
@@ -329,16 +330,16 @@ local function scenario()
     --- Send a notice; what the plugin did with it, and the requests it sent.
     local function notify(params)
       local count = inline_requests()
-      local notices = #assist.state.ready
-      local refreshes = #assist.state.refreshes
+      local notices = #records.ready
+      local refreshes = #records.refreshes
       fake.notify('lspAssist/suggestionReady', params)
       wait(function()
-        return #assist.state.ready > notices
+        return #records.ready > notices
       end, 1000)
-      local entry = assist.state.ready[#assist.state.ready]
+      local entry = records.ready[#records.ready]
       if entry and entry.action == 'refresh' then
         wait(function()
-          return #assist.state.refreshes > refreshes
+          return #records.refreshes > refreshes
         end, 1000)
       else
         sleep(60)
@@ -349,7 +350,7 @@ local function scenario()
         kind = inline_requests() > count and last_inline().context.triggerKind or vim.NIL,
         ghost = ghost(),
         extmark = assist.state.ghost and assist.state.ghost.extmark or vim.NIL,
-        refresh = #assist.state.refreshes > refreshes and assist.state.refreshes[#assist.state.refreshes] or vim.NIL,
+        refresh = #records.refreshes > refreshes and records.refreshes[#records.refreshes] or vim.NIL,
       }
     end
     local items = fake.items
@@ -376,11 +377,11 @@ local function scenario()
     ignored.other_buffer = notify(notice(position, 'file:///elsewhere/other.py'))
     ignored.malformed = notify({ position = position })
     fake.delay_ms = 300
-    local responses = assist.state.responses
+    local responses = records.responses
     keys('<M-\\>')
     ignored.in_flight = notify(notice(position))
     wait(function()
-      return assist.state.responses > responses
+      return records.responses > responses
     end)
     fake.delay_ms = 10
     keys('<C-]>')

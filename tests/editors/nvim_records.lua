@@ -1,7 +1,8 @@
 -- Headless Neovim script for tests/editors/test_nvim_records.py: the plugin set up as a
 -- user does (no debug_records) against nvim_fake_server.lua. It shows a suggestion,
 -- accepts it with <Tab>, gets a lspAssist/suggestionReady notice, and writes what the
--- plugin kept in its state, with what the fake server received, as JSON.
+-- plugin kept in its records (records.lua) and the fields of its state (state.lua), with
+-- what the fake server received, as JSON.
 --
 --   nvim --headless --clean -u tests/editors/nvim_records.lua
 --
@@ -17,6 +18,7 @@ vim.opt.shadafile = 'NONE'
 local fake = dofile(here .. 'nvim_fake_server.lua')
 fake.items = { 'total([1]))' }
 local assist = require('lsp-assist')
+local records = require('lsp-assist.records') -- what the plugin kept (debug_records)
 local next_edit = require('lsp-assist.next_edit')
 assist.setup({ cmd = fake.cmd, debounce_ms = 20, status_poll_ms = 40 })
 
@@ -24,24 +26,25 @@ local driver = dofile(here .. 'nvim_driver.lua').new({ timeout_ms = 30000, wait_
 local report = {}
 
 local function finish()
-  local state = assist.state
   report.error = driver.error or vim.NIL
   report.kept = {
-    requests = state.requests,
-    responses = state.responses,
-    last_request = state.last_request or vim.NIL,
-    last_response = state.last_response or vim.NIL,
-    history = #state.history,
-    accepted = #state.accepted,
-    telemetry = #state.telemetry,
-    ready = #state.ready,
-    refreshes = #state.refreshes,
-    typed_answers = #state.typed_answers,
-    cursor_reports = #state.cursor_reports,
-    errors = #state.errors,
+    requests = records.requests,
+    responses = records.responses,
+    last_request = records.last_request or vim.NIL,
+    last_response = records.last_response or vim.NIL,
+    history = #records.history,
+    accepted = #records.accepted,
+    telemetry = #records.telemetry,
+    ready = #records.ready,
+    refreshes = #records.refreshes,
+    typed_answers = #records.typed_answers,
+    cursor_reports = #records.cursor_reports,
+    errors = #records.errors,
     next_edit_requests = #next_edit.state.requests,
     next_edit_count = next_edit.state.count,
   }
+  -- What the plugin keeps while it runs, after a whole session: no record among it.
+  report.state_fields = vim.tbl_keys(assist.state)
   report.received = {
     inline = #fake.requests('textDocument/inlineCompletion'),
     shown = #vim.tbl_filter(function(entry)

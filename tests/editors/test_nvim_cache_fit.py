@@ -150,7 +150,7 @@ def test_nvim_a_whole_that_drops_the_start_clears_it(
         dump = tmp_path / "plugin.json"
         tmux.send("Escape")
         tmux.send(
-            ":lua local s = require('lsp-assist').state; vim.fn.writefile({vim.json.encode("
+            ":lua local s = require('lsp-assist.records'); vim.fn.writefile({vim.json.encode("
             f"{{ready = s.ready, refreshes = s.refreshes}})}}, '{dump}')",
             "Enter",
         )

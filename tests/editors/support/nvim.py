@@ -87,7 +87,7 @@ def plugin_in_tmux(
     """Neovim with the plugin's install snippet (``cmd`` = ``server_command server_args``,
     ``settings`` or the test settings, the statusline part) editing ``file`` (main.py),
     in a clean environment. ``debug_records``: the plugin keeps the records a test reads
-    from ``require('lsp-assist').state`` (the setup option of that name)."""
+    from ``require('lsp-assist.records')`` (the setup option of that name)."""
     args = (server_args,) if isinstance(server_args, str) else server_args
     init = tmp_path / "init.lua"
     init.write_text(

@@ -5,6 +5,7 @@
 local M = {}
 
 local records = require('lsp-assist.records')
+local state = require('lsp-assist.state')
 
 M.NAME = 'lsp_assist'
 
@@ -12,17 +13,13 @@ M.NAME = 'lsp_assist'
 --- request in flight for the buffer.
 M.pending = {}
 
-local function assist()
-  return require('lsp-assist')
-end
-
 function M.has(version)
   return vim.fn.has('nvim-' .. version) == 1
 end
 
 --- Keep `err` (where it happened) for the tests.
 function M.record_error(where, err)
-  records.push(assist().state.errors, { where = where, err = err })
+  records.push(records.errors, { where = where, err = err })
 end
 
 --- Call a client method: Neovim 0.11 made them methods (client:notify), 0.10 has fields.
@@ -43,7 +40,7 @@ end
 
 --- The client attached to `bufnr` (nil: none).
 function M.get(bufnr)
-  local id = assist().state.attached[bufnr]
+  local id = state.attached[bufnr]
   if not id then
     return nil
   end
@@ -92,7 +89,7 @@ function M.tell(client_id, method, item, params)
   end
   params = params or {}
   local args = item.command.arguments or {}
-  records.push(assist().state.telemetry, {
+  records.push(records.telemetry, {
     method = method, item = args[1] or vim.NIL, accepted_length = params.acceptedLength or vim.NIL,
   })
   local ok, err = pcall(M.call, client, 'notify', method, params)

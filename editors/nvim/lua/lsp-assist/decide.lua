@@ -67,9 +67,8 @@ end
 --- What to do with an answer of `a.count` items: 'drop' (leave the screen as it is),
 --- 'clear', 'show' (item `index`, the second value) or 'compare' (the request was to
 --- keep the ghost: compare the answer with it, then M.compared). `a`: stale, enabled
---- (suggestions on in the buffer), insert (in insert mode, or shown outside it for
---- tests), refresh, step, keep (the ask was 'refresh' or 'typed'), shown (the index
---- showing when asked).
+--- (suggestions on in the buffer), insert (in insert mode), refresh, step, keep (the
+--- ask was 'refresh' or 'typed'), shown (the index showing when asked).
 function M.answer(a)
   if a.stale or not a.enabled or not a.insert then
     return 'drop'

@@ -4,6 +4,10 @@
 local M = {}
 
 local health = vim.health
+local config = require('lsp-assist.config')
+local server = require('lsp-assist.server')
+local state = require('lsp-assist.state')
+local status = require('lsp-assist.status')
 
 --- Frame an LSP message (Content-Length header + JSON body).
 local function frame(message)
@@ -12,13 +16,13 @@ local function frame(message)
 end
 
 --- The server command setup() resolved, else the one it would resolve.
-local function server_cmd(assist)
-  local cmd = assist.config.resolved_cmd or assist.config.cmd
+local function server_cmd()
+  local cmd = config.current.resolved_cmd or config.current.cmd
   if cmd == nil then
     if vim.fn.executable('lsp-assist') == 1 then
       return { 'lsp-assist', 'serve' }
     end
-    return { assist.venv_server() or 'lsp-assist', 'serve' }
+    return { server.venv_server() or 'lsp-assist', 'serve' }
   end
   return cmd
 end
@@ -51,26 +55,25 @@ local function handshake(cmd, timeout_ms)
 end
 
 function M.check()
-  local assist = require('lsp-assist')
   health.start('lsp-assist: setup')
-  if not assist.state.setup then
+  if not state.setup then
     health.warn("require('lsp-assist').setup() was not called", {
       "call require('lsp-assist').setup({}) in your init.lua",
     })
   else
     health.ok('setup() called')
   end
-  if assist.state.cmd_error then
-    health.error(assist.state.cmd_error)
+  if state.cmd_error then
+    health.error(state.cmd_error)
   end
-  local cmd = server_cmd(assist)
+  local cmd = server_cmd()
   if type(cmd) ~= 'table' or type(cmd[1]) ~= 'string' then
     health.info('the server command is a function (an in-process server): nothing to check')
     return
   end
   local exe = cmd[1]
   if vim.fn.executable(exe) ~= 1 then
-    local venv = assist.venv_server()
+    local venv = server.venv_server()
     health.error(("server executable '%s' not found"):format(exe), {
       venv and ("use cmd = { '%s', 'serve' } or put its folder on PATH"):format(venv)
         or 'run `make` in the lsp-assist repository, then use <repo>/.venv/bin/lsp-assist',
@@ -87,10 +90,10 @@ function M.check()
     health.error(('`%s` did not answer initialize: %s'):format(table.concat(cmd, ' '), detail))
   end
   local client = vim.lsp.get_clients({ name = 'lsp_assist' })[1]
-  local status = assist.state.status
-  if not client and status.state == 'error' then
-    local said = assist.stderr_tail()
-    health.error(('the server: %s'):format(status.message or 'error'),
+  local now = state.status
+  if not client and now.state == 'error' then
+    local said = status.stderr_tail()
+    health.error(('the server: %s'):format(now.message or 'error'),
       #said > 0 and vim.list_extend({ 'the last it wrote on stderr:' }, said) or nil)
   elseif not client then
     health.info('no lsp-assist client is running (open a file of a configured filetype)')
@@ -122,7 +125,7 @@ function M.check()
       break
     end
   end
-  local model = (assist.config.settings or {}).modelPath
+  local model = (config.current.settings or {}).modelPath
   if type(model) == 'string' and model ~= '' then
     vim.list_extend(doctor, { '--model', model })
   end

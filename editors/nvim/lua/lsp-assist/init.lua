@@ -21,7 +21,10 @@
 -- plugin asks again at the cursor (answered from the cache) and shows the longer text.
 --
 -- This file is the public API (setup, the commands, the functions below) and the
--- buffer's autocmds. The rest, by concern:
+-- buffer's autocmds; it wires the modules below and re-exports their functions. None of
+-- them requires this one. The rest, by concern:
+--   state.lua    what the plugin keeps while it runs (every module requires it)
+--   config.lua   the options: their defaults, the current ones, enabled or not here
 --   decide.lua   whether to ask, whether an answer may show, type-through (pure)
 --   request.lua  the requests, the suggestionReady notices, cursor reports
 --   render.lua   the ghost text (extmarks)
@@ -32,21 +35,23 @@
 --   records.lua  what only the tests read, behind setup({ debug_records = true })
 --   next_edit.lua, health.lua
 --
--- require('lsp-assist').state holds what the plugin keeps (clients, the ghost text, the
--- status) and, with debug_records, the records the headless tests read (requests and
--- answers, notices, telemetry sent, acceptances, errors).
+-- require('lsp-assist').state is state.lua (clients, the ghost text, the status);
+-- require('lsp-assist.records') holds, with debug_records, the records the headless
+-- tests read (requests and answers, notices, telemetry sent, acceptances, errors).
 
 local M = {}
 
 local api = vim.api
 
 local client = require('lsp-assist.client')
+local config = require('lsp-assist.config')
 local decide = require('lsp-assist.decide')
 local keys = require('lsp-assist.keys')
 local records = require('lsp-assist.records')
 local render = require('lsp-assist.render')
 local request = require('lsp-assist.request')
 local server = require('lsp-assist.server')
+local state = require('lsp-assist.state')
 local status = require('lsp-assist.status')
 
 local NAME = client.NAME
@@ -54,105 +59,29 @@ local NAME = client.NAME
 --- The server `make` installs in the repository's virtual environment.
 M.venv_server = server.venv_server
 
----@class lsp_assist.Config
-M.defaults = {
-  --- Command that starts the server on stdio. nil: `lsp-assist serve` from PATH, else
-  --- the one `make` installed in this repository's .venv.
-  cmd = nil,
-  --- Server settings, flat camelCase keys (docs/configuration.md), sent as
-  --- initializationOptions and as workspace/didChangeConfiguration.
-  settings = {},
-  filetypes = {
-    'python', 'javascript', 'javascriptreact', 'typescript', 'typescriptreact',
-    'go', 'rust', 'java', 'c', 'cpp',
-  },
-  --- Filetypes attached but not suggested in (:LspAssistEnable {filetype} turns one on).
-  disabled_filetypes = {},
-  --- false: no suggestions anywhere until :LspAssistEnable.
-  enabled = true,
-  root_markers = { '.git', 'pyproject.toml', 'setup.py', 'package.json', 'go.mod', 'Cargo.toml', 'pom.xml', 'Makefile' },
-  --- Pause after the last keystroke or cursor move before asking (the server debounces too).
-  debounce_ms = 75,
-  --- Insert-mode keys (false: no mapping). Without a suggestion on screen, the accept,
-  --- word, line and dismiss keys do what they do without the plugin.
-  keys = {
-    accept = '<Tab>',
-    accept_word = '<M-Right>',
-    accept_line = '<M-C-Right>',
-    dismiss = '<C-]>',
-    trigger = '<M-\\>',
-    next = '<M-]>',
-    prev = '<M-[>',
-  },
-  --- Old name of keys.accept (still honoured when set).
-  accept_key = nil,
-  --- Ask on InsertEnter and on CursorMovedI, not only after a text change.
-  trigger_on_insert_enter = true,
-  trigger_on_cursor_moved = true,
-  --- Milliseconds the cursor rests in Normal mode (after a move, or on entering a buffer)
-  --- before the plugin tells the server where it is (lspAssist/didMoveCursor): the server
-  --- then evaluates the prompt there, so the first suggestion where the user starts to
-  --- type needs no cold prompt. 0 or false: never.
-  report_cursor_ms = 300,
-  --- Milliseconds between lspAssist.status polls while the model loads (0: no polling).
-  status_poll_ms = 1000,
-  --- Use Neovim's own vim.lsp.inline_completion (0.12+) instead of the plugin's ghost
-  --- text: <Tab> accepts, but none of the other keys, the status or enable/disable apply.
-  use_builtin = false,
-  --- 'auto': textDocument/inlineCompletion when the server offers it, else the
-  --- textDocument/completion fallback; 'completion': always the fallback.
-  method = 'auto',
-  --- Extra fields merged into the vim.lsp.config / vim.lsp.start table.
-  lsp = {},
-  --- Next edits (lua/lsp-assist/next_edit.lua: key, dismiss, debounce_ms; false: off).
-  next_edit = {},
-  --- Keep the records only tests read (state's requests, answers, notices, telemetry,
-  --- acceptances, errors; next_edit's too): records.lua.
-  debug_records = false,
-}
+--- The options and their defaults (config.lua).
+M.defaults = config.defaults
 
-M.config = vim.deepcopy(M.defaults)
+--- The options now: `M.config` reads and writes config.current (a whole new table too),
+--- where the modules read them.
+setmetatable(M, {
+  __index = function(_, key)
+    if key == 'config' then
+      return config.current
+    end
+  end,
+  __newindex = function(face, key, value)
+    if key == 'config' then
+      config.current = value
+    else
+      rawset(face, key, value)
+    end
+  end,
+})
 
---- What the plugin keeps; the fields after `status` are records, kept only with
---- debug_records (records.lua), read by the headless tests.
-M.state = {
-  setup = false,
-  builtin = false,
-  clients = {}, -- client_id -> { name, initialized, inline, completion, commands }
-  attached = {}, -- bufnr -> client_id
-  ghost = nil, -- { bufnr, row, col, text, item, index, count, client_id, extmark, tick, typed }
-  items = {}, -- normalized items of the last answer shown
-  --- The last lines the server wrote on stderr (at most 10), from its start: what the
-  --- error state shows after it exited (a usage error, a traceback's end).
-  stderr = {},
-  --- 'starting' | 'loading' | 'ready' | 'error'; thinking and off are derived.
-  status = { state = 'starting', message = nil, latency_ms = nil, server = nil, progress = {} },
-  -- Records (debug_records):
-  requests = 0,
-  responses = 0,
-  last_request = nil, -- { method, params, bufnr, invoked }
-  last_response = nil, -- { method, err, result, items, stale, ms }
-  accepted = {}, -- { bufnr, inserted, command, kind, response = { err, result } }
-  partial = {}, -- { kind, inserted }
-  history = {}, -- the last 50 answers: { invoked, stale, items, err }
-  --- lspAssist/suggestionReady notices (the last 50): { uri, position, version, action }
-  --- where action is 'refresh' or why it was ignored; refreshes (the last 50): the
-  --- answers to the requests they made, { before, after, same, ms }.
-  ready = {},
-  refreshes = {},
-  --- Characters typed that matched the ghost (it was updated in place), and the
-  --- answers to the requests made after them: { before, after, same, ms } (the last 50).
-  typed_through = 0,
-  typed_answers = {},
-  --- The telemetry notifications sent (the last 50): { method, item (its id),
-  --- accepted_length } for textDocument/didShowCompletion,
-  --- textDocument/didPartiallyAcceptCompletion and lspAssist/didDismissCompletion.
-  telemetry = {},
-  --- Cursor positions reported with lspAssist/didMoveCursor (the last 50): { bufnr, line,
-  --- character }.
-  cursor_reports = {},
-  errors = {}, -- { where, err }
-}
+--- What the plugin keeps while it runs (state.lua); the records only tests read are
+--- require('lsp-assist.records')'s.
+M.state = state
 
 -- Status -------------------------------------------------------------------------------
 
@@ -169,28 +98,16 @@ M.statusline = status.line
 -- Enable / disable ---------------------------------------------------------------------
 
 --- Whether suggestions are on for `bufnr` (globally, for its filetype, for the buffer).
-function M.is_enabled(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
-  if not M.config.enabled then
-    return false
-  end
-  if not api.nvim_buf_is_valid(bufnr) then
-    return false
-  end
-  if vim.tbl_contains(M.config.disabled_filetypes, vim.bo[bufnr].filetype) then
-    return false
-  end
-  return vim.b[bufnr].lsp_assist_enabled ~= false
-end
+M.is_enabled = config.enabled
 
 local function builtin_enable(bufnr)
-  if M.state.builtin and vim.lsp.inline_completion then
+  if state.builtin and vim.lsp.inline_completion then
     vim.lsp.inline_completion.enable(M.is_enabled(bufnr), { bufnr = bufnr })
   end
 end
 
 local function refresh_enabled()
-  for bufnr in pairs(M.state.attached) do
+  for bufnr in pairs(state.attached) do
     if api.nvim_buf_is_valid(bufnr) then
       if not M.is_enabled(bufnr) then
         M.clear(bufnr)
@@ -205,11 +122,11 @@ end
 --- Turn suggestions on everywhere, or for one filetype.
 function M.enable(filetype)
   if filetype and filetype ~= '' then
-    M.config.disabled_filetypes = vim.tbl_filter(function(ft)
+    config.current.disabled_filetypes = vim.tbl_filter(function(ft)
       return ft ~= filetype
-    end, M.config.disabled_filetypes)
+    end, config.current.disabled_filetypes)
   else
-    M.config.enabled = true
+    config.current.enabled = true
   end
   refresh_enabled()
 end
@@ -217,11 +134,11 @@ end
 --- Turn suggestions off everywhere, or for one filetype.
 function M.disable(filetype)
   if filetype and filetype ~= '' then
-    if not vim.tbl_contains(M.config.disabled_filetypes, filetype) then
-      table.insert(M.config.disabled_filetypes, filetype)
+    if not vim.tbl_contains(config.current.disabled_filetypes, filetype) then
+      table.insert(config.current.disabled_filetypes, filetype)
     end
   else
-    M.config.enabled = false
+    config.current.enabled = false
   end
   refresh_enabled()
 end
@@ -288,7 +205,7 @@ local function attach_autocmds(bufnr)
         end
       else
         keys.newline_through(bufnr) -- Enter into a ghost that starts with the line break
-        local ghost = M.state.ghost
+        local ghost = state.ghost
         if ghost and ghost.bufnr == bufnr and ghost.typed and ghost.tick == nil then
           if decide.at(ghost, render.place(bufnr)) then
             ghost.tick = api.nvim_buf_get_changedtick(bufnr)
@@ -311,7 +228,7 @@ local function attach_autocmds(bufnr)
         vim.schedule(function()
           M.request(bufnr, true)
         end)
-      elseif M.config.trigger_on_insert_enter then
+      elseif config.current.trigger_on_insert_enter then
         M.schedule(bufnr)
       end
     end,
@@ -337,11 +254,11 @@ local function attach_autocmds(bufnr)
     group = group,
     buffer = bufnr,
     callback = function()
-      if keys.newline_through(bufnr) or decide.at(M.state.ghost, render.place(bufnr)) then
+      if keys.newline_through(bufnr) or decide.at(state.ghost, render.place(bufnr)) then
         return -- the suggestion is where the cursor is (after an accepted word or Enter)
       end
       M.clear(bufnr)
-      if M.config.trigger_on_cursor_moved then
+      if config.current.trigger_on_cursor_moved then
         M.schedule(bufnr)
       end
     end,
@@ -350,22 +267,22 @@ local function attach_autocmds(bufnr)
 end
 
 local function on_attach(lsp_client, bufnr)
-  M.state.attached[bufnr] = lsp_client.id
+  state.attached[bufnr] = lsp_client.id
   local caps = lsp_client.server_capabilities or {}
-  M.state.clients[lsp_client.id] = {
+  state.clients[lsp_client.id] = {
     name = lsp_client.name,
     initialized = lsp_client.initialized ~= false,
     inline = caps.inlineCompletionProvider ~= nil and caps.inlineCompletionProvider ~= false,
     completion = caps.completionProvider ~= nil,
     commands = caps.executeCommandProvider and caps.executeCommandProvider.commands or {},
   }
-  if M.state.status.state == 'starting' then
+  if state.status.state == 'starting' then
     status.set('loading', nil)
   end
   status.poll()
-  local builtin = M.config.use_builtin and vim.lsp.inline_completion ~= nil
-    and M.config.method ~= 'completion' and M.state.clients[lsp_client.id].inline
-  M.state.builtin = builtin
+  local builtin = config.current.use_builtin and vim.lsp.inline_completion ~= nil
+    and config.current.method ~= 'completion' and state.clients[lsp_client.id].inline
+  state.builtin = builtin
   if builtin then
     builtin_enable(bufnr)
     keys.map_builtin_accept(bufnr)
@@ -451,9 +368,9 @@ end
 
 --- Change server settings at run time (workspace/didChangeConfiguration).
 function M.set_settings(values)
-  M.config.settings = vim.tbl_extend('force', M.config.settings, values)
+  config.current.settings = vim.tbl_extend('force', config.current.settings, values)
   for _, lsp_client in ipairs(vim.lsp.get_clients({ name = NAME })) do
-    local settings = next(M.config.settings) and M.config.settings or vim.empty_dict()
+    local settings = next(config.current.settings) and config.current.settings or vim.empty_dict()
     lsp_client.settings = { lspAssist = settings }
     client.call(lsp_client, 'notify', 'workspace/didChangeConfiguration', { settings = { lspAssist = settings } })
   end
@@ -499,7 +416,7 @@ M.set_highlight = render.set_highlight
 --- the command and settings in M.config now (after the server exited, or after
 --- changing `cmd`). `callback(ok)` runs once the new client is asked to start.
 function M.restart(callback)
-  if not M.state.setup then
+  if not state.setup then
     vim.notify('lsp-assist: setup() has not run', vim.log.levels.WARN)
     return false
   end
@@ -511,15 +428,15 @@ end
 --- Start the server for the configured filetypes and show its suggestions.
 ---@param opts? table see M.defaults
 function M.setup(opts)
-  M.config = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts or {})
+  config.current = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts or {})
   if opts and opts.settings then
-    M.config.settings = opts.settings -- a list-valued setting must not be merged
+    config.current.settings = opts.settings -- a list-valued setting must not be merged
   end
   if opts and opts.disabled_filetypes then
-    M.config.disabled_filetypes = vim.deepcopy(opts.disabled_filetypes)
+    config.current.disabled_filetypes = vim.deepcopy(opts.disabled_filetypes)
   end
-  local config = M.config
-  records.on = config.debug_records == true
+  local options = config.current
+  records.on = options.debug_records == true
   M.set_highlight()
   api.nvim_create_autocmd('ColorScheme', {
     group = api.nvim_create_augroup('lsp-assist.highlight', { clear = true }),
@@ -527,11 +444,11 @@ function M.setup(opts)
   })
   user_commands()
   status.capture_stderr()
-  local next_edit = config.next_edit == false and { enabled = false } or config.next_edit
+  local next_edit = options.next_edit == false and { enabled = false } or options.next_edit
   require('lsp-assist.next_edit').setup(next_edit)
-  M.state.setup = true
-  M.state.status.state = 'starting'
-  M.state.cmd_error = nil
+  state.setup = true
+  state.status.state = 'starting'
+  state.cmd_error = nil
 
   local group = api.nvim_create_augroup('lsp-assist.attach', { clear = true })
   api.nvim_create_autocmd('LspAttach', {

@@ -6,21 +6,20 @@ local M = {}
 
 local api = vim.api
 local client = require('lsp-assist.client')
+local config = require('lsp-assist.config')
 local decide = require('lsp-assist.decide')
 local records = require('lsp-assist.records')
 local render = require('lsp-assist.render')
+local request = require('lsp-assist.request')
+local state = require('lsp-assist.state')
 local status = require('lsp-assist.status')
 
 --- changedtick right after the plugin inserted text itself (not the user's change).
 M.own_tick = nil
 
-local function assist()
-  return require('lsp-assist')
-end
-
 --- Whether a suggestion shows in the current buffer.
 function M.visible()
-  local ghost = assist().state.ghost
+  local ghost = state.ghost
   return ghost ~= nil and ghost.bufnr == api.nvim_get_current_buf()
 end
 
@@ -56,7 +55,6 @@ end
 --- The rest stays on screen; the server hears of the acceptance once all of it is in.
 --- Returns true when there was a suggestion.
 function M.accept(kind)
-  local state = assist().state
   local ghost = state.ghost
   if not ghost or ghost.bufnr ~= api.nvim_get_current_buf() then
     return false
@@ -78,7 +76,7 @@ function M.accept(kind)
   -- Cycling from here asks the server again: the other items started elsewhere.
   state.items = {}
   if rest ~= '' then
-    records.push(state.partial, { kind = kind, inserted = part })
+    records.push(records.partial, { kind = kind, inserted = part })
     -- From the start of the item's text to the end of what is in (Copilot's measure).
     client.tell(ghost.client_id, 'textDocument/didPartiallyAcceptCompletion', item, {
       item = client.wire_item(item),
@@ -91,13 +89,12 @@ function M.accept(kind)
   local record = lsp_client and report_acceptance(lsp_client, bufnr, item.command)
     or { bufnr = bufnr, command = item.command }
   record.inserted, record.kind = item.accepted_text, kind or 'all'
-  records.push(state.accepted, record)
+  records.push(records.accepted, record)
   return true
 end
 
 --- Remove the suggestion (and cancel the request on its way). True when there was one.
 function M.dismiss()
-  local state = assist().state
   local bufnr = api.nvim_get_current_buf()
   local had = M.visible()
   if had then
@@ -114,12 +111,10 @@ end
 --- Show the next (`step` 1) or previous (-1) item of the answer. With one item shown,
 --- ask again explicitly (a server may offer more then); with none, ask now.
 function M.cycle(step)
-  local plugin = assist()
-  local state = plugin.state
   local bufnr = api.nvim_get_current_buf()
   local ghost = state.ghost
   if not ghost or ghost.bufnr ~= bufnr then
-    return plugin.request(bufnr, true)
+    return request.request(bufnr, true)
   end
   local items = state.items
   if #items > 1 then
@@ -137,7 +132,7 @@ function M.cycle(step)
     return false
   end
   state.asked_alternatives = key
-  return plugin.request(bufnr, true, { step = step })
+  return request.request(bufnr, true, { step = step })
 end
 
 --- InsertCharPre with `char` about to go in at the cursor: when it is the ghost's next
@@ -145,20 +140,18 @@ end
 --- changedtick, and the request made after it keeps the ghost unless the server's
 --- answer differs.
 function M.type_through(bufnr, char)
-  local state = assist().state
   local ghost = state.ghost
   local rest = ghost and ghost.bufnr == bufnr and decide.type_through(ghost, render.place(bufnr), char)
   if not rest or not render.type_through(ghost, char, rest) then
     return false
   end
-  records.count(state, 'typed_through')
+  records.count(records, 'typed_through')
   return true
 end
 
 --- After Enter: keep a ghost that starts with the line break and the indentation the
 --- editor gave (the server's next kept line) on screen at the new line. True when it did.
 function M.newline_through(bufnr)
-  local state = assist().state
   local ghost = state.ghost
   if not ghost or ghost.bufnr ~= bufnr or ghost.text:sub(1, 1) ~= '\n' then
     return false
@@ -172,28 +165,29 @@ function M.newline_through(bufnr)
   if not rest or not render.move_down(ghost, place, rest) then
     return false
   end
-  records.count(state, 'typed_through')
+  records.count(records, 'typed_through')
   return true
 end
 
 local function keys_config()
-  local config = assist().config
-  local keys = vim.tbl_extend('force', {}, config.keys or {})
-  if config.accept_key ~= nil then
-    keys.accept = config.accept_key
+  local options = config.current
+  local keys = vim.tbl_extend('force', {}, options.keys or {})
+  if options.accept_key ~= nil then
+    keys.accept = options.accept_key
   end
   return keys
 end
 
---- An insert-mode mapping that runs `action` when a suggestion shows (or `always`),
---- and is the plain key otherwise.
-local function map(bufnr, key, action, desc, always)
+--- An insert-mode mapping that runs `action` (a function of the module `owner`, which
+--- the public face re-exports) when a suggestion shows (or `always`), and is the plain
+--- key otherwise.
+local function map(bufnr, key, owner, action, desc, always)
   if not key then
     return
   end
   vim.keymap.set('i', key, function()
     if always or M.visible() then
-      return '<Cmd>lua require("lsp-assist").' .. action .. '<CR>'
+      return '<Cmd>lua require("lsp-assist.' .. owner .. '").' .. action .. '<CR>'
     end
     return key
   end, { buffer = bufnr, expr = true, replace_keycodes = true, desc = 'lsp-assist: ' .. desc })
@@ -202,13 +196,13 @@ end
 --- The plugin's insert-mode keys in `bufnr`.
 function M.map(bufnr)
   local keys = keys_config()
-  map(bufnr, keys.accept, 'accept()', 'accept the suggestion')
-  map(bufnr, keys.accept_word, 'accept("word")', 'accept the next word of the suggestion')
-  map(bufnr, keys.accept_line, 'accept("line")', 'accept the next line of the suggestion')
-  map(bufnr, keys.dismiss, 'dismiss()', 'dismiss the suggestion')
-  map(bufnr, keys.trigger, 'complete()', 'ask for a suggestion now', true)
-  map(bufnr, keys.next, 'cycle(1)', 'next suggestion', true)
-  map(bufnr, keys.prev, 'cycle(-1)', 'previous suggestion', true)
+  map(bufnr, keys.accept, 'keys', 'accept()', 'accept the suggestion')
+  map(bufnr, keys.accept_word, 'keys', 'accept("word")', 'accept the next word of the suggestion')
+  map(bufnr, keys.accept_line, 'keys', 'accept("line")', 'accept the next line of the suggestion')
+  map(bufnr, keys.dismiss, 'keys', 'dismiss()', 'dismiss the suggestion')
+  map(bufnr, keys.trigger, 'request', 'complete()', 'ask for a suggestion now', true)
+  map(bufnr, keys.next, 'keys', 'cycle(1)', 'next suggestion', true)
+  map(bufnr, keys.prev, 'keys', 'cycle(-1)', 'previous suggestion', true)
 end
 
 --- With use_builtin: only the accept key, for vim.lsp.inline_completion.

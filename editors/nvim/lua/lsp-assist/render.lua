@@ -1,20 +1,17 @@
 -- The ghost text: a suggestion drawn as virtual text at the cursor (an extmark: the
 -- first line inline, further lines as virtual lines) in the highlight LspAssistGhost.
--- require('lsp-assist').state.ghost is what shows: { bufnr, row, col, text, item,
--- index, count, client_id, extmark, tick, typed }.
+-- state.ghost is what shows: { bufnr, row, col, text, item, index, count, client_id,
+-- extmark, tick, typed }.
 
 local M = {}
 
 local api = vim.api
 local client = require('lsp-assist.client')
 local decide = require('lsp-assist.decide')
+local state = require('lsp-assist.state')
 local status = require('lsp-assist.status')
 
 M.ns = api.nvim_create_namespace('lsp-assist.ghost')
-
-local function assist()
-  return require('lsp-assist')
-end
 
 --- Apply the ghost-text highlight: a grey that shows in 256-colour terminals too
 --- (copilot.vim's CopilotSuggestion colours); `default`, so a colour scheme or the
@@ -31,7 +28,6 @@ end
 
 --- Remove the ghost (in `bufnr`, or wherever it shows).
 function M.clear(bufnr)
-  local state = assist().state
   local ghost = state.ghost
   if ghost and (bufnr == nil or ghost.bufnr == bufnr) then
     pcall(api.nvim_buf_del_extmark, ghost.bufnr, M.ns, ghost.extmark)
@@ -101,7 +97,7 @@ function M.draw(bufnr, client_id, item, text, index, count)
     client.record_error('extmark', extmark)
     return false
   end
-  assist().state.ghost = {
+  state.ghost = {
     bufnr = bufnr,
     row = here.row,
     col = here.col,
@@ -128,7 +124,7 @@ function M.show(bufnr, lsp_client, items, index)
   if not text then
     return false
   end
-  assist().state.items = items
+  state.items = items
   return M.draw(bufnr, lsp_client.id, item, text, index, #items)
 end
 

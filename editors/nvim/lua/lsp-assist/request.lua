@@ -8,9 +8,11 @@ local M = {}
 local api = vim.api
 local uv = vim.uv or vim.loop
 local client = require('lsp-assist.client')
+local config = require('lsp-assist.config')
 local decide = require('lsp-assist.decide')
 local records = require('lsp-assist.records')
 local render = require('lsp-assist.render')
+local state = require('lsp-assist.state')
 local status = require('lsp-assist.status')
 
 M.INLINE = 'textDocument/inlineCompletion'
@@ -22,13 +24,9 @@ local timers = {} -- bufnr -> uv timer (debounce); 'cursor' -> the cursor report
 --- Set by complete() from Normal mode: ask once insert mode starts.
 M.invoke_on_insert = false
 
-local function assist()
-  return require('lsp-assist')
-end
-
 --- The ghost in `bufnr` (nil: none there).
 local function ghost_in(bufnr)
-  local ghost = assist().state.ghost
+  local ghost = state.ghost
   return ghost and ghost.bufnr == bufnr and ghost or nil
 end
 
@@ -40,8 +38,6 @@ end
 
 --- Act on the answer (`err`, `items`) to a request sent at `sent`.
 local function on_answer(bufnr, lsp_client, sent, ask, opts, err, items, ms)
-  local plugin = assist()
-  local state = plugin.state
   if err then
     if err.code ~= REQUEST_CANCELLED then
       client.record_error(ask.method, err)
@@ -58,8 +54,8 @@ local function on_answer(bufnr, lsp_client, sent, ask, opts, err, items, ms)
   status.changed()
   local action, index = decide.answer({
     stale = ask.stale,
-    enabled = plugin.is_enabled(bufnr),
-    insert = api.nvim_get_mode().mode:sub(1, 1) == 'i' or plugin._show_outside_insert,
+    enabled = config.enabled(bufnr),
+    insert = api.nvim_get_mode().mode:sub(1, 1) == 'i',
     count = #items,
     refresh = opts.refresh,
     step = opts.step,
@@ -70,7 +66,7 @@ local function on_answer(bufnr, lsp_client, sent, ask, opts, err, items, ms)
     local text = items[1] and render.remaining_text(bufnr, lsp_client, items[1])
     local ghost = ghost_in(bufnr)
     local same = ghost ~= nil and ghost.text == text and decide.at(ghost, render.place(bufnr))
-    record_kept(opts.refresh and state.refreshes or state.typed_answers, bufnr, text, same, ms)
+    record_kept(opts.refresh and records.refreshes or records.typed_answers, bufnr, text, same, ms)
     action, index = decide.compared(#items, same, text ~= nil), 1
   end
   if action == 'clear' then
@@ -86,11 +82,9 @@ end
 --- (lspAssist/suggestionReady), and keep the shown one unless the answer differs.
 function M.request(bufnr, invoked, opts)
   opts = opts or {}
-  local plugin = assist()
-  local state = plugin.state
   bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
   local lsp_client = client.get(bufnr)
-  if not lsp_client or not plugin.is_enabled(bufnr) then
+  if not lsp_client or not config.enabled(bufnr) then
     return false
   end
   local here = render.place(bufnr)
@@ -105,7 +99,7 @@ function M.request(bufnr, invoked, opts)
   elseif decision == 'typed' then
     ghost.typed = false -- asked once for this place
   end
-  local inline = plugin.config.method ~= 'completion' and client.supports(lsp_client, M.INLINE)
+  local inline = config.current.method ~= 'completion' and client.supports(lsp_client, M.INLINE)
   local method = inline and M.INLINE or COMPLETION
   local params = vim.lsp.util.make_position_params(0, lsp_client.offset_encoding)
   -- Invoked / Automatic; the completion fallback is always Invoked.
@@ -116,8 +110,8 @@ function M.request(bufnr, invoked, opts)
     keep = decision == 'refresh' or decision == 'typed',
     shown = ghost and ghost.index or 1,
   }
-  records.count(state, 'requests')
-  records.set(state, 'last_request', { method = method, params = params, bufnr = bufnr, invoked = invoked == true })
+  records.count(records, 'requests')
+  records.set(records, 'last_request', { method = method, params = params, bufnr = bufnr, invoked = invoked == true })
   local sent = uv.hrtime()
   local ok, request_id
   ok, request_id = client.request(lsp_client, method, params, function(err, result)
@@ -128,11 +122,11 @@ function M.request(bufnr, invoked, opts)
     local items = err and {} or decide.items(method, result)
     local current = api.nvim_buf_is_valid(bufnr) and api.nvim_get_current_buf() == bufnr
     ask.stale = decide.stale(here, current and render.place(bufnr) or nil)
-    records.count(state, 'responses')
-    records.set(state, 'last_response', {
+    records.count(records, 'responses')
+    records.set(records, 'last_response', {
       method = method, err = err, result = result, items = items, stale = ask.stale, ms = ms,
     })
-    records.push(state.history, { invoked = invoked == true, stale = ask.stale, items = #items, err = err ~= nil })
+    records.push(records.history, { invoked = invoked == true, stale = ask.stale, items = #items, err = err ~= nil })
     on_answer(bufnr, lsp_client, here, ask, opts, err, items, ms)
   end, bufnr)
   if ok and request_id then
@@ -144,11 +138,10 @@ end
 
 --- Request after `debounce_ms` without typing or moving.
 function M.schedule(bufnr)
-  local plugin = assist()
-  if not plugin.is_enabled(bufnr) then
+  if not config.enabled(bufnr) then
     return
   end
-  client.debounce(timers, bufnr, plugin.config.debounce_ms, function()
+  client.debounce(timers, bufnr, config.current.debounce_ms, function()
     if api.nvim_buf_is_valid(bufnr) and api.nvim_get_current_buf() == bufnr
       and api.nvim_get_mode().mode:sub(1, 1) == 'i' then
       M.request(bufnr, false)
@@ -168,7 +161,6 @@ local function ready_ignored(params, ctx)
   if type(params) ~= 'table' or type(params.textDocument) ~= 'table' or type(params.position) ~= 'table' then
     return 'malformed'
   end
-  local plugin = assist()
   local bufnr = api.nvim_get_current_buf()
   if vim.uri_from_bufnr(bufnr) ~= params.textDocument.uri then
     return 'not the current buffer'
@@ -177,10 +169,10 @@ local function ready_ignored(params, ctx)
   if not lsp_client or lsp_client.id ~= ctx.client_id then
     return 'not attached'
   end
-  if plugin.state.builtin then
+  if state.builtin then
     return 'use_builtin' -- vim.lsp.inline_completion shows only what it asked for
   end
-  if not plugin.is_enabled(bufnr) then
+  if not config.enabled(bufnr) then
     return 'disabled'
   end
   if api.nvim_get_mode().mode:sub(1, 1) ~= 'i' then
@@ -204,7 +196,7 @@ function M.on_suggestion_ready(err, params, ctx)
   end
   local reason = ready_ignored(params, ctx or {})
   local document = type(params) == 'table' and params.textDocument or nil
-  records.push(assist().state.ready, {
+  records.push(records.ready, {
     uri = document and document.uri or vim.NIL,
     version = document and document.version or vim.NIL,
     position = type(params) == 'table' and params.position or vim.NIL,
@@ -224,7 +216,7 @@ function M.complete()
     status.no_server('the server is not attached to this buffer')
     return false
   end
-  if not assist().is_enabled(bufnr) then
+  if not config.enabled(bufnr) then
     vim.notify('lsp-assist: suggestions are off here (:LspAssistEnable)', vim.log.levels.WARN)
     return false
   end
@@ -256,7 +248,6 @@ local last_report = nil -- { client_id, bufnr, line, character } of the last rep
 
 --- Tell the server where the cursor rests (lspAssist/didMoveCursor), once per place.
 local function report_cursor(bufnr)
-  local state = assist().state
   if bufnr ~= api.nvim_get_current_buf() or api.nvim_get_mode().mode ~= 'n' then
     return
   end
@@ -278,12 +269,12 @@ local function report_cursor(bufnr)
     client.record_error('lspAssist/didMoveCursor', err)
     return
   end
-  records.push(state.cursor_reports, { bufnr = bufnr, line = at[3], character = at[4] })
+  records.push(records.cursor_reports, { bufnr = bufnr, line = at[3], character = at[4] })
 end
 
 --- Report the cursor once it has rested `report_cursor_ms` (a newer move restarts the wait).
 function M.schedule_cursor_report(bufnr)
-  local wait = assist().config.report_cursor_ms
+  local wait = config.current.report_cursor_ms
   if not wait or wait <= 0 then
     return
   end

@@ -6,6 +6,9 @@ local M = {}
 
 local api = vim.api
 local client = require('lsp-assist.client')
+local config = require('lsp-assist.config')
+local request = require('lsp-assist.request')
+local state = require('lsp-assist.state')
 local status = require('lsp-assist.status')
 
 local READY = 'lspAssist/suggestionReady'
@@ -14,10 +17,6 @@ local NAME = client.NAME
 
 local restarting = {} -- client_id -> true: stopped by M.restart, its exit is no error
 local lsp_config -- what vim.lsp.config / vim.lsp.start get (built by register)
-
-local function assist()
-  return require('lsp-assist')
-end
 
 --- The repository this plugin lives in (editors/nvim/lua/lsp-assist/server.lua).
 local function repo_root()
@@ -56,7 +55,7 @@ local function resolve_cmd(cmd)
       .. "'serve' }, or put <repo>/.venv/bin on PATH")
   local message = ("lsp-assist: the server command '%s' is not executable (not found on PATH); %s")
     :format(cmd[1], fix)
-  assist().state.cmd_error = message
+  state.cmd_error = message
   status.set('error', ('%s not found'):format(cmd[1]))
   vim.notify(message, vim.log.levels.ERROR)
   return nil
@@ -77,25 +76,25 @@ local function exited(code, signal)
   end)
 end
 
---- The vim.lsp.config table for the configured command `cmd`.
-local function build_lsp_config(config, cmd)
-  local settings = vim.deepcopy(config.settings)
+--- The vim.lsp.config table for the options `options` and their command `cmd`.
+local function build_lsp_config(options, cmd)
+  local settings = vim.deepcopy(options.settings)
   -- Empty tables are sent as JSON objects, not arrays.
   local init_options = next(settings) and settings or vim.empty_dict()
   local built = vim.tbl_deep_extend('force', {
     cmd = cmd,
-    filetypes = config.filetypes,
-    root_markers = config.root_markers,
+    filetypes = options.filetypes,
+    root_markers = options.root_markers,
     init_options = init_options,
     settings = { lspAssist = init_options },
     -- Merged into make_client_capabilities() by the client.
     capabilities = { experimental = { [READY_CAPABILITY] = true } },
     handlers = {
       [READY] = function(...)
-        return assist().on_suggestion_ready(...)
+        return request.on_suggestion_ready(...)
       end,
     },
-  }, config.lsp or {})
+  }, options.lsp or {})
   local user_on_exit = built.on_exit
   built.on_exit = function(code, signal, client_id)
     status.stop_polling()
@@ -104,7 +103,7 @@ local function build_lsp_config(config, cmd)
     if not restarted and (code ~= 0 or (signal and signal ~= 0)) then
       exited(code, signal)
     end
-    local attached = assist().state.attached
+    local attached = state.attached
     for bufnr, id in pairs(attached) do
       if id == client_id then
         attached[bufnr] = nil
@@ -122,14 +121,14 @@ end
 --- command cannot run. `exact`: replace the registered config rather than merge into it
 --- (vim.lsp.config merges lists index by index: a shorter cmd would keep the old tail).
 function M.register(exact)
-  local plugin = assist()
-  local cmd = resolve_cmd(plugin.config.cmd)
+  local options = config.current
+  local cmd = resolve_cmd(options.cmd)
   if not cmd then
     return false
   end
-  plugin.config.resolved_cmd = cmd
-  plugin.state.stderr, plugin.state.stderr_partial = {}, nil -- the new server's own
-  lsp_config = build_lsp_config(plugin.config, cmd)
+  options.resolved_cmd = cmd
+  state.stderr, state.stderr_partial = {}, nil -- the new server's own
+  lsp_config = build_lsp_config(options, cmd)
   if vim.lsp.config and vim.lsp.enable then
     if exact then
       vim.lsp.config[NAME] = lsp_config
@@ -142,8 +141,7 @@ end
 
 --- Start a client for `bufnr` (Neovim 0.10, without vim.lsp.config).
 local function start_buffer(bufnr)
-  local config = assist().config
-  local root = vim.fs.root and vim.fs.root(bufnr, config.root_markers) or vim.fn.getcwd()
+  local root = vim.fs.root and vim.fs.root(bufnr, config.current.root_markers) or vim.fn.getcwd()
   local start_config = vim.tbl_extend('force', lsp_config, { name = NAME, root_dir = root or vim.fn.getcwd() })
   start_config.filetypes, start_config.root_markers = nil, nil
   vim.lsp.start(start_config, { bufnr = bufnr })
@@ -155,7 +153,7 @@ function M.start()
     vim.lsp.enable(NAME) -- also starts it for the buffers already open
     return
   end
-  local filetypes = assist().config.filetypes
+  local filetypes = config.current.filetypes
   api.nvim_create_autocmd('FileType', {
     group = api.nvim_create_augroup('lsp-assist.start', { clear = true }),
     pattern = filetypes,
@@ -172,9 +170,8 @@ function M.start()
 end
 
 --- Stop the running clients, then (once they are gone) register the command in
---- M.config again and start; `callback(ok)` after that.
+--- the options (config.current) again and start; `callback(ok)` after that.
 function M.restart(callback)
-  local state = assist().state
   status.stop_polling()
   local old = vim.lsp.get_clients({ name = NAME })
   for _, lsp_client in ipairs(old) do

@@ -7,13 +7,11 @@ local M = {}
 local api = vim.api
 local uv = vim.uv or vim.loop
 local client = require('lsp-assist.client')
+local config = require('lsp-assist.config')
+local state = require('lsp-assist.state')
 
 M.RESTART_HINT = ':LspAssistRestart'
 local STDERR_LINES = 10
-
-local function assist()
-  return require('lsp-assist')
-end
 
 --- Tell the statusline and the User LspAssistStatus autocmds.
 function M.changed()
@@ -23,13 +21,13 @@ function M.changed()
   end)
 end
 
-function M.set(state, message)
-  local status = assist().state.status
-  if status.state ~= state or status.message ~= message then
+function M.set(name, message)
+  local status = state.status
+  if status.state ~= name or status.message ~= message then
     local was = status.state
-    status.state, status.message = state, message
+    status.state, status.message = name, message
     M.changed()
-    if state == 'ready' and was ~= 'ready' then
+    if name == 'ready' and was ~= 'ready' then
       -- The model came: where is the cursor?
       require('lsp-assist.request').schedule_cursor_report(api.nvim_get_current_buf())
     end
@@ -41,7 +39,7 @@ function M.apply(result)
   if type(result) ~= 'table' then
     return
   end
-  assist().state.status.server = result
+  state.status.server = result
   local model = type(result.model) == 'table' and result.model or {}
   local model_error = model.error
   if model_error ~= nil and model_error ~= vim.NIL and model_error ~= '' then
@@ -66,8 +64,8 @@ end
 --- Ask lspAssist.status now, then every status_poll_ms until ready or error.
 function M.poll()
   local any = client.any()
-  local config = assist().config
-  if not any or config.status_poll_ms <= 0 then
+  local options = config.current
+  if not any or options.status_poll_ms <= 0 then
     return
   end
   client.request(any, 'workspace/executeCommand', { command = 'lspAssist.status', arguments = {} },
@@ -76,10 +74,10 @@ function M.poll()
         return
       end
       M.apply(result)
-      local state = assist().state.status.state
-      if (state == 'loading' or state == 'starting') and not poll_timer then
+      local now = state.status.state
+      if (now == 'loading' or now == 'starting') and not poll_timer then
         poll_timer = uv.new_timer()
-        poll_timer:start(config.status_poll_ms, 0, vim.schedule_wrap(function()
+        poll_timer:start(options.status_poll_ms, 0, vim.schedule_wrap(function()
           M.stop_polling()
           M.poll()
         end))
@@ -94,7 +92,7 @@ function M.on_progress(params)
   end
   local value = params.value
   local token = tostring(params.token)
-  local progress = assist().state.status.progress
+  local progress = state.status.progress
   if value.kind == 'end' then
     progress[token] = nil
     M.poll() -- a load that ended: ready, or failed
@@ -141,13 +139,12 @@ function M.capture_stderr()
   log._lsp_assist = true
   log.error = function(...)
     local where, cmd, kind, chunk = ...
-    local resolved = assist().config.resolved_cmd
+    local resolved = config.current.resolved_cmd
     local ours = resolved and resolved[1]
     if type(cmd) == 'table' then
       cmd = cmd[1] -- Neovim 0.10 logs the whole command
     end
     if where == 'rpc' and kind == 'stderr' and type(chunk) == 'string' and ours and cmd == ours then
-      local state = assist().state
       local lines = state.stderr
       local parts = vim.split((state.stderr_partial or '') .. chunk, '\n', { plain = true })
       state.stderr_partial = table.remove(parts)
@@ -167,7 +164,6 @@ end
 
 --- The server's last stderr lines, with a line it left unfinished.
 function M.stderr_tail()
-  local state = assist().state
   local lines = vim.list_extend({}, state.stderr)
   local partial = vim.trim(state.stderr_partial or '')
   if partial ~= '' then
@@ -179,7 +175,6 @@ end
 --- The warning for a command that found no server: in the error state, why and how to
 --- start it again.
 function M.no_server(text)
-  local state = assist().state
   local status = state.status
   if status.state == 'error' and status.message then
     local hint = status.message:find(M.RESTART_HINT, 1, true) and ''
@@ -195,23 +190,22 @@ end
 
 --- The plugin's state for the current buffer: off, starting, loading, ready, thinking, error.
 function M.info(bufnr)
-  local plugin = assist()
   bufnr = (bufnr == nil or bufnr == 0) and api.nvim_get_current_buf() or bufnr
-  local status = plugin.state.status
-  local state = status.state
-  if not plugin.state.setup or not plugin.is_enabled(bufnr) then
-    state = 'off'
-  elseif client.pending[bufnr] and state == 'ready' then
-    state = 'thinking'
+  local status = state.status
+  local shown = status.state
+  if not state.setup or not config.enabled(bufnr) then
+    shown = 'off'
+  elseif client.pending[bufnr] and shown == 'ready' then
+    shown = 'thinking'
   end
-  local ghost = plugin.state.ghost
+  local ghost = state.ghost
   return {
-    state = state,
+    state = shown,
     message = status.message,
     latency_ms = status.latency_ms,
     progress = progress_text(status.progress),
-    attached = plugin.state.attached[bufnr] ~= nil,
-    stderr = state == 'error' and M.stderr_tail() or nil,
+    attached = state.attached[bufnr] ~= nil,
+    stderr = shown == 'error' and M.stderr_tail() or nil,
     item = ghost and ghost.bufnr == bufnr and ghost.count > 1 and { ghost.index, ghost.count } or nil,
   }
 end
