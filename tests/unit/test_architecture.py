@@ -545,14 +545,46 @@ NVIM_PLUGIN = ROOT.parent / "editors" / "nvim" / "lua" / "lsp-assist"
 NVIM_PURE = "decide.lua"
 """The plugin's pure module: plain tables in, plain values out, no ``vim``."""
 
+NVIM_FACE = "init.lua"
+"""The plugin's public face (``require('lsp-assist')``): it wires the modules and
+re-exports their functions; none of them requires it (their state is state.lua's, the
+records records.lua's, the options config.lua's)."""
+
+LUA_FACE_OR_SKIPPED = re.compile(
+    r"""(?P<face>\brequire\s*\(?\s*(?P<q>['"])lsp-assist(?P=q))"""
+    r"|--\[(?P<c>=*)\[.*?\](?P=c)\]|--[^\n]*"  # comments: long, then to the line's end
+    r"""|\[(?P<s>=*)\[.*?\](?P=s)\]|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""",  # strings
+    re.S,
+)
+"""``require('lsp-assist')`` / ``require("lsp-assist")`` (the face, not ``lsp-assist.x``),
+or a comment or string, matched first where it starts, so what they say is not code."""
+
+
+def requiring_the_face(name: str, text: str) -> list[str]:
+    """Where the code of plugin file ``name`` (its comments and strings aside) requires
+    the face."""
+    found = []
+    for m in LUA_FACE_OR_SKIPPED.finditer(text):
+        if m.group("face"):
+            line = text.count("\n", 0, m.start()) + 1
+            found.append(
+                f"{name}:{line}: requires the face ({NVIM_FACE}); require the module that "
+                "owns what it reads (state, config, records, ...)"
+            )
+    return found
+
 
 def nvim_plugin_findings(folder: Path) -> list[str]:
-    """A plugin file over MAX_LINES; ``vim`` named in the pure module's code."""
+    """A plugin file over MAX_LINES; ``vim`` named in the pure module's code; a module
+    other than the face that requires the face."""
     found = []
     for path in sorted(folder.glob("*.lua")):
-        lines = path.read_text("utf-8").splitlines()
+        text = path.read_text("utf-8")
+        lines = text.splitlines()
         if len(lines) > MAX_LINES:
             found.append(f"{path.name}: {len(lines)} lines, split it by concern")
+        if path.name != NVIM_FACE:
+            found += requiring_the_face(path.name, text)
     pure = folder / NVIM_PURE
     code = [line.split("--", 1)[0] for line in pure.read_text("utf-8").splitlines()]
     found += [
@@ -564,7 +596,8 @@ def nvim_plugin_findings(folder: Path) -> list[str]:
 
 
 def test_the_nvim_plugin_is_split_and_its_decisions_pure() -> None:
-    """tests/editors/test_nvim_decide.py runs decide.lua without ``vim`` too."""
+    """tests/editors/test_nvim_decide.py runs decide.lua without ``vim`` too; no module
+    reaches the plugin's state through its face (issue 48, M5)."""
     found = nvim_plugin_findings(NVIM_PLUGIN)
     assert not found, "\n".join(found)
 
@@ -579,6 +612,31 @@ def test_checker_sees_a_long_plugin_file_and_vim_in_the_pure_module(tmp_path: Pa
         f"init.lua: {MAX_LINES + 1} lines, split it by concern",
         f"{NVIM_PURE}:1: local api = vim.api",
     ]
+
+
+def test_checker_sees_a_module_that_requires_the_face(tmp_path: Path) -> None:
+    (tmp_path / NVIM_PURE).write_text("local M = {}\nreturn M\n")
+    (tmp_path / NVIM_FACE).write_text("local keys = require('lsp-assist.keys')\nreturn {}\n")
+    fine = (
+        "-- reached as require('lsp-assist').state, never through require(\"lsp-assist\")\n"
+        "--[[ require('lsp-assist')\n]]\n"
+        "local state = require('lsp-assist.state')\n"
+        'local config = require("lsp-assist.config")\n'
+        "vim.health.warn(\"require('lsp-assist').setup() was not called\")\n"
+        "local hint = [==[ require('lsp-assist') ]==]\n"
+        "local quoted = { 'require(\"lsp-assist\")' }\n"
+    )
+    (tmp_path / "keys.lua").write_text(fine)
+    assert nvim_plugin_findings(tmp_path) == []
+    (tmp_path / "keys.lua").write_text(
+        fine
+        + "local function assist()\n  return require('lsp-assist')\nend\n"
+        + 'local face = require("lsp-assist") -- the face\n'
+        + "local bare = require 'lsp-assist'\n"
+    )
+    found = nvim_plugin_findings(tmp_path)
+    assert [f.split(": ", 1)[0] for f in found] == ["keys.lua:10", "keys.lua:12", "keys.lua:13"]
+    assert all("requires the face (init.lua)" in f for f in found), found
 
 
 def test_no_test_module_imports_another() -> None:
