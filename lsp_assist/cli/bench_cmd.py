@@ -337,7 +337,7 @@ def run_replay(args: argparse.Namespace) -> int:
     """Run the acceptance replay; write table.md, results.json and replay.png to --out."""
     from lsp_assist.backends.models import resolve_model
     from lsp_assist.errors import LspAssistError
-    from lsp_assist.evaluation.replay import (
+    from lsp_assist.evaluation.replay.run import (
         DEFAULT_ROWS,
         PACES,
         ReplayConfig,
@@ -401,9 +401,9 @@ def run_crossfile(args: argparse.Namespace) -> int:
     results.json to --out."""
     from lsp_assist.backends.models import resolve_model
     from lsp_assist.errors import LspAssistError
-    from lsp_assist.evaluation import crossfile_run as run
-    from lsp_assist.evaluation.crossfile import DEFAULT_TASKS as PER_PACKAGE
-    from lsp_assist.evaluation.crossfile import ROW_NAMES, table
+    from lsp_assist.evaluation.replay import crossfile_run as run
+    from lsp_assist.evaluation.replay.crossfile import DEFAULT_TASKS as PER_PACKAGE
+    from lsp_assist.evaluation.replay.crossfile import ROW_NAMES, table
 
     if args.from_json is not None:
         print(table(run.from_json(args.from_json, args.out)))
@@ -451,7 +451,7 @@ def run_crossfile(args: argparse.Namespace) -> int:
 
 def replay_from_json(path: Path, out: Path) -> int:
     """Recompute a replay's figures from its results.json records; write its outputs to ``out``."""
-    from lsp_assist.evaluation.replay import read_results, write_outputs
+    from lsp_assist.evaluation.replay.run import read_results, write_outputs
 
     written = write_outputs(out, read_results(path))
     print((out / "table.md").read_text(encoding="utf-8"))

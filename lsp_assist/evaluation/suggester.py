@@ -1,6 +1,6 @@
 """What the acceptance replay drives: an editor's completion client seen from the user's chair.
 
-The replay (``replay.py``) plays a simulated user who types a region of real code at a
+The replay (``replay/run.py``) plays a simulated user who types a region of real code at a
 fixed pace and never waits for an answer. At every key it tells the :class:`Suggester`
 what the buffer now is and where the cursor is (:meth:`Suggester.key`); the suggester
 does what its editor client would do (cancel what is still out, send the change, ask
@@ -10,9 +10,9 @@ buffer version it was made for. The replay decides what the user saw: the newest
 for the current version that arrived before the next key.
 
 Several kinds implement it: lsp-assist's own client over real JSON-RPC
-(``replay_client.py``), llama.vim's algorithm against llama.cpp's ``llama-server``
+(``replay/client.py``), llama.vim's algorithm against llama.cpp's ``llama-server``
 (``llamavim.py``), llm.nvim on llm-ls (``llmls.py``) and the oracle ceiling
-(``replay_oracle.py``). A client whose rules depend on what the key was (a Tab, a word
+(``replay/oracle.py``). A client whose rules depend on what the key was (a Tab, a word
 key, a typed character) and on whether a suggestion stays on screen after it also
 implements :class:`KeyAware`. No pygls here.
 """

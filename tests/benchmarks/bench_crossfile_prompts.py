@@ -1,6 +1,6 @@
 """What the cross-file bench's lines get in their prompts, per settings variant, without a model.
 
-The lines of ``lsp-assist bench --crossfile`` (evaluation/crossfile.py, same packages,
+The lines of ``lsp-assist bench --crossfile`` (evaluation/replay/crossfile.py, same packages,
 count and seed) are built through the real index and context engine with the model's
 own vocabulary (a vocabulary-only load: no weights, no generation), at two places of
 each line: its start (the indentation, nothing typed: where the bench asks) and just
@@ -37,9 +37,9 @@ from lsp_assist.backends.kv_states import common_prefix_len
 from lsp_assist.config import IndexSettings, ModelSettings, parse_settings
 from lsp_assist.context import ContextEngine, Cursor, PromptMemory
 from lsp_assist.documents import language_for_path
-from lsp_assist.evaluation.crossfile import CrossTask, carries, choose_tasks, row_settings
-from lsp_assist.evaluation.crossfile_run import parse_package
-from lsp_assist.evaluation.replay_tasks import eligible_lines
+from lsp_assist.evaluation.replay.crossfile import CrossTask, carries, choose_tasks, row_settings
+from lsp_assist.evaluation.replay.crossfile_run import parse_package
+from lsp_assist.evaluation.replay.tasks import eligible_lines
 from lsp_assist.index import WorkspaceIndex
 
 PIECES = {"relatedLineNames": True, "relatedReceivers": True}

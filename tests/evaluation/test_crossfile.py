@@ -18,8 +18,8 @@ from lsp_assist.config import parse_settings
 from lsp_assist.context.engine import ContextEngine
 from lsp_assist.context.model import Cursor
 from lsp_assist.context.tokens import ApproxTokenizer
-from lsp_assist.evaluation import crossfile as cf
-from lsp_assist.evaluation.crossfile_run import from_json, package_name, parse_package
+from lsp_assist.evaluation.replay import crossfile as cf
+from lsp_assist.evaluation.replay.crossfile_run import from_json, package_name, parse_package
 from tests.context.fakes import QWEN_LIKE
 from tests.support.crossfile_packages import CART_TS, CHECKOUT, MODELS, UTIL_TS
 from tests.support.workspace import scanned_index

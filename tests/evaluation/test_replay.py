@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from lsp_assist.evaluation import replay
-from lsp_assist.evaluation.replay import cursor_at, gap_after, replay_region, replay_row
-from lsp_assist.evaluation.replay_client import answer_from, diff_edit
-from lsp_assist.evaluation.replay_report import markdown, summarize
-from lsp_assist.evaluation.replay_tasks import (
+from lsp_assist.evaluation.replay import run as replay
+from lsp_assist.evaluation.replay.client import answer_from, diff_edit
+from lsp_assist.evaluation.replay.report import markdown, summarize
+from lsp_assist.evaluation.replay.run import cursor_at, gap_after, replay_region, replay_row
+from lsp_assist.evaluation.replay.tasks import (
     choose_regions,
     key_sequence,
     keys_between,
@@ -28,7 +28,7 @@ from lsp_assist.evaluation.replay_tasks import (
     region_buffers,
     within_line,
 )
-from lsp_assist.evaluation.replay_user import Screen, decide, matching_words, word_steps
+from lsp_assist.evaluation.replay.user import Screen, decide, matching_words, word_steps
 from lsp_assist.evaluation.suggester import Answer
 from tests.support.replay_fakes import (
     SOURCE,
@@ -386,7 +386,7 @@ def test_answers_honour_the_items_range() -> None:
 
 
 def test_the_ready_capability_is_the_servers() -> None:
-    from lsp_assist.evaluation import replay_client
+    from lsp_assist.evaluation.replay import client as replay_client
     from lsp_assist.lsp import server
 
     assert replay_client.READY_CAPABILITY == server.READY_CAPABILITY
@@ -497,7 +497,7 @@ def test_the_table_is_recomputed_from_the_records(tmp_path: Path) -> None:
 
 
 def test_one_line_docstrings_and_comment_lines_are_never_in_a_region() -> None:
-    from lsp_assist.evaluation.replay_tasks import eligible_lines
+    from lsp_assist.evaluation.replay.tasks import eligible_lines
 
     text = 'def f(a):\n    """One line."""\n    b = a\n    # why\n    c = b  # ok\n    return c\n'
     assert eligible_lines(text, "python") == [False, False, True, False, True, True, False]

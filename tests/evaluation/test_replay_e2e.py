@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lsp_assist.cli.main import main
-from lsp_assist.evaluation.replay_tasks import key_sequence
+from lsp_assist.evaluation.replay.tasks import key_sequence
 
 pytestmark = pytest.mark.slow
 

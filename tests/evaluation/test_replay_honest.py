@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from lsp_assist.evaluation import replay
-from lsp_assist.evaluation.replay import replay_region
-from lsp_assist.evaluation.replay_client import ServerSuggester, key_plan
-from lsp_assist.evaluation.replay_oracle import OracleSuggester, oracle_text
-from lsp_assist.evaluation.replay_report import line_starts, markdown, summarize
-from lsp_assist.evaluation.replay_tasks import (
+from lsp_assist.evaluation.replay import run as replay
+from lsp_assist.evaluation.replay.client import ServerSuggester, key_plan
+from lsp_assist.evaluation.replay.oracle import OracleSuggester, oracle_text
+from lsp_assist.evaluation.replay.report import line_starts, markdown, summarize
+from lsp_assist.evaluation.replay.run import replay_region
+from lsp_assist.evaluation.replay.tasks import (
     Region,
     key_sequence,
     keys_per_line,
@@ -30,7 +30,7 @@ from lsp_assist.evaluation.replay_tasks import (
     mark_cross_lines,
     rest_of_line,
 )
-from lsp_assist.evaluation.replay_user import Screen, ready
+from lsp_assist.evaluation.replay.user import Screen, ready
 from lsp_assist.evaluation.suggester import Answer, KeyAware
 from tests.support.replay_fakes import TEXT, FakeSuggester, SilentSuggester, replay_workspace
 
@@ -462,7 +462,7 @@ def test_the_cli_reads_the_reaction_times_and_the_debounce(
         seen.append(config)
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr("lsp_assist.evaluation.replay.run_replay", fake_run)
+    monkeypatch.setattr("lsp_assist.evaluation.replay.run.run_replay", fake_run)
     monkeypatch.setattr(
         "lsp_assist.backends.models.resolve_model", lambda name: (Path("m.gguf"), "")
     )

@@ -7,7 +7,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from lsp_assist.evaluation.replay_tasks import Region, region_buffers
+from lsp_assist.evaluation.replay.tasks import Region, region_buffers
 from lsp_assist.evaluation.suggester import Answer, AnswerCallback
 
 SOURCE = '''"""A module."""

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from lsp_assist.documents import language_for_path
-from lsp_assist.evaluation import crossfile as cf
 from lsp_assist.evaluation.client import (
     close_document,
     inline_request,
@@ -37,6 +36,7 @@ from lsp_assist.evaluation.client import (
 )
 from lsp_assist.evaluation.infill.harness import add_outcome, model_label, run_meta
 from lsp_assist.evaluation.progress import Progress
+from lsp_assist.evaluation.replay import crossfile as cf
 from lsp_assist.evaluation.rows import CAPS
 from lsp_assist.evaluation.server_row import clean_env
 from lsp_assist.evaluation.tasks import prompt_leaks

@@ -1,16 +1,16 @@
 """``lsp-assist bench --replay``: how much of a user's code the suggestions write at typing pace.
 
-A simulated user retypes regions of real code (replay_tasks.py) at a fixed pace and
+A simulated user retypes regions of real code (tasks.py) at a fixed pace and
 never waits for an answer; at every key the row's :class:`Suggester` hears of the change
 and answers when it can; at each key moment the user sees what the screen shows
-(replay_user.py) and takes it (Tab, word by word) once it has been on screen for the
+(user.py) and takes it (Tab, word by word) once it has been on screen for the
 reaction time, or types over it. Every row runs the same regions and keys with the same
-model: ``default`` and ``plain`` are lsp-assist servers (replay_client.py, the Neovim
+model: ``default`` and ``plain`` are lsp-assist servers (client.py, the Neovim
 plugin's timing) with their settings as initializationOptions, ``llamavim`` is
 llama.vim's algorithm against llama-server (llamavim.py), ``llmls`` llm.nvim on llm-ls
 against llama-cpp-python's server (llmls.py), ``oracle`` the ceiling without a model
-(replay_oracle.py). Each row runs at every pace and every reaction time asked for.
-Figures, table and plot: replay_report.py. docs/evaluation.md, "Acceptance replay".
+(oracle.py). Each row runs at every pace and every reaction time asked for.
+Figures, table and plot: report.py. docs/evaluation.md, "Acceptance replay".
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from lsp_assist.evaluation.progress import Progress
-from lsp_assist.evaluation.replay_client import DEBOUNCE_MS
-from lsp_assist.evaluation.replay_tasks import (
+from lsp_assist.evaluation.replay.client import DEBOUNCE_MS
+from lsp_assist.evaluation.replay.tasks import (
     Region,
     choose_regions,
     index_regions,
@@ -35,7 +35,7 @@ from lsp_assist.evaluation.replay_tasks import (
     region_buffers,
     within_line,
 )
-from lsp_assist.evaluation.replay_user import Screen, decide, ready
+from lsp_assist.evaluation.replay.user import Screen, decide, ready
 from lsp_assist.evaluation.suggester import KeyAware, Suggester
 
 ROW_NAMES = ("default", "plain", "kept-off", "draft-off", "llamavim", "llmls", "oracle")
@@ -277,7 +277,7 @@ def make_suggester(
 ) -> Suggester:
     """Return a fresh suggester for row ``name`` (a server, a peer's client, the oracle)."""
     if name == "oracle":
-        from lsp_assist.evaluation.replay_oracle import OracleSuggester
+        from lsp_assist.evaluation.replay.oracle import OracleSuggester
 
         return OracleSuggester(regions)
     if name == "llmls":
@@ -292,7 +292,7 @@ def make_suggester(
             model_path=config.model, threads=threads_of(config.settings), seed=config.seed
         )
         return suggester
-    from lsp_assist.evaluation.replay_client import ServerSuggester
+    from lsp_assist.evaluation.replay.client import ServerSuggester
     from lsp_assist.evaluation.server_row import clean_env
 
     options = {**base, **server_settings(name), **config.settings}
@@ -383,7 +383,7 @@ def run_one_row(
 ) -> dict[str, Any]:
     """Run row ``name`` at ``pace`` with a ``react_ms`` user over every region; return its
     results.json row (with ``error`` when it failed: the other rows go on)."""
-    from lsp_assist.evaluation import replay_report
+    from lsp_assist.evaluation.replay import report as replay_report
 
     started = time.perf_counter()
     row: dict[str, Any] = {
@@ -487,8 +487,8 @@ def read_results(path: Path) -> dict[str, Any]:
     """Read a replay's results.json and recompute every row's figures from its records."""
     import json
 
-    from lsp_assist.evaluation import replay_report
-    from lsp_assist.evaluation.replay_tasks import regions_from_json
+    from lsp_assist.evaluation.replay import report as replay_report
+    from lsp_assist.evaluation.replay.tasks import regions_from_json
 
     result: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     regions = regions_from_json(result["regions"])
@@ -502,7 +502,8 @@ def read_results(path: Path) -> dict[str, Any]:
 
 def write_outputs(out: Path, result: dict[str, Any]) -> list[Path]:
     """Write results.json, table.md and replay.png to ``out``; return their paths."""
-    from lsp_assist.evaluation import replay_report, report
+    from lsp_assist.evaluation import report
+    from lsp_assist.evaluation.replay import report as replay_report
 
     out.mkdir(parents=True, exist_ok=True)
     written = [report.write_json(out / "results.json", result)]

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from lsp_assist.evaluation.replay_tasks import keys_between, next_key
+from lsp_assist.evaluation.replay.tasks import keys_between, next_key
 from lsp_assist.evaluation.suggester import Answer, KeyKind
 
 MIN_WORD_PREFIX = 4

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from lsp_assist.evaluation.replay_tasks import Region
+from lsp_assist.evaluation.replay.tasks import Region
 from lsp_assist.evaluation.suggester import Answer, AnswerCallback
 
 

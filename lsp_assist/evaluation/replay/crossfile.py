@@ -1,7 +1,7 @@
 """The cross-file line benchmark (``bench --crossfile``): its tasks, scores, figures and table.
 
 A task is one line of a package whose completion uses a name defined in another file of
-the package (:func:`~lsp_assist.evaluation.replay_tasks.cross_names_of`: a top-level
+the package (:func:`~lsp_assist.evaluation.replay.tasks.cross_names_of`: a top-level
 definition elsewhere and none in its own file, used bare through an import that binds it
 or as ``module.name``), served as a user at that line is served: the file with that line
 and everything after it removed, the line's indentation in place (auto-indent), the
@@ -15,7 +15,7 @@ seed, at most :data:`PER_FILE` lines of a file, at least :data:`LINE_GAP` lines 
 Scores, first line of the suggestion against the line (both stripped): exact match,
 identifier match (the first cross-file name is an identifier of the suggestion), edit
 similarity (metrics.py), and the **keys** a typist saves on the line: with this one
-suggestion on screen at the line's start, the replay's user (replay_user.decide) takes it
+suggestion on screen at the line's start, the replay's user (user.decide) takes it
 with Tab when right in full, word by word when its first words are right, else types over
 it, and it stays on screen while the typed keys agree with it; saved = 1 - keys pressed /
 keys needed. No model and no pygls here: crossfile_run.py runs the rows.
@@ -32,9 +32,9 @@ from typing import Any
 
 from lsp_assist.documents import language_for_path
 from lsp_assist.evaluation.metrics import first_line, score
-from lsp_assist.evaluation.replay import PLAIN_SETTINGS
-from lsp_assist.evaluation.replay_tasks import cross_names_of, eligible_lines, keys_between
-from lsp_assist.evaluation.replay_user import decide
+from lsp_assist.evaluation.replay.run import PLAIN_SETTINGS
+from lsp_assist.evaluation.replay.tasks import cross_names_of, eligible_lines, keys_between
+from lsp_assist.evaluation.replay.user import decide
 from lsp_assist.evaluation.tasks import MIN_CHARS, Task, definition_needles, line_counts
 from lsp_assist.index import Symbol
 

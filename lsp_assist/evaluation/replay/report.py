@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lsp_assist.evaluation.replay_tasks import (
+from lsp_assist.evaluation.replay.tasks import (
     Region,
     key_sequence,
     keys_per_line,
