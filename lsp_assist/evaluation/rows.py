@@ -1,7 +1,7 @@
 """The bench's rows: what each row is (its settings, its model) and the records it gives.
 
 A row is the server with some settings switched (:class:`RowSpec`, the table's rows in
-:func:`default_rows`), or the peer. Whichever runs it (server_row.py, peer.py), each
+:func:`default_rows`), or the peer. Whichever runs it (server_row.py, peers/llmls_row.py), each
 task gives records that start alike (:func:`task_record`), and a hole task's record is
 scored the same way (:func:`finish_hole`).
 """

@@ -2,7 +2,7 @@
 
 A bench prepares the workspace copy and its tasks (workspace.py), runs each row of the
 table over every task (rows.py: the server with settings switched, server_row.py; or
-the peer, peer.py), then summarises the records (metrics.py). An eval runs the hole
+the peer, peers/llmls_row.py), then summarises the records (metrics.py). An eval runs the hole
 tasks once, through the server with the user's own settings.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lsp_assist.config import parse_settings
-from lsp_assist.evaluation.peer import run_peer
+from lsp_assist.evaluation.peers.llmls_row import run_peer
 from lsp_assist.evaluation.progress import Progress
 from lsp_assist.evaluation.rows import CAPS, ROW_NAMES, RowSpec, default_rows
 from lsp_assist.evaluation.server_row import ServerRow

@@ -11,7 +11,7 @@ for the current version that arrived before the next key.
 
 Several kinds implement it: lsp-assist's own client over real JSON-RPC
 (``replay/client.py``), llama.vim's algorithm against llama.cpp's ``llama-server``
-(``llamavim.py``), llm.nvim on llm-ls (``llmls.py``) and the oracle ceiling
+(``peers/llamavim/``), llm.nvim on llm-ls (``peers/llmls.py``) and the oracle ceiling
 (``replay/oracle.py``). A client whose rules depend on what the key was (a Tab, a word
 key, a typed character) and on whether a suggestion stays on screen after it also
 implements :class:`KeyAware`. No pygls here.

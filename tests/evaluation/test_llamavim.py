@@ -1,4 +1,4 @@
-"""llama.vim's algorithm (``lsp_assist/evaluation/llamavim*.py``): the prompt windows, the
+"""llama.vim's algorithm (``lsp_assist/evaluation/peers/llamavim/``): the prompt windows, the
 result cache and its typed-through reuse, the hint rules, the ring buffer and the
 trigger rules, without a server (a fake transport records the requests); then one
 answer through the Suggester interface from a real ``llama-server`` with a FIM model.
@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from lsp_assist.evaluation import llamavim as lv
-from lsp_assist.evaluation import llamavim_cache as lv_cache
-from lsp_assist.evaluation import llamavim_context as lv_context
-from lsp_assist.evaluation import llamavim_hint as lv_hint
-from lsp_assist.evaluation import llamavim_ring as lv_ring
-from lsp_assist.evaluation import llamavim_server as lv_server
+from lsp_assist.evaluation.peers.llamavim import cache as lv_cache
+from lsp_assist.evaluation.peers.llamavim import client as lv
+from lsp_assist.evaluation.peers.llamavim import context as lv_context
+from lsp_assist.evaluation.peers.llamavim import hint as lv_hint
+from lsp_assist.evaluation.peers.llamavim import ring as lv_ring
+from lsp_assist.evaluation.peers.llamavim import server as lv_server
 from lsp_assist.evaluation.suggester import Answer
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from lsp_assist.evaluation import llmls
-from lsp_assist.evaluation.llmls import (
+from lsp_assist.evaluation.peers import llmls
+from lsp_assist.evaluation.peers.llmls import (
     EMPTY,
     MULTI_LINE,
     SINGLE_LINE,

@@ -397,7 +397,7 @@ def test_rows_are_checked_before_any_work(monkeypatch: pytest.MonkeyPatch) -> No
     assert replay.check_rows(("default", "plain")) == ""
     assert "unknown rows nope" in replay.check_rows(("default", "nope"))
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
-    assert "needs lsp_assist.evaluation.llamavim" in replay.check_rows(("llamavim",))
+    assert "needs lsp_assist.evaluation.peers.llamavim.client" in replay.check_rows(("llamavim",))
 
 
 def test_the_plain_row_turns_every_layer_but_the_zone_off() -> None:

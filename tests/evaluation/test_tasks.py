@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lsp_assist.config import IndexSettings
-from lsp_assist.evaluation.peer import window_prompt
+from lsp_assist.evaluation.peers.llmls_row import window_prompt
 from lsp_assist.evaluation.tasks import (
     Task,
     blank_line,

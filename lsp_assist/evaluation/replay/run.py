@@ -7,8 +7,8 @@ and answers when it can; at each key moment the user sees what the screen shows
 reaction time, or types over it. Every row runs the same regions and keys with the same
 model: ``default`` and ``plain`` are lsp-assist servers (client.py, the Neovim
 plugin's timing) with their settings as initializationOptions, ``llamavim`` is
-llama.vim's algorithm against llama-server (llamavim.py), ``llmls`` llm.nvim on llm-ls
-against llama-cpp-python's server (llmls.py), ``oracle`` the ceiling without a model
+llama.vim's algorithm against llama-server (peers/llamavim/), ``llmls`` llm.nvim on llm-ls
+against llama-cpp-python's server (peers/llmls.py), ``oracle`` the ceiling without a model
 (oracle.py). Each row runs at every pace and every reaction time asked for.
 Figures, table and plot: report.py. docs/evaluation.md, "Acceptance replay".
 """
@@ -70,7 +70,7 @@ SWITCHED_OFF: dict[str, dict[str, Any]] = {
 }
 """Rows that are the default with one optimisation switched off: kept lines (the
 generation ends at the line break), drafting (plain single-row decoding, the fastest)."""
-LLAMAVIM_MODULE = "lsp_assist.evaluation.llamavim"
+LLAMAVIM_MODULE = "lsp_assist.evaluation.peers.llamavim.client"
 
 
 def server_settings(name: str) -> dict[str, Any]:
@@ -281,7 +281,7 @@ def make_suggester(
 
         return OracleSuggester(regions)
     if name == "llmls":
-        from lsp_assist.evaluation.llmls import LlmLsSuggester
+        from lsp_assist.evaluation.peers.llmls import LlmLsSuggester
 
         return LlmLsSuggester(
             model_path=config.model, threads=threads_of(config.settings), seed=config.seed

@@ -7,16 +7,15 @@ ggml-org Vim/Neovim plugin) gets on the same model, same keys, same pace. Writte
 read, not copied.
 
 This module is the client (:class:`LlamaVimSuggester`: llama.vim's events, timers and
-FIM logic); the rest is split by concept: ``llamavim_context.py`` the prompt (the local
-context, its cache keys, the ``/infill`` bodies), ``llamavim_cache.py`` the result cache
-and its typed-through lookup, ``llamavim_hint.py`` the hint rules (``s:fim_render``),
-``llamavim_ring.py`` the ring buffer of extra context, ``llamavim_server.py``
-``llama-server`` and the HTTP transport.
+FIM logic); the rest of the package is split by concept: ``context.py`` the prompt (the
+local context, its cache keys, the ``/infill`` bodies), ``cache.py`` the result cache
+and its typed-through lookup, ``hint.py`` the hint rules (``s:fim_render``),
+``ring.py`` the ring buffer of extra context, ``server.py`` ``llama-server`` and the
+HTTP transport.
 
 Defaults (``g:llama_config`` and the literals of ``llama#fim``), module constants of the
-module that uses each (the prompt's in ``llamavim_context``, ``MAX_CACHE_KEYS`` and
-``CACHE_WALK_BACK`` in ``llamavim_cache``, the ``RING_*`` in ``llamavim_ring``, the
-others here):
+module that uses each (the prompt's in ``context``, ``MAX_CACHE_KEYS`` and
+``CACHE_WALK_BACK`` in ``cache``, the ``RING_*`` in ``ring``, the others here):
 
 ============================  ======================================  =================
 constant                      llama.vim                               value
@@ -145,8 +144,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lsp_assist.evaluation.llamavim_cache import ResultCache, cache_lookup
-from lsp_assist.evaluation.llamavim_context import (
+from lsp_assist.evaluation.peers.llamavim.cache import ResultCache, cache_lookup
+from lsp_assist.evaluation.peers.llamavim.context import (
     N_PREFIX,
     N_SUFFIX,
     buffer_lines,
@@ -156,21 +155,21 @@ from lsp_assist.evaluation.llamavim_context import (
     infill_request,
     warm_request,
 )
-from lsp_assist.evaluation.llamavim_hint import Hint, render_hint
-from lsp_assist.evaluation.llamavim_ring import (
+from lsp_assist.evaluation.peers.llamavim.hint import Hint, render_hint
+from lsp_assist.evaluation.peers.llamavim.ring import (
     RING_CHUNK_SIZE,
     RING_SCOPE,
     RING_UPDATE_MS,
     Ring,
     around,
 )
-from lsp_assist.evaluation.llamavim_server import PRESET_CTX, LlamaServer, read_log_tail
+from lsp_assist.evaluation.peers.llamavim.server import PRESET_CTX, LlamaServer, read_log_tail
 from lsp_assist.evaluation.suggester import Answer, AnswerCallback
 
 LLAMA_VIM_COMMIT = "a1c8e6e"
 """The llama.vim commit this follows (github.com/ggml-org/llama.vim)."""
 
-# --- the client's defaults (the others are in the llamavim_* modules that use them) -------
+# --- the client's defaults (the others are in the package's modules that use them) ------
 AUTO_FIM = True
 """``auto_fim``: ask on every cursor move in insert mode."""
 MAX_LINE_SUFFIX = 8

@@ -1,6 +1,6 @@
 """llama.vim's result cache (``g:cache_data``): raw responses by context hash, LRU, and
 ``s:fim_try_hint``'s lookup, which also finds an answer the user has typed through and
-shows its rest. The keys are ``llamavim_context``'s hashes; the client is ``llamavim.py``.
+shows its rest. The keys are ``context``'s hashes; the client is ``client.py``.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 
-from lsp_assist.evaluation.llamavim_context import LocalContext, context_hash
+from lsp_assist.evaluation.peers.llamavim.context import LocalContext, context_hash
 
 MAX_CACHE_KEYS = 250
 """``max_cache_keys``: entries of the result cache (LRU)."""

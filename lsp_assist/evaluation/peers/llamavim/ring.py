@@ -1,7 +1,7 @@
 """llama.vim's ring buffer of extra context (``s:ring_chunks``, ``s:ring_queued``,
 ``s:pick_chunk``, ``s:chunk_sim``): chunks of whole lines picked from the buffers,
 near-duplicates evicted, queued then moved into the ring; sent as ``input_extra``. The
-client is ``llamavim.py``, which picks and moves them on llama.vim's events and timers.
+client is ``client.py``, which picks and moves them on llama.vim's events and timers.
 """
 
 from __future__ import annotations

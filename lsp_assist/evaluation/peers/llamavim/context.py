@@ -1,7 +1,7 @@
 """llama.vim's prompt (``s:fim_ctx_local`` and the request bodies of ``llama#fim`` and
 ``s:ring_update``): the lines around the cursor as sent and as hashed, the keys a response
 is cached under, and the ``/infill`` bodies. Pure functions; the client is
-``llamavim.py``, whose docstring maps each default here to its llama.vim name.
+``client.py``, whose docstring maps each default here to its llama.vim name.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """llama.vim's hint rules (``s:fim_render`` without the drawing): what an answer shows at
-a position, and whether it can be accepted. The client is ``llamavim.py``.
+a position, and whether it can be accepted. The client is ``client.py``.
 """
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lsp_assist.evaluation.llamavim_context import getline, is_blank, leading
+from lsp_assist.evaluation.peers.llamavim.context import getline, is_blank, leading
 
 
 @dataclass(frozen=True)
