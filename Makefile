@@ -52,7 +52,7 @@ demo: setup
 	$(BIN)/lsp-assist demo
 
 test: $(EDITORS_STAMP)
-	$(BIN)/ruff check lsp_assist tests
+	$(BIN)/ruff check lsp_assist tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/pytest -q -ra --durations=15
 
@@ -60,17 +60,17 @@ test-fast: $(DEV_STAMP)
 	LSP_ASSIST_SKIP=$(NOT_IN_DEV)$${LSP_ASSIST_SKIP:+,$$LSP_ASSIST_SKIP} $(BIN)/pytest -q -m "not slow and not editor"
 
 lint: $(DEV_STAMP)
-	$(BIN)/ruff check lsp_assist tests
-	$(BIN)/ruff format --check lsp_assist tests
+	$(BIN)/ruff check lsp_assist tests benchmarks
+	$(BIN)/ruff format --check lsp_assist tests benchmarks
 
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
 bench: $(DEV_STAMP)
-	$(BIN)/python tests/benchmarks/bench_index.py
-	$(BIN)/python tests/benchmarks/bench_context.py
-	$(BIN)/python tests/benchmarks/bench_backend.py
-	$(BIN)/python tests/benchmarks/bench_serving.py
+	$(BIN)/python benchmarks/bench_index.py
+	$(BIN)/python benchmarks/bench_context.py
+	$(BIN)/python benchmarks/bench_backend.py
+	$(BIN)/python benchmarks/bench_serving.py
 
 # Regenerate the pins from the current environment (after a deliberate upgrade).
 lock:

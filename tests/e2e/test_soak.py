@@ -5,7 +5,7 @@ At the end ``lspAssist.memory`` lists nothing over its bound, the backend's stru
 included (the saved KV states against ``kvCacheMb``, the token-healing indexes), which
 tests/serving/test_bounds.py cannot reach with its fake model.
 
-The full soak is ``tests/benchmarks/soak.py --requests 3000``; this one runs a few hundred
+The full soak is ``benchmarks/soak.py --requests 3000``; this one runs a few hundred
 requests with SmolLM2 and the server under tracemalloc (a ``sitecustomize`` hook, one
 frame), so growth is counted in live Python allocations, which neither the allocator's
 page reuse nor the KV-state LRU's changing sizes (bounded by bytes) hide or fake the way
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks.soak import run
 from lsp_assist.backends.models import small_model_path
-from tests.benchmarks.soak import run
 
 pytestmark = pytest.mark.slow
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.gen_tree import file_text, module_path
 from lsp_assist.index import gate as gate_module
 from lsp_assist.index import graph as graph_module
 from lsp_assist.index import workspace as workspace_module
 from lsp_assist.index.model import Import
 from lsp_assist.index.packed import SMALL_GROUP, FileSets
 from lsp_assist.index.workspace import WorkspaceIndex
-from tests.benchmarks.gen_tree import file_text, module_path
 
 
 def _tree(root: Path, files: int) -> Path:

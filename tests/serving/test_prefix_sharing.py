@@ -1,4 +1,4 @@
-"""The team prefix-sharing benchmark's core (tests/benchmarks/bench_prefix_sharing.py) on a
+"""The team prefix-sharing benchmark's core (benchmarks/bench_prefix_sharing.py) on a
 tiny workspace with a tiny Qwen-family model (repository tokens, FIM, one token a
 character): two editors in the same repository share the repository header, an editor's
 consecutive keystrokes on one line share more than another editor's prompt, and the
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.benchmarks.bench_prefix_sharing import (
+from benchmarks.bench_prefix_sharing import (
     SERVER_FILE,
     SERVER_REPO,
     Request,

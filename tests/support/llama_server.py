@@ -5,7 +5,7 @@ builds once per machine (``.ci/setup.sh``, no AMX) and keeps as a wheel; ``BINAR
 None where it is not installed. :class:`LlamaServer` runs it with two slots, one thread
 and a small context, and reads its ``/slots``; ``remote_settings`` points the remote
 backend at it. Used by tests/backends/test_llama_server.py, test_remote_infill.py and
-tests/benchmarks/bench_team.py.
+benchmarks/bench_team.py.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Built on :class:`tests.support.jsonrpc.StdioClient` (real JSON-RPC over stdio). Requests
 can be left in flight and collected later (so a client cancel can be sent meanwhile), and
 the server process's RSS, threads and open file descriptors are read from ``/proc``.
-Used by the soak test, ``tests/benchmarks/soak.py`` and ``bench_index_load.py``.
+Used by the soak test, ``benchmarks/soak.py`` and ``bench_index_load.py``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ not exist: then it starts in a second and answers with empty completions); a
 frames strictly (it must frame correctly), answering its requests with null.
 ``wait_model`` polls ``lspAssist.status`` until the model is loaded or failed;
 ``resources`` reads a process's threads, RSS and descriptors from /proc. Used by the
-protocol-abuse and signal tests and ``tests/benchmarks/bench_sessions.py``.
+protocol-abuse and signal tests and ``benchmarks/bench_sessions.py``.
 """
 
 from __future__ import annotations

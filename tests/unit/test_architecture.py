@@ -23,6 +23,8 @@ import pytest
 PACKAGE = "lsp_assist"
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 TESTS = ROOT.parent / "tests"
+BENCHMARKS = ROOT.parent / "benchmarks"
+"""The benchmark scripts: held to the tests' rule on test modules (they import tests.support)."""
 
 LAYERS: dict[str, int] = {
     "_native": 0,  # loads libllama before numpy; imports nothing of the package
@@ -340,7 +342,8 @@ def long_functions(
 
 
 def importing_a_test_module(module: str, source: str, *, is_package: bool = False) -> Iterator[str]:
-    """A module under tests/ importing a test module (``test_*.py``) or a name from one.
+    """A module under tests/ or benchmarks/ importing a test module (``test_*.py``) or a name
+    from one.
 
     A helper that two test modules share (an editor driver, a fake server, a workspace)
     lives in a support package (tests/support, tests/editors/support) that both import.
@@ -641,13 +644,13 @@ def test_checker_sees_a_module_that_requires_the_face(tmp_path: Path) -> None:
 
 def test_no_test_module_imports_another() -> None:
     found: list[str] = []
-    modules = 0
-    for path in sorted(TESTS.rglob("*.py")):
-        modules += 1
-        found += importing_a_test_module(
-            module_name(path, TESTS), path.read_text("utf-8"), is_package=path.stem == "__init__"
-        )
-    assert modules > 100, f"the checker found too few modules under {TESTS}"
+    for home, fewest in ((TESTS, 100), (BENCHMARKS, 20)):
+        paths = sorted(home.rglob("*.py"))
+        assert len(paths) > fewest, f"the checker found too few modules under {home}"
+        for path in paths:
+            found += importing_a_test_module(
+                module_name(path, home), path.read_text("utf-8"), is_package=path.stem == "__init__"
+            )
     assert not found, "\n".join(found)
 
 
@@ -825,7 +828,7 @@ def test_checker_sees_a_test_module_importing_another() -> None:
     assert len(check("tests.editors.test_shown", "from .test_emacs import Tmux\n")) == 1
     assert len(check("tests.serving.x", "from tests.index.test_vectors import Bag\n")) == 1
     assert len(check("tests.editors.test_a", "from . import test_nvim\n")) == 1
-    assert len(check("tests.benchmarks.bench", "import tests.e2e.test_cli\n")) == 1
+    assert len(check("benchmarks.bench", "import tests.e2e.test_cli\n")) == 1
     local = "def f():\n    from tests.backends.test_local import COPY\n"
     assert len(check("tests.backends.test_draft", local)) == 1
     fine = (

@@ -1,6 +1,6 @@
 """Write a deterministic synthetic Python workspace for index load tests (a script).
 
-Usage: .venv/bin/python tests/benchmarks/gen_tree.py [--files 50000] [--out /tmp/lsp-tree-50k]
+Usage: .venv/bin/python benchmarks/gen_tree.py [--files 50000] [--out /tmp/lsp-tree-50k]
 
 Every file is about 5 KB of plausible Python: a docstring, imports of three other
 modules of the tree (so the import graph is real), constants, two classes with methods

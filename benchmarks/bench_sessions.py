@@ -5,7 +5,7 @@
 2. TCP sessions: ``--count`` connections one after another, each initializing, loading
    the model, shutting down and exiting; after each the server must be back where it was.
 
-Run: .venv/bin/python tests/benchmarks/bench_sessions.py [--model GGUF] [--count N]
+Run: .venv/bin/python benchmarks/bench_sessions.py [--model GGUF] [--count N]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from lsp_assist.backends.models import small_model_path  # noqa: E402

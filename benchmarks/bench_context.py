@@ -11,7 +11,7 @@ Side by side, layered against baseline, with the model's own tokenizer
 4. context quality without a model: at lines that call a function imported from
    another module, is the called definition's signature in the prompt, at what cost.
 
-Run: .venv/bin/python tests/benchmarks/bench_context.py [--samples 200] [--sessions 20]
+Run: .venv/bin/python benchmarks/bench_context.py [--samples 200] [--sessions 20]
      [--model GGUF] [--root DIR] [--budget 1024] [--json FILE]
 """
 
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_common import pct  # noqa: E402

@@ -9,10 +9,10 @@ lines and of the zone's share of its grant, and the count of positions where the
 zone has fewer than min(20, lines above the cursor) lines above the cursor while it
 uses less than half of its grant (target: zero).
 
-Run: .venv/bin/python tests/benchmarks/bench_zone.py [--per-root 120] [--package NAME]...
+Run: .venv/bin/python benchmarks/bench_zone.py [--per-root 120] [--package NAME]...
      [--model GGUF] [--budget 1024] [--seed 11] [--json FILE]
 To measure another checkout (e.g. the code before a change), copy this script into
-its tests/benchmarks/ and run it from there: it imports lsp_assist from the checkout
+a benchmarks/ folder at its root and run it from there: it imports lsp_assist from the checkout
 it sits in.
 """
 
@@ -29,7 +29,7 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_common import pct  # noqa: E402

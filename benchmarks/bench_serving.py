@@ -8,7 +8,7 @@ Replays a typing session into ``lsp-assist serve`` with a real LSP client:
    characters, one keystroke each, and asks again -> share of those keystrokes served
    from the cache and their latency (target >= 50% hits, answered in <= 10 ms).
 
-Run: .venv/bin/python tests/benchmarks/bench_serving.py [--model GGUF] [--keystrokes N]
+Run: .venv/bin/python benchmarks/bench_serving.py [--model GGUF] [--keystrokes N]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from lsp_assist.evaluation.client import (
     wait_loaded,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "docs" / "examples" / "shop"
 
 

@@ -8,7 +8,7 @@ no sampling), after a real-code prompt, for n = 1 .. 10 rows with logits on ever
 the KV cache after each. Prints ms per step and the cost of each extra row against the
 one-row step. A script, not part of ``make test``:
 
-    .venv/bin/python tests/benchmarks/bench_rows.py --model GGUF [--threads 2]
+    .venv/bin/python benchmarks/bench_rows.py --model GGUF [--threads 2]
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ and its draft model (Qwen2.5-Coder-0.5B, the same tokenizer):
    fresh subprocess, after one generation), and KV bytes per token from each GGUF
    (layers x KV heads x head size x 2 x 2 bytes, f16) and measured from a saved state.
 
-Run: .venv/bin/python tests/benchmarks/bench_draft.py [--positions 32] [--threads 0]
+Run: .venv/bin/python benchmarks/bench_draft.py [--positions 32] [--threads 0]
      [--model GGUF] [--draft-model GGUF] [--json FILE]
 """
 
@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_common import pct  # noqa: E402

@@ -1,6 +1,6 @@
 """Benchmark of the workspace index on CPython's standard library (a script, not a test).
 
-Usage: .venv/bin/python tests/benchmarks/bench_index.py [--root DIR] [--json]
+Usage: .venv/bin/python benchmarks/bench_index.py [--root DIR] [--json]
 
 Each phase runs in a fresh subprocess so its peak RSS is its own; floor, cold and warm
 run ``--repeat`` times interleaved and the best is kept (wall and CPU time are both

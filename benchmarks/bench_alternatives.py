@@ -6,7 +6,7 @@ does when an editor cycles right after an automatic suggestion), and the script 
 the median latency of each, the extra time per extra item, and how many distinct items
 came back. Run:
 
-    .venv/bin/python tests/benchmarks/bench_alternatives.py [--n 3] [--max-tokens 24]
+    .venv/bin/python benchmarks/bench_alternatives.py [--n 3] [--max-tokens 24]
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from lsp_assist.backends.llama import LocalBackend
 from lsp_assist.backends.models import small_model_path
 from lsp_assist.config import ModelSettings
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 SOURCES = [
     "lsp_assist/backends/kv_states.py",
     "lsp_assist/serving/typethrough.py",

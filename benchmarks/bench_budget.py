@@ -8,7 +8,7 @@ a new position, the case ``coldPromptMs`` bounds. Positions (the start of a code
 as when the user has just moved there) are spread over one stdlib file and alternate
 between the two engines so that load from other processes falls on both alike.
 
-    .venv/bin/python tests/benchmarks/bench_budget.py --positions 20
+    .venv/bin/python benchmarks/bench_budget.py --positions 20
 
 Prints, per model and budget: the budget and its reason, prompt tokens, and the
 prompt-evaluation time (prefill_ms) and time to first token at P50/P90.

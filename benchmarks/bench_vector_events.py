@@ -7,7 +7,7 @@ times until that definition's new text is embedded. Run with the counting bag of
 and with the packaged all-MiniLM-L6-v2; also reported: how many texts were embedded in
 all (one per change when only the changed definition is).
 
-Run: .venv/bin/python tests/benchmarks/bench_vector_events.py [--rounds 5]
+Run: .venv/bin/python benchmarks/bench_vector_events.py [--rounds 5]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.append(str(ROOT))
 
 import numpy as np  # noqa: E402

@@ -10,7 +10,7 @@ why it is empty when it is: ``copy of the line below`` (the model's line equals 
 non-blank line, which post-processing drops), ``nothing written`` (the model wrote
 only white space or ended), or ``dropped`` (another post-processing rule).
 
-    .venv/bin/python tests/benchmarks/bench_newline.py FILE [--places 40] [--model coder-0.5b]
+    .venv/bin/python benchmarks/bench_newline.py FILE [--places 40] [--model coder-0.5b]
         [--top-level]   # lines where Emacs's indentation after Enter is column 0
         [--enders]      # lines that start with return/raise/pass/break/continue
         [--lines 61,80]  # these lines (1-based) instead

@@ -15,7 +15,7 @@ receiver's class is found and whether the related layer holds the called member'
 signature, with and without ``relatedReceivers``. The figures do not depend on the
 machine; only the run time does (a few minutes for 60 lines on the 2-core machine). Run:
 
-    nice -n 19 .venv/bin/python tests/benchmarks/bench_crossfile_prompts.py \\
+    nice -n 19 .venv/bin/python benchmarks/bench_crossfile_prompts.py \\
         --package /tmp/ws/strands --package tanstack-db=/tmp/tanstack-db/package/src \\
         [--tasks 30] [--seed 14] [--model coder-0.5b] [--budget 1024] [--json FILE]
 

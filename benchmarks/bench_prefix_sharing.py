@@ -48,7 +48,7 @@ current file's FIM prefix in a prompt without other files.
 
 Run:
 
-    nice -n 5 .venv/bin/python tests/benchmarks/bench_prefix_sharing.py \\
+    nice -n 5 .venv/bin/python benchmarks/bench_prefix_sharing.py \\
         [--workspace DIR] [--editors 4] [--lines 6] [--keystrokes 8] [--same-file 0.25] \\
         [--seed 3] [--budget 1024[,768,...]] [--slot-ctx 2048] [--batch 512] \\
         [--setting KEY=VALUE]...
@@ -75,10 +75,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_common import parse_setting_args, pct  # noqa: E402
 from lsp_assist.backends import (  # noqa: E402
     GenerationRequest,
     GenerationResult,
@@ -90,7 +91,6 @@ from lsp_assist.config import ModelSettings, parse_settings  # noqa: E402
 from lsp_assist.documents import Position  # noqa: E402
 from lsp_assist.serving import CompletionEngine, Session  # noqa: E402
 from lsp_assist.serving.model import CompletionQuery  # noqa: E402
-from tests.benchmarks.bench_common import parse_setting_args, pct  # noqa: E402
 
 MODES = ("completions", "infill")
 SERVER_REPO = "myproject\n"

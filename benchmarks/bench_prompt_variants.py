@@ -25,7 +25,7 @@ similarity), so the variants differ only in the prompt:
 The figures do not depend on the machine's load (greedy decoding); only the run time
 does. Run:
 
-    nice -n 5 .venv/bin/python tests/benchmarks/bench_prompt_variants.py \\
+    nice -n 5 .venv/bin/python benchmarks/bench_prompt_variants.py \\
         --model coder-0.5b --tasks 40 --seed 7 [--workspace DIR] [--budget 1024] \\
         [--threads 1] [--only plain,layered] [--variant NAME:KEY=VALUE,...] [--out FILE.jsonl]
 

@@ -29,7 +29,7 @@ so its evaluated tokens are "n/r"), the server's prompt-cache hits (requests wit
 early answer's rest superseded by the next keystroke), errors, and the peak RSS of the
 arm's processes (editors and server apart). Ratios are against arm 1 at the same N.
 
-Run: nice -n 5 .venv/bin/python tests/benchmarks/bench_team.py [--editors 1,2,4,8]
+Run: nice -n 5 .venv/bin/python benchmarks/bench_team.py [--editors 1,2,4,8]
      [--keystrokes 40] [--slot-ctx 2048] [--pause-ms 0] [--seed 5]
      [--setting KEY=VALUE]... [--out /tmp/team]
 Not part of ``make test`` (a script, not a test_ file), like the other benchmarks.
@@ -53,7 +53,7 @@ from typing import Any
 
 import psutil
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_common import parse_setting_args, pct  # noqa: E402

@@ -1,7 +1,7 @@
 """A long day at the keyboard (issue 47): the real server over a long session, sampled.
 
 Usage:
-  .venv/bin/python tests/benchmarks/long_day.py [--requests 50000] [--model coder-0.5b|GGUF]
+  .venv/bin/python benchmarks/long_day.py [--requests 50000] [--model coder-0.5b|GGUF]
         [--threads N] [--workspace DIR] [--every 500] [--window 5000] [--trace 0|FRAMES]
         [--top 15] [--checkpoints 5] [--seed 47] [--out DIR]
 
@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from lsp_assist.backends.models import small_model_path  # noqa: E402

@@ -3,7 +3,7 @@
 Embedding every chunk of the tree would take hours of a core here, so the script
 measures the rest at full size and extrapolates only the embedding:
 
-1. **the tree**: tests/benchmarks/gen_tree.py's synthetic workspace (written when
+1. **the tree**: benchmarks/gen_tree.py's synthetic workspace (written when
    missing), scanned by the real ``WorkspaceIndex`` (its cache in ``--cache``, so a
    rerun loads it);
 2. **the chunker** over every file: chunk count, and the time of ``chunk_file`` alone
@@ -35,7 +35,7 @@ The steps before 7 keep brute force (``ann_min_chunks`` out of reach).
 Also timed: a full pass over the tree with nothing changed (what the 30 s poll the
 vector index no longer runs cost).
 
-Run: .venv/bin/python tests/benchmarks/bench_vector_scale.py [--files 50000]
+Run: .venv/bin/python benchmarks/bench_vector_scale.py [--files 50000]
      [--tree /tmp/lsp-tree-50000] [--cache /tmp/vscale-cache] [--sample 300]
      [--queries 200] [--threads 1] [--ann] [--json FILE]
 """
@@ -56,7 +56,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.append(str(ROOT))
 
 import numpy as np  # noqa: E402
@@ -182,7 +182,7 @@ def main() -> int:
     load = [round(os.getloadavg()[0], 2)]
 
     started = time.perf_counter()
-    gen = ROOT / "tests" / "benchmarks" / "gen_tree.py"
+    gen = ROOT / "benchmarks" / "gen_tree.py"
     command = [sys.executable, str(gen), "--files", str(args.files), "--out", str(tree)]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     out["tree_s"] = round(time.perf_counter() - started, 1)

@@ -8,7 +8,7 @@ tokenizer call, and the worst of five cancels (50-330 ms into the hold) to retur
 A case still running after ``--limit`` seconds is reported as such (the thread is left
 behind). Run:
 
-    .venv/bin/python tests/benchmarks/bench_remote_faults.py [--limit 40]
+    .venv/bin/python benchmarks/bench_remote_faults.py [--limit 40]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from lsp_assist.backends.base import GenerationRequest  # noqa: E402

@@ -1,9 +1,9 @@
 """Completions while the workspace indexes, and the index's memory (issue 11; a script).
 
 Usage:
-  .venv/bin/python tests/benchmarks/bench_index_load.py --tree stdlib
-  .venv/bin/python tests/benchmarks/bench_index_load.py --tree synthetic --files 50000
-  .venv/bin/python tests/benchmarks/bench_index_load.py --tree synthetic --index-only
+  .venv/bin/python benchmarks/bench_index_load.py --tree stdlib
+  .venv/bin/python benchmarks/bench_index_load.py --tree synthetic --files 50000
+  .venv/bin/python benchmarks/bench_index_load.py --tree synthetic --index-only
 
 Server mode starts the real ``lsp-assist serve`` over stdio (embedded Gemma model unless
 ``--model``; a fresh, empty index cache), opens a file ``--open-after`` seconds after
@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

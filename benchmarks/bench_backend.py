@@ -18,7 +18,7 @@ In one run, on this machine's CPU:
    identity is checked against plain batch-invariant decoding, the mode drafting runs in;
 4. cancellation: from ``cancel()`` to ``generate`` returning (the model free again), P99.
 
-Run: .venv/bin/python tests/benchmarks/bench_backend.py [--keystrokes 240]
+Run: .venv/bin/python benchmarks/bench_backend.py [--keystrokes 240]
      [--prompt engine|fixed] [--model GGUF] [--threads 0] [--json FILE]
 """
 
@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_common import pct  # noqa: E402

@@ -1,7 +1,7 @@
 """Soak the real server: thousands of keystrokes, cancels and file switches (issue 11).
 
 Usage:
-  .venv/bin/python tests/benchmarks/soak.py [--requests 3000] [--model GGUF|embedded]
+  .venv/bin/python benchmarks/soak.py [--requests 3000] [--model GGUF|embedded]
                                             [--trace] [--frames 8] [--json]
 
 Starts ``lsp-assist serve`` over stdio on a copy of the demo workspace (SmolLM2 unless
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from lsp_assist.backends.models import embedded_model_path, small_model_path  # noqa: E402

@@ -25,7 +25,7 @@ Cost: the query's embedding (ms P50/P99, one thread), the search over the matrix
 the stdlib's chunk count with the measured ms per chunk (what a full embedding would
 take) and its matrix size.
 
-Run: .venv/bin/python tests/benchmarks/bench_vector.py [--roots DIR|PACKAGE ...]
+Run: .venv/bin/python benchmarks/bench_vector.py [--roots DIR|PACKAGE ...]
      [--positions 60] [--budget-tokens 256] [--threshold 0.5] [--threads 1]
      [--engine] [--cache DIR] [--json FILE]
 """
@@ -45,7 +45,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.append(str(ROOT))
 
 import lsp_assist  # noqa: E402,I001

@@ -32,7 +32,7 @@ metrics log, joined by request id) until it was written or the next keystroke th
 missed the cache cancelled it (this replay types on at once). The whole suggestion's
 own time is the round trip of a run with ``answerAfterMs=0``.
 
-Run: .venv/bin/python tests/benchmarks/bench_typing.py [--keystrokes 520] [--model GGUF]
+Run: .venv/bin/python benchmarks/bench_typing.py [--keystrokes 520] [--model GGUF]
      [--file asyncio/base_events.py]... [--seed 5] [--setting KEY=VALUE]... [--pause-ms MS]
      [--block N] [--json FILE]
 """
@@ -51,7 +51,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench_common import metrics_by_id, parse_setting_args, pct  # noqa: E402

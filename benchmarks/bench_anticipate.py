@@ -21,7 +21,7 @@ per workspace and in total:
 Positions are lines whose stripped text occurs once in the workspace (so the blanked
 line cannot legitimately come back from another place), sampled with a fixed seed.
 
-Run: .venv/bin/python tests/benchmarks/bench_anticipate.py [--roots DIR ...]
+Run: .venv/bin/python benchmarks/bench_anticipate.py [--roots DIR ...]
      [--positions 120] [--per-file 3] [--seed 7] [--model GGUF] [--budget 1024]
      [--json FILE]
 The code measured is whichever ``lsp_assist`` is first on the path: set PYTHONPATH to
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.append(str(ROOT))  # after PYTHONPATH: a checkout named there is the one measured
 
 import lsp_assist  # noqa: E402,I001  (first, so bench_context's sys.path entry cannot shadow it)

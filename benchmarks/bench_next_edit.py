@@ -27,7 +27,7 @@ per case, the share of expected edits inside the model's window (``reach``: line
 to 8 below the cursor, all it can see) and the recall among those (``rec.in``). The same
 cases (same seed) for every source, so the rows compare.
 
-Run: nice -n 19 .venv/bin/python tests/benchmarks/bench_next_edit.py [--per-kind 200]
+Run: nice -n 19 .venv/bin/python benchmarks/bench_next_edit.py [--per-kind 200]
      [--seed 22] [--json FILE] [--source symbolic|model|both --model coder-1.5b
      --threads 2 --format auto|sweep|instruct]
 """
@@ -47,15 +47,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_common import pct  # noqa: E402
 from lsp_assist.backends import CancelToken  # noqa: E402
 from lsp_assist.config import parse_settings  # noqa: E402
 from lsp_assist.context import edit_window  # noqa: E402
 from lsp_assist.documents import Position  # noqa: E402
 from lsp_assist.serving import NextEdits, Session  # noqa: E402
-from tests.benchmarks.bench_common import pct  # noqa: E402
 
 Edit = tuple[int, int, int, int, str]
 """(start line, start column, end line, end column, text) in code points."""

@@ -8,7 +8,7 @@ the time to first token as the user feels it (from the request's arrival, the
 backend's generate: ``ttft_ms - debounce_ms - queue_ms - context_ms``), with the
 parts and the type-through hits apart.
 
-Run: .venv/bin/python tests/benchmarks/bench_ttft.py [--keystrokes 120] [--model GGUF]
+Run: .venv/bin/python benchmarks/bench_ttft.py [--keystrokes 120] [--model GGUF]
      [--file tarfile.py]... [--seed 5]
 """
 
@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
