@@ -44,7 +44,7 @@ def test_soak_answers_everything_and_holds_its_resources() -> None:
     assert sizes["healing.indexes"]["size"] == 1
     warm, last = report.samples[1], report.samples[-1]
     assert last["threads"] <= warm["threads"]
-    assert last["fds"] <= warm["fds"]
+    assert last["fds"] <= warm["fds"], (report.fd_targets[1], report.fd_targets[-1])
     requests = last["requests"] - warm["requests"]
     blocks = last["traced_blocks"] - warm["traced_blocks"]
     assert blocks <= BLOCKS_PER_100 * requests / 100, "\n".join(growth)
