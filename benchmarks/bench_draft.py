@@ -689,6 +689,7 @@ def main() -> int:
         draft="model",
         draft_model_path=str(args.draft_model),
         draft_tokens=args.draft_tokens,
+        batch_invariant=True,  # the arms' identity rests on it (off by default since 2026-12-07)
         prompt_timeout_ms=int(CAP_S * 1000),
         generation_timeout_ms=int(CAP_S * 1000),
         kv_cache_mb=64,

@@ -58,6 +58,7 @@ def _arm(model: str, draft_model: str, gpu_layers: int) -> dict[str, Any]:
         gpu_layers=gpu_layers,
         draft="model" if draft_model else "prompt-lookup",
         draft_model_path=draft_model,
+        batch_invariant=True,  # drafted output must equal plain (off by default)
         prompt_timeout_ms=600_000,
         generation_timeout_ms=600_000,
     )

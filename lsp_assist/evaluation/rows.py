@@ -93,22 +93,23 @@ def default_rows(settings: Settings, model2: str = "") -> list[RowSpec]:
             "retrieval",
             "+ retrieval and budget",
             {"strategy": "layered", "draft": "off", **CAPS},
-            "the default context: related definitions and similar code, the adaptive "
-            "budget; drafting off",
+            "the defaults: related definitions and similar code, the adaptive budget, "
+            "drafting off",
         ),
         RowSpec(
             "speculative",
             "+ speculative drafting",
-            {"strategy": "layered", "draft": "prompt-lookup", **CAPS},
-            "the defaults: the row above with prompt-lookup drafting",
+            {"strategy": "layered", "draft": "prompt-lookup", "batchInvariant": True, **CAPS},
+            "the row above with prompt-lookup drafting and batch-invariant steps (the "
+            "default until 2026-12-07)",
         ),
     ]
     if model2:
         rows.append(
             RowSpec(
                 "model2",
-                f"+ drafting, {Path(model2).name}",
-                {"strategy": "layered", "draft": "prompt-lookup", **CAPS},
+                f"defaults, {Path(model2).name}",
+                {"strategy": "layered", "draft": "off", **CAPS},
                 f"the defaults with {Path(model2).name}",
                 model=model2,
             )

@@ -65,6 +65,9 @@ def smol(smol_path: Path) -> Iterator[object]:
             prompt_timeout_ms=60_000,
             generation_timeout_ms=60_000,
             kv_cache_mb=64,
+            # the backend's drafting and identity tests run the pre-2026-12-07 defaults
+            draft="prompt-lookup",
+            batch_invariant=True,
         ),
         model_path=smol_path,
     )

@@ -40,6 +40,8 @@ def _settings(**kw: Any) -> ModelSettings:
         "context_length": 512,
         "prompt_timeout_ms": 60_000,
         "generation_timeout_ms": 60_000,
+        "draft": "prompt-lookup",
+        "batch_invariant": True,
     }
     base.update(kw)
     return ModelSettings(**base)

@@ -48,7 +48,12 @@ def gguf_path(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
 
 def _settings(**kw: Any) -> ModelSettings:
-    base: dict[str, Any] = {"context_length": 512, "gpu_layers": -1}
+    base: dict[str, Any] = {
+        "context_length": 512,
+        "gpu_layers": -1,
+        "draft": "prompt-lookup",
+        "batch_invariant": True,
+    }
     base.update(kw)
     return ModelSettings(**base)
 

@@ -29,6 +29,9 @@ def _settings(**kw: Any) -> ModelSettings:
         "context_length": 1024,
         "prompt_timeout_ms": 60_000,
         "generation_timeout_ms": 60_000,
+        # drafting is off by default; these tests are of drafting and its identity
+        "draft": "prompt-lookup",
+        "batch_invariant": True,
     }
     base.update(kw)
     return ModelSettings(**base)

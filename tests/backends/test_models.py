@@ -105,21 +105,23 @@ def test_presets_bring_their_draft_model_unless_told_otherwise(
         models.PRESETS, "fake-3b", ModelPreset(**{**fake_preset.__dict__, "draft": "fake-1b"})
     )
     draft = str(preset_path("fake-1b"))
-    auto = resolve_model_settings(ModelSettings(model="fake-3b"))
+    auto = resolve_model_settings(ModelSettings(model="fake-3b", draft="auto"))
     assert (auto.draft, auto.draft_model_path) == ("model", draft)
     assert auto.model_path == draft  # same file here: the fake pair shares its bytes
     off = resolve_model_settings(ModelSettings(model="fake-3b", draft="off"))
     assert (off.draft, off.draft_model_path) == ("off", "")
     lookup = resolve_model_settings(ModelSettings(model="fake-3b", draft="prompt-lookup"))
     assert (lookup.draft, lookup.draft_model_path) == ("prompt-lookup", "")
-    alone = resolve_model_settings(ModelSettings(model="fake-1b"))
+    alone = resolve_model_settings(ModelSettings(model="fake-1b", draft="auto"))
     assert (alone.draft, alone.draft_model_path) == ("prompt-lookup", "")
 
 
 def test_model_path_wins_over_the_preset(tmp_path: Path) -> None:
     gguf = tmp_path / "mine.gguf"
     gguf.write_bytes(b"GGUF")
-    resolved = resolve_model_settings(ModelSettings(model="coder-1.5b", model_path=str(gguf)))
+    resolved = resolve_model_settings(
+        ModelSettings(model="coder-1.5b", model_path=str(gguf), draft="auto")
+    )
     assert resolved.model_path == str(gguf)
     assert (resolved.draft, resolved.draft_model_path) == ("prompt-lookup", "")
 
@@ -150,9 +152,9 @@ def test_auto_drafting_is_off_with_every_layer_on_a_gpu(
         models.PRESETS, "fake-3b", ModelPreset(**{**fake_preset.__dict__, "draft": "fake-1b"})
     )
     monkeypatch.setattr(factory, "gpu_offload_available", lambda: True)
-    gpu = resolve_model_settings(ModelSettings(model="fake-3b", gpu_layers=-1))
+    gpu = resolve_model_settings(ModelSettings(model="fake-3b", gpu_layers=-1, draft="auto"))
     assert (gpu.draft, gpu.draft_model_path) == ("off", "")
-    partial = resolve_model_settings(ModelSettings(model="fake-3b", gpu_layers=10))
+    partial = resolve_model_settings(ModelSettings(model="fake-3b", gpu_layers=10, draft="auto"))
     assert partial.draft == "model"  # the fake GGUF has no block count: not all of it
     asked = resolve_model_settings(ModelSettings(model="fake-3b", gpu_layers=-1, draft="model"))
     assert asked.draft == "model"
@@ -167,7 +169,9 @@ def test_gpu_layers_at_the_block_count_is_every_layer(
     gguf = write_tiny_gguf(tmp_path / "four.gguf", n_embd=32, n_layers=4, n_ff=64)
     monkeypatch.setattr(factory, "gpu_offload_available", lambda: True)
     for layers, draft in ((99, "off"), (4, "off"), (3, "prompt-lookup"), (0, "prompt-lookup")):
-        resolved = resolve_model_settings(ModelSettings(model_path=str(gguf), gpu_layers=layers))
+        resolved = resolve_model_settings(
+            ModelSettings(model_path=str(gguf), gpu_layers=layers, draft="auto")
+        )
         assert resolved.draft == draft, layers
 
 
@@ -179,5 +183,5 @@ def test_this_cpu_build_keeps_drafting_when_asked_for_every_layer(
 
     if gpu_offload_available():
         pytest.skip("this llama.cpp build offloads to a GPU")
-    cpu = resolve_model_settings(ModelSettings(model="fake-1b", gpu_layers=-1))
+    cpu = resolve_model_settings(ModelSettings(model="fake-1b", gpu_layers=-1, draft="auto"))
     assert cpu.draft == "prompt-lookup"

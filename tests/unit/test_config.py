@@ -12,17 +12,17 @@ def test_defaults_without_values() -> None:
     assert warnings == []
     assert settings == Settings()
     assert settings.context.context_budget == 1024
-    assert settings.model.draft == "auto"
+    assert (settings.model.draft, settings.model.batch_invariant) == ("off", False)
     assert settings.model.model == "coder-0.5b"
 
 
 def test_valid_values_are_coerced() -> None:
     settings, warnings = parse_settings(
-        {"contextBudget": "2048", "draft": "off", "watch": "false", "denyGlobs": "a/*,b/*"}
+        {"contextBudget": "2048", "draft": "auto", "watch": "false", "denyGlobs": "a/*,b/*"}
     )
     assert warnings == []
     assert settings.context.context_budget == 2048
-    assert settings.model.draft == "off"
+    assert settings.model.draft == "auto"
     assert settings.index.watch is False
     assert settings.index.deny_globs == ["a/*", "b/*"]
 
@@ -30,7 +30,7 @@ def test_valid_values_are_coerced() -> None:
 def test_invalid_value_warns_naming_key_and_keeps_default() -> None:
     settings, warnings = parse_settings({"contextBudget": -5, "draft": "maybe", "threads": "x"})
     assert settings.context.context_budget == 1024
-    assert settings.model.draft == "auto"
+    assert settings.model.draft == "off"
     assert settings.model.model == "coder-0.5b"
     assert settings.model.threads == 0
     assert len(warnings) == 3

@@ -38,10 +38,19 @@ from lsp_assist.evaluation.replay.tasks import (
 from lsp_assist.evaluation.replay.user import Screen, decide, ready
 from lsp_assist.evaluation.suggester import KeyAware, Suggester
 
-ROW_NAMES = ("default", "plain", "kept-off", "draft-off", "llamavim", "llmls", "oracle")
+ROW_NAMES = (
+    "default",
+    "plain",
+    "kept-off",
+    "draft-off",
+    "draft-on",
+    "llamavim",
+    "llmls",
+    "oracle",
+)
 PEER_ROWS = ("llamavim", "llmls")
 """Rows that are another tool's client, not an lsp-assist server."""
-SERVER_ROWS = ("default", "plain", "kept-off", "draft-off")
+SERVER_ROWS = ("default", "plain", "kept-off", "draft-off", "draft-on")
 """Rows that are lsp-assist servers (the metrics log, the budget)."""
 DEFAULT_ROWS = ("default", "plain")
 PACES = ("steady", "bursty")
@@ -67,9 +76,12 @@ and its widening stops at its cap, 80 % (context/budget.py, zone.py: ``zone_room
 SWITCHED_OFF: dict[str, dict[str, Any]] = {
     "kept-off": {"keptLines": 0},
     "draft-off": {"draft": "off", "batchInvariant": False},
+    "draft-on": {"draft": "prompt-lookup", "batchInvariant": True},
 }
-"""Rows that are the default with one optimisation switched off: kept lines (the
-generation ends at the line break), drafting (plain single-row decoding, the fastest)."""
+"""Rows that are the default with one piece switched: kept lines off (the generation ends
+at the line break); drafting off (plain single-row decoding, the fastest, and the default
+since 2026-12-07, so this row repeats ``default`` and measures the run's noise); drafting
+on (prompt lookup with batch-invariant steps, the default before)."""
 LLAMAVIM_MODULE = "lsp_assist.evaluation.peers.llamavim.client"
 
 
