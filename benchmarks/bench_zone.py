@@ -34,10 +34,11 @@ sys.path.insert(0, str(ROOT))
 
 from bench_common import pct  # noqa: E402
 
+from lsp_assist.backends.vocab import Vocabulary  # noqa: E402
 from lsp_assist.config import ContextSettings, IndexSettings  # noqa: E402
 from lsp_assist.context.engine import ContextEngine  # noqa: E402
 from lsp_assist.context.model import Cursor  # noqa: E402
-from lsp_assist.context.tokens import CachedCounter, VocabTokenizer  # noqa: E402
+from lsp_assist.context.tokens import CachedCounter  # noqa: E402
 
 EXCLUDE = ["test/**", "tests/**", "idlelib/**", "lib2to3/**", "turtledemo/**", "ensurepip/**"]
 MIN_LINES = 20
@@ -129,7 +130,7 @@ def main() -> int:
     args = parser.parse_args()
     from lsp_assist.backends.models import embedded_model_path
 
-    tokenizer = VocabTokenizer(args.model or str(embedded_model_path()))
+    tokenizer = Vocabulary(args.model or str(embedded_model_path()))
     counter = CachedCounter(tokenizer)
     roots = [Path(sysconfig.get_paths()["stdlib"])]
     roots += [package_root(name) for name in (args.package or ["hypothesis", "mypy"])]
