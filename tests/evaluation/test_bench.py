@@ -113,7 +113,6 @@ def test_model2_is_the_model_requantized_and_its_own_row(bench: dict[str, Any], 
     assert sessions["retrieval"]["settings"]["modelPath"] == str(tiny.resolve())
     # the defaults (drafting off) with the second model; everything else as the other rows
     assert sessions["model2"]["settings"]["draft"] == "off"
-    assert sessions["speculative"]["settings"]["batchInvariant"] is True
     label = next(r["label"] for r in result["rows"] if r["name"] == "model2")
     assert "tiny.q8_0.gguf" in label
     mine = [r for r in result["records"] if r["row"] == "model2"]
