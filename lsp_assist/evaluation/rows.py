@@ -93,8 +93,7 @@ def default_rows(settings: Settings, model2: str = "") -> list[RowSpec]:
             "retrieval",
             "+ retrieval and budget",
             {"strategy": "layered", "draft": "off", **CAPS},
-            "the defaults: related definitions and similar code, the adaptive budget, "
-            "drafting off",
+            "the defaults: related definitions and similar code, the adaptive budget, drafting off",
         ),
         RowSpec(
             "speculative",
