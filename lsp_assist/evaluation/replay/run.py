@@ -38,20 +38,6 @@ from lsp_assist.evaluation.replay.tasks import (
 from lsp_assist.evaluation.replay.user import Screen, decide, ready
 from lsp_assist.evaluation.suggester import KeyAware, Suggester
 
-ROW_NAMES = (
-    "default",
-    "plain",
-    "kept-off",
-    "draft-off",
-    "draft-on",
-    "llamavim",
-    "llmls",
-    "oracle",
-)
-PEER_ROWS = ("llamavim", "llmls")
-"""Rows that are another tool's client, not an lsp-assist server."""
-SERVER_ROWS = ("default", "plain", "kept-off", "draft-off", "draft-on")
-"""Rows that are lsp-assist servers (the metrics log, the budget)."""
 DEFAULT_ROWS = ("default", "plain")
 PACES = ("steady", "bursty")
 PAUSE_MS = 600
@@ -82,6 +68,11 @@ SWITCHED_OFF: dict[str, dict[str, Any]] = {
 at the line break); drafting off (plain single-row decoding, the fastest, and the default
 since 2026-12-07, so this row repeats ``default`` and measures the run's noise); drafting
 on (prompt lookup with batch-invariant steps, the default before)."""
+PEER_ROWS = ("llamavim", "llmls")
+"""Rows that are another tool's client, not an lsp-assist server."""
+SERVER_ROWS = ("default", "plain", *SWITCHED_OFF)
+"""Rows that are lsp-assist servers (the metrics log, the budget)."""
+ROW_NAMES = (*SERVER_ROWS, *PEER_ROWS, "oracle")
 LLAMAVIM_MODULE = "lsp_assist.evaluation.peers.llamavim.client"
 
 
