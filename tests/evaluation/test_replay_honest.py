@@ -30,7 +30,7 @@ from lsp_assist.evaluation.replay.tasks import (
     mark_cross_lines,
     rest_of_line,
 )
-from lsp_assist.evaluation.replay.user import Screen, ready
+from lsp_assist.evaluation.replay.user import Screen, decide, ready, takeable
 from lsp_assist.evaluation.suggester import Answer, KeyAware
 from tests.support.replay_fakes import TEXT, FakeSuggester, SilentSuggester, replay_workspace
 
@@ -66,6 +66,39 @@ def test_typing_through_and_the_same_text_again_keep_the_first_appearance() -> N
     other = screen.at(4, 1.55)
     assert other is not None and other.text == "z" and other.since == 1.5
     assert not ready(other, 1.55, 0.15)
+
+
+def test_a_suggestion_that_grows_keeps_the_time_of_the_part_already_on_screen() -> None:
+    screen = Screen()
+    screen.key_times[1] = 0.0
+    screen.add(Answer(version=1, text="return self", arrived=1.0))  # an early answer's start
+    assert screen.at(1, 1.05) is not None
+    screen.add(Answer(version=1, text="return self.items", arrived=1.1))  # its line, whole
+    grown = screen.at(1, 1.2)
+    assert grown is not None and grown.text == "return self.items" and grown.since == 1.0
+    # at 1.2 the user has read the start for 200 ms and the whole for 100 ms only
+    assert takeable(grown, 1.2, 0.15) == "return self" and ready(grown, 1.2, 0.15)
+    assert takeable(grown, 1.26, 0.15) == "return self.items"
+    assert takeable(grown, 1.1, 0.15) is None
+    # one distinct suggestion, its text the whole
+    assert [d.text for d in screen.distinct] == ["return self.items"]
+    # typed through, each part keeps its time
+    screen.after_key("return ", 2, "word")
+    carried = screen.at(2, 1.22)
+    assert carried is not None and takeable(carried, 1.22, 0.15) == "self"
+    # a text that does not start with what is on screen is another suggestion
+    screen.add(Answer(version=2, text="other", arrived=1.3))
+    other = screen.at(2, 1.35)
+    assert other is not None and other.since == 1.3 and len(screen.distinct) == 2
+
+
+def test_the_part_read_of_a_grown_suggestion_is_taken_word_by_word_not_with_tab() -> None:
+    target = "return self.items\n"
+    assert decide(target, 0, "return self.items").kind == "tab"
+    part = decide(target, 0, "return self", tab=False)
+    assert part.kind == "word" and part.text == "return" and part.plan == (" self",)
+    # too short a part to save a key by words: typed
+    assert decide(target, 0, "ret", tab=False).kind == "type"
 
 
 def _replay(fake: Any, region: Region, react_s: float) -> tuple[list[dict[str, Any]], Any]:
@@ -320,6 +353,10 @@ def test_line_start_figures_count_each_new_lines_first_moment() -> None:
     assert s["line_starts"] == 2 and s["line_start_shown"] == 1.0
     assert s["line_start_ready"] == 0.5 and s["line_start_right"] == 0.5
     assert s["line_start_right_too_new"] == 1
+    # a suggestion that grew just now: ready, but right in full only if the part read is
+    keys[3]["ready_text"] = "retu"
+    s = summarize(keys, [], [region])
+    assert s["line_start_ready"] == 0.5 and s["line_start_right"] == 0.0
 
 
 def test_keys_saved_on_cross_file_lines_and_on_the_rest() -> None:

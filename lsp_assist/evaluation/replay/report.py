@@ -93,8 +93,9 @@ def _line_start_figures(
     ready = [k for k in shown if k.get("ready", True)]
 
     def right(k: dict[str, Any]) -> bool:
+        # what the user could take: the part read of a suggestion that grew just now
         rest = rest_of_line(targets[k["region"]], k["pos"])
-        return bool(rest.strip()) and str(k["shown"]).startswith(rest)
+        return bool(rest.strip()) and str(k.get("ready_text") or k["shown"]).startswith(rest)
 
     return {
         "lines": sum(r.target.count("\n") for r in regions),

@@ -35,7 +35,7 @@ from lsp_assist.evaluation.replay.tasks import (
     region_buffers,
     within_line,
 )
-from lsp_assist.evaluation.replay.user import Screen, decide, ready
+from lsp_assist.evaluation.replay.user import Screen, decide, takeable
 from lsp_assist.evaluation.suggester import KeyAware, Suggester
 
 DEFAULT_ROWS = ("default", "plain")
@@ -136,8 +136,9 @@ async def replay_region(
     """Retype one region through ``suggester``; return its key records and distinct suggestions.
 
     ``text`` is the file as it is; the buffer opens with the region removed. The user
-    takes a suggestion only once it has been on screen ``react_s`` seconds; a key record's
-    ``too_new`` says that a user without that wait would have taken it.
+    takes a suggestion only once it has been on screen ``react_s`` seconds (of one that grew,
+    the part on screen that long: ``ready_text``); a key record's ``too_new`` says that a
+    user without that wait would have taken it where this one typed.
     """
     before, after = region_buffers(text, region)
     version = 1
@@ -153,10 +154,14 @@ async def replay_region(
         moment = time.perf_counter()
         shown = screen.at(version, moment)
         new = shown is not None and not any(k["shown_id"] == shown.id for k in keys)
-        takeable = ready(shown, moment, react_s)
-        action = decide(target, p, shown.text if shown and takeable else None, plan)
+        readable = takeable(shown, moment, react_s)
+        whole = shown is not None and readable == shown.text
+        action = decide(target, p, readable, plan, tab=whole)
         too_new = (
-            shown is not None and not takeable and decide(target, p, shown.text).kind != "type"
+            shown is not None
+            and not whole
+            and action.kind == "type"
+            and decide(target, p, shown.text).kind != "type"
         )
         plan = action.plan if action.kind == "word" else ()
         keys.append(
@@ -173,7 +178,8 @@ async def replay_region(
                 "new": new,
                 "latency_ms": round(shown.latency_ms, 1) if shown and new else None,
                 "age_ms": round((moment - shown.since) * 1000, 1) if shown else None,
-                "ready": takeable,
+                "ready": readable is not None,
+                "ready_text": readable if readable is not None and not whole else None,
                 "too_new": too_new,
                 "kind": action.kind,
                 "text": action.text,

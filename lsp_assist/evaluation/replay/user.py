@@ -6,9 +6,13 @@ the suggestion that showed at the previous key, shortened by what that key typed
 accepted when it matched (type-through: the same suggestion continued). Each shown
 suggestion keeps the time it first appeared (``Shown.since``): the user can take it only
 once it has been on screen for the reaction time (:func:`ready`), and typing through it
-keeps that time. :func:`decide` is the user at a key moment: Tab when the suggestion is
-right in full, word by word (Ctrl+Right) when a prefix of at least 4 characters ending at
-a word boundary is right, else type the next key over it. No pygls, no model, no clock.
+keeps that time. A newer answer that starts with what is on screen (an early answer's
+line completed, a kept line the model goes on writing) is the same suggestion grown: the
+part that was on screen keeps its time, and until the whole has been on screen for the
+reaction time the user takes only the part that has, word by word (:func:`takeable`).
+:func:`decide` is the user at a key moment: Tab when the suggestion is right in full,
+word by word (Ctrl+Right) when a prefix of at least 4 characters ending at a word
+boundary is right, else type the next key over it. No pygls, no model, no clock.
 docs/evaluation.md, "Acceptance replay".
 """
 
@@ -32,16 +36,27 @@ class Shown:
     """A suggestion on screen: its text from the cursor now, and which distinct one it is."""
 
     id: int
-    text: str
+    stages: list[tuple[float, str]]
+    """What has been on screen since when, oldest and shortest first: (perf_counter time
+    it appeared, that text from the cursor now), each a prefix of the next. One stage
+    unless the suggestion grew; a type-through continuation, a word accepted or the same
+    text answered again keeps the times."""
     version: int
     latency_ms: float
     """Visible latency when it first showed: arrival less the time of the key that made
     the version it answered."""
     answer: Answer | None = None
     """The answer on screen now (None: carried over from an earlier version by typing)."""
-    since: float = 0.0
-    """perf_counter time it first appeared on screen (its first answer's arrival); a
-    type-through continuation, a word accepted or the same text answered again keeps it."""
+
+    @property
+    def text(self) -> str:
+        """What shows now, from the cursor."""
+        return self.stages[-1][1]
+
+    @property
+    def since(self) -> float:
+        """perf_counter time it first appeared on screen (its first answer's arrival)."""
+        return self.stages[0][0]
 
 
 @dataclass(slots=True)
@@ -91,10 +106,14 @@ class Screen:
                 text = shown_text(newest)
                 if current is not None and current.text == text:
                     current.answer = newest  # the same suggestion, answered again
+                elif current is not None and text.startswith(current.text):
+                    current.stages.append((newest.arrived, text))  # grown
+                    current.answer = newest
+                    self.distinct[current.id].text += text[len(current.stages[-2][1]) :]
                 else:
                     latency = (newest.arrived - self.key_times.get(version, newest.arrived)) * 1000
                     current = Shown(
-                        len(self.distinct), text, version, latency, newest, newest.arrived
+                        len(self.distinct), [(newest.arrived, text)], version, latency, newest
                     )
                     self.distinct.append(
                         Distinct(current.id, text, latency, request_id=newest.request_id)
@@ -114,16 +133,33 @@ class Screen:
         rest = shown.text[len(inserted) :] if shown.text.startswith(inserted) else ""
         if kind == "type" and shown.text.startswith(inserted) and not rest.strip():
             self.distinct[shown.id].typed_through = True
-        if kind != "tab" and rest.strip():
-            self.current = Shown(shown.id, rest, version, shown.latency_ms, None, shown.since)
+        # each stage typed through keeps its time; one the key went past is gone
+        stages = [(t, s[len(inserted) :]) for t, s in shown.stages if s.startswith(inserted)]
+        stages = [(t, s) for t, s in stages if s.strip()]
+        if kind != "tab" and rest.strip() and stages:
+            self.current = Shown(shown.id, stages, version, shown.latency_ms)
         else:
             self.current = None
 
 
+def takeable(shown: Shown | None, moment: float, react_s: float) -> str | None:
+    """Return the longest text of ``shown`` that has been on screen for at least ``react_s``
+    seconds at ``moment`` (the user's reaction time; 0: anything on screen), None if none.
+
+    Shorter than ``shown.text`` when the suggestion grew less than ``react_s`` ago: the user
+    has read that part, and takes it word by word (:func:`decide` with ``tab=False``), as
+    Tab would take the whole, which the user has not read yet.
+    """
+    if shown is None:
+        return None
+    old = [text for since, text in shown.stages if moment - since >= react_s]
+    return old[-1] if old else None
+
+
 def ready(shown: Shown | None, moment: float, react_s: float) -> bool:
-    """True when ``shown`` has been on screen for at least ``react_s`` seconds at ``moment``
-    (the user's reaction time; 0: anything on screen can be taken)."""
-    return shown is not None and moment - shown.since >= react_s
+    """True when some of ``shown`` has been on screen for at least ``react_s`` seconds at
+    ``moment`` (:func:`takeable`)."""
+    return takeable(shown, moment, react_s) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,19 +205,23 @@ def matching_words(remaining: str, suggestion: str) -> list[str]:
     return words
 
 
-def decide(target: str, p: int, shown: str | None, plan: tuple[str, ...] = ()) -> Action:
+def decide(
+    target: str, p: int, shown: str | None, plan: tuple[str, ...] = (), *, tab: bool = True
+) -> Action:
     """Return what the user does at ``p`` of ``target`` with ``shown`` on screen.
 
     Tab when the suggestion is right in full and saves a key (a right suggestion that one
-    key types anyway is typed: type-through); the next word of a word-by-word acceptance
-    under way while the suggestion still starts with it; a new word-by-word acceptance
+    key types anyway is typed: type-through), unless ``tab`` is False (``shown`` is the
+    part of a grown suggestion the user has read, and Tab would take more); the next word
+    of a word-by-word acceptance under way while the suggestion still starts with it; a
+    new word-by-word acceptance
     when the matching words write at least :data:`MIN_WORD_PREFIX` characters and take
     fewer keys than typing them; else the next key typed.
     """
     remaining = target[p:]
     if shown:
         whole = full_match(remaining, shown)
-        if whole and keys_between(target, p, p + len(whole)) > 1:
+        if tab and whole and keys_between(target, p, p + len(whole)) > 1:
             return Action("tab", whole)
         if plan and shown.startswith(plan[0]) and remaining.startswith(plan[0]):
             return Action("word", plan[0], plan[1:])
