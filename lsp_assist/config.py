@@ -162,6 +162,11 @@ class CompletionSettings:
     "Kept lines"); 0: the generation stops at the line end."""
     kept_tokens: int = 64
     """Tokens the kept lines may take beyond ``maxTokens``."""
+    next_line_at_end: bool = True
+    """At the end of a line with code, where the model ends the line at once (nothing more
+    to write on it), the suggestion is the line break and the model's next line (a ghost
+    line below) instead of nothing, its lines after kept; needs ``keptLines`` above 0
+    (docs/serving.md, "Kept lines")."""
     max_lines: int = 8
     multiline: MultilineMode = "auto"
     skip_in_strings: bool = False

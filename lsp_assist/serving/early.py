@@ -42,6 +42,7 @@ class EarlyAnswer:
         key: EntryKey,
         hold: Callable[[], bool] | None = None,
         kept: KeptLines | None = None,
+        line_end: Callable[[str], int] | None = None,
     ) -> None:
         self.query = query
         self.outcome = outcome
@@ -56,6 +57,8 @@ class EarlyAnswer:
         """While it returns True nothing is answered yet (the confidence gate)."""
         self.keep = kept
         """Set when the generation goes on past the shown line (its lines kept)."""
+        self.line_end = line_end or (lambda raw: raw.find("\n"))
+        """Where the shown line of the raw text ends (-1: not yet)."""
         self.kept = ""
         """The kept lines put in the cache so far (after ``shown``)."""
         self.line_told = False
@@ -74,7 +77,7 @@ class EarlyAnswer:
         if self.first_text_at is None:
             self.first_text_at = now
         self.raw += piece
-        line_done = self.keep is not None and "\n" in self.raw
+        line_done = self.keep is not None and self.line_end(self.raw) >= 0
         if (
             self.answered_at is None
             and now - self.query.received_at < self.after_s
@@ -108,7 +111,7 @@ class EarlyAnswer:
 
     def _answer(self, text: str, now: float) -> None:
         self.answered_at, self.answer = now, text
-        self.line_told = "\n" in self.raw
+        self.line_told = self.line_end(self.raw) >= 0
         self.on_answer(self._outcome(text, now))
 
     def _outcome(self, text: str, now: float) -> CompletionOutcome:

@@ -62,9 +62,17 @@ class Cleaner:
     language: str
     kept_lines: int = 0
     """Lines a block of kept lines has after the shown one (serving/kept.py)."""
+    next_line: bool = False
+    """At the end of a line with code: where the model ends the line at once, the shown
+    suggestion is the line break and the next line (``nextLineAtEnd``)."""
 
     def __call__(self, raw: str, stop_reason: str = "", *, block: bool | None = None) -> str:
         """The suggestion ``raw`` makes here ('' none); ``block``: as a multi-line one."""
+        if block is None and self.next_line and self._ends_line(raw):
+            # nothing more on this line: the ghost line below, as kept lines show one
+            whole = self(raw, stop_reason, block=True)
+            below = whole[1:].split("\n", 1)[0] if whole.startswith("\n") else ""
+            return "\n" + below if below.strip() else ""
         block = self.multiline if block is None else block
         if block and stop_reason in ("length", "timeout"):
             raw = complete_lines(raw)  # a capped block ends at its last whole line
@@ -89,6 +97,20 @@ class Cleaner:
     def shows(self, raw: str) -> bool:
         """True when post-processing leaves something of ``raw`` to show."""
         return bool(self(raw))
+
+    def shown_line_end(self, raw: str) -> int:
+        """Where the line ``raw`` shows ends: the index of its line break, -1 not yet
+        (with ``next_line``, after a first line left blank, the second line's)."""
+        first = raw.find("\n")
+        if first >= 0 and self._ends_line(raw):
+            return raw.find("\n", first + 1)
+        return first
+
+    def _ends_line(self, raw: str) -> bool:
+        """True when ``raw`` adds nothing to the cursor's line (its first line is blank) and
+        a next line is shown instead (``next_line``)."""
+        first = raw.find("\n")
+        return self.next_line and first >= 0 and not raw[:first].strip()
 
 
 class TextSink:
@@ -208,6 +230,7 @@ def plan(
             key=entry,
             hold=partial(unsure, confidence, threshold),
             kept=keep,
+            line_end=clean.shown_line_end,
         )
     request = generation_request(query, doc, pos, prompt, backend, settings, alternatives)
     request = dataclasses.replace(
@@ -250,6 +273,7 @@ def cleaner(
         multiline = decide_multiline(tree, doc.text, pos.line, pos.column, doc.language_id)
     else:
         multiline = completion.multiline == "always"
+    kept_lines = 0 if multiline or suffix.strip() else kept_lines
     return Cleaner(
         prefix=prefix,
         suffix=suffix,
@@ -257,7 +281,11 @@ def cleaner(
         multiline=multiline,
         max_lines=completion.max_lines,
         language=doc.language_id,
-        kept_lines=0 if multiline or suffix.strip() else kept_lines,
+        kept_lines=kept_lines,
+        # after code, not after a space (``x = ``: the line is not done)
+        next_line=completion.next_line_at_end
+        and kept_lines > 0
+        and prefix.rstrip() == prefix != "",
     )
 
 
@@ -283,7 +311,7 @@ def stop_rules(
         line_prefix=prefix,
         max_lines=1 + clean.kept_lines,
     )
-    return line_rule, kept_stop_rule(block_rule, shows=clean.shows)
+    return line_rule, kept_stop_rule(block_rule, shows=clean.shows, line_end=clean.shown_line_end)
 
 
 def generation_request(

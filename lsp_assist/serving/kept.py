@@ -61,16 +61,22 @@ class KeptLines:
         return kept if kept.strip() else ""
 
 
-def kept_stop_rule(block_rule: StopRule, *, shows: Callable[[str], bool]) -> StopRule:
+def kept_stop_rule(
+    block_rule: StopRule,
+    *,
+    shows: Callable[[str], bool],
+    line_end: Callable[[str], int] = lambda text: text.find("\n"),
+) -> StopRule:
     """The stop rule of a generation that keeps lines: ``block_rule`` (the multi-line rules
-    over the shown line and the kept ones), and a stop at the first line's end when
-    ``shows`` says post-processing leaves nothing of it (no suggestion to keep lines for).
+    over the shown line and the kept ones), and a stop at the shown line's end (``line_end``:
+    the first line's, or the next line's where the first adds nothing) when ``shows`` says
+    post-processing leaves nothing of it (no suggestion to keep lines for).
     """
 
-    last: list[tuple[str, bool]] = []  # the first line asked about, and the answer
+    last: list[tuple[str, bool]] = []  # the shown line asked about, and the answer
 
     def rule(text: str) -> int | None:
-        first_end = text.find("\n")
+        first_end = line_end(text)
         if first_end >= 0:
             head = text[:first_end]
             if not last or last[0][0] != head:

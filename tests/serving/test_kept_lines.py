@@ -256,6 +256,39 @@ async def test_a_first_line_post_processing_drops_keeps_nothing(tmp_path: Path) 
     engine.session.close()
 
 
+async def test_at_a_finished_lines_end_the_next_line_shows_below(tmp_path: Path) -> None:
+    """Where the model ends the line at once, the suggestion is the line break and the next
+    line (a ghost line below), and the lines after it are kept for the lines after."""
+    engine, scheduler, uri, backend = _setup(tmp_path)
+    backend.text = "\nsecond = 2\nthird = 3\n\nfourth = 4\n"
+    at = Position(CURSOR_LINE, CURSOR_COLUMN)
+    first = await _type(engine, scheduler, uri, "compute(1)", at)
+    await _written(scheduler)
+    assert first.text == "\nsecond = 2" and backend.calls == 1
+    assert backend.stops == ["rule"]  # the blank line ended the block
+    at = Position(CURSOR_LINE, CURSOR_COLUMN + len("compute(1)"))
+    nxt = await _type(engine, scheduler, uri, "\n", at)
+    assert nxt.cache_hit and nxt.text == "second = 2"
+    third = await _type(engine, scheduler, uri, "second = 2\n", Position(CURSOR_LINE + 1, 0))
+    assert third.cache_hit and third.text == "third = 3" and backend.calls == 1
+    scheduler.shutdown()
+    engine.session.close()
+
+
+async def test_switched_off_a_finished_line_shows_nothing_below(tmp_path: Path) -> None:
+    engine, scheduler, uri, backend = _setup(tmp_path, nextLineAtEnd=False)
+    backend.text = "\nsecond = 2\nthird = 3\n\nfourth = 4\n"
+    at = Position(CURSOR_LINE, CURSOR_COLUMN)
+    first = await _type(engine, scheduler, uri, "compute(1)", at)
+    await _written(scheduler)
+    assert first.text == "" and backend.stops == ["rule"]
+    at = Position(CURSOR_LINE, CURSOR_COLUMN + len("compute(1)"))
+    nxt = await _type(engine, scheduler, uri, "\n", at)
+    assert not nxt.cache_hit and backend.calls == 2
+    scheduler.shutdown()
+    engine.session.close()
+
+
 def test_kept_lines_may_leave_a_block_but_not_the_function() -> None:
     from lsp_assist.context import get_parser
 
