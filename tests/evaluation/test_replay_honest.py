@@ -349,10 +349,13 @@ def test_line_start_figures_count_each_new_lines_first_moment() -> None:
         _k(28, "return c  # more", False),  # right in full (more after it)
     ]
     assert [k["pos"] for k in line_starts(keys, [region])] == [14, 28]
+    # which suggestion each shows: the last one was on screen at the key before it too
+    for i, (k, shown_id) in enumerate(zip(keys, (None, 0, 1, 1), strict=True)):
+        k["i"], k["shown_id"] = i, shown_id
     s = summarize(keys, [], [region])
     assert s["line_starts"] == 2 and s["line_start_shown"] == 1.0
     assert s["line_start_ready"] == 0.5 and s["line_start_right"] == 0.5
-    assert s["line_start_right_too_new"] == 1
+    assert s["line_start_right_too_new"] == 1 and s["line_start_carried"] == 1
     # a suggestion that grew just now: ready, but right in full only if the part read is
     keys[3]["ready_text"] = "retu"
     s = summarize(keys, [], [region])

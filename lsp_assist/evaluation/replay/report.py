@@ -104,7 +104,20 @@ def _line_start_figures(
         "line_start_ready": _share(len(ready), len(starts)),
         "line_start_right": _share(sum(1 for k in ready if right(k)), len(starts)),
         "line_start_right_too_new": sum(1 for k in shown if right(k) and not k.get("ready", True)),
+        "line_start_carried": sum(1 for k in shown if _carried(k, keys)),
     }
+
+
+def _carried(start: dict[str, Any], keys: Sequence[dict[str, Any]]) -> bool:
+    """True when the suggestion on screen at a line start was on screen at the key before
+    (the line break): shown before Enter and typed through it."""
+    i = start.get("i")
+    if not isinstance(i, int) or i == 0 or start["shown_id"] is None:
+        return False
+    before = next(
+        (k for k in keys if k["region"] == start["region"] and k.get("i") == i - 1), None
+    )
+    return before is not None and before["shown_id"] == start["shown_id"]
 
 
 def _cross_file_figures(
