@@ -114,9 +114,7 @@ def _carried(start: dict[str, Any], keys: Sequence[dict[str, Any]]) -> bool:
     i = start.get("i")
     if not isinstance(i, int) or i == 0 or start["shown_id"] is None:
         return False
-    before = next(
-        (k for k in keys if k["region"] == start["region"] and k.get("i") == i - 1), None
-    )
+    before = next((k for k in keys if k["region"] == start["region"] and k.get("i") == i - 1), None)
     return before is not None and before["shown_id"] == start["shown_id"]
 
 
