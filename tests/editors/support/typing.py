@@ -108,11 +108,15 @@ class Tally:
     keys: int = 0
     shown: list[tuple[str, str]] = field(default_factory=list)
     right: int = 0
+    line_starts: list[str] = field(default_factory=list)
+    """What showed at each new line's first key (after the editor's indentation; '' none)."""
 
     def key(self, typed: str, rest: str, ghost: str | None) -> None:
-        """Count one key: ``ghost`` is what showed before it (None: not read, as before
-        a line's first character, where nothing is typed on it yet)."""
+        """Count one key: ``ghost`` is what showed before it (None: not read). Read before
+        a line's first character (nothing typed on it yet), it counts as a line start."""
         self.keys += 1
+        if not typed and ghost is not None:
+            self.line_starts.append(ghost)
         if typed and ghost:
             self.shown.append((typed, ghost))
             first = ghost.split("\n")[0].rstrip()
@@ -122,9 +126,13 @@ class Tally:
     def summary(self) -> str:
         """One line with the figures (the tests print it)."""
         share = len(self.shown) / max(1, self.keys)
+        starts = ""
+        if self.line_starts:
+            seen = sum(1 for ghost in self.line_starts if ghost.strip())
+            starts = f"; at a new line's first key at {seen} of {len(self.line_starts)}"
         return (
             f"typing {self.editor}: ghost text at {len(self.shown)} of {self.keys} keys "
-            f"({share:.0%}), a right prefix of the rest of the line at {self.right}"
+            f"({share:.0%}), a right prefix of the rest of the line at {self.right}{starts}"
         )
 
     def check(self, context: str = "") -> None:
@@ -141,7 +149,7 @@ def type_in_tmux(screen: Screen, region: list[str], tally: Tally) -> None:
     for typed, rest, key in region_keys(region):
         time.sleep(KEY_S)
         ghost = None
-        if typed:
+        if typed or key != "Enter":  # a line's first key too (a line start)
             ghost = ghost_on_row(screen.screen()[screen.cursor()[1]], typed)
         screen.send(key, literal=key != "Enter")
         tally.key(typed, rest, ghost)
