@@ -3,7 +3,8 @@
 An automatic inline request at the end of a half-typed line is answered early, and the
 model goes on past the shown line. Once it is done, the user types the shown line: at
 its end the server answers with the line break and the next kept line from memory, and
-after Enter with that line's indentation, with the rest of it, without the model.
+after Enter with that line's indentation, with the rest of it, without the model. At the
+end of a whole line (``nextLineAtEnd``) the answer is the next line, below.
 """
 
 from __future__ import annotations
@@ -121,6 +122,35 @@ async def test_the_next_line_comes_from_memory(client: LanguageClient) -> None:
     _type(client, uri, 3, LINE, col + len(shown), "\n" + indent)
     rest, _ = await _ask(client, uri, LINE + 1, len(indent))
     assert rest == below[1 + len(indent) :]
+    state = await _status(client)
+    assert state["last"]["cache_hit"] is True
+    assert state["typethrough"]["misses"] == misses  # no request went to the model
+
+
+async def test_at_a_finished_lines_end_the_next_line_shows_below(client: LanguageClient) -> None:
+    """``nextLineAtEnd``: at the end of a whole line, where the model ends the line at once,
+    the answer is the line break and the model's next line; after Enter, its rest comes
+    from memory (switched off, nothing shows there: the first assertion fails)."""
+    assert (await wait_ready(client))["model"]["loaded"]
+    path = client.workspace_path / "shop" / "checkout.py"  # type: ignore[attr-defined]
+    lines = path.read_text().split("\n")
+    path.write_text("\n".join(lines[: LINE + 1]) + "\n")
+    uri = open_file(client, path)
+    end = len(lines[LINE])
+    below, request_id = await _ask(client, uri, LINE, end)
+    assert below.startswith("\n") and below.strip() and request_id, below
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if (await _status(client))["last"].get("request_id") == request_id:
+            break
+        await asyncio.sleep(0.1)
+    whole, _ = await _ask(client, uri, LINE, end)  # the whole next line, from the cache
+    assert whole.startswith(below) and whole.count("\n") == 1, whole
+    misses = (await _status(client))["typethrough"]["misses"]
+    indent = whole[1 : len(whole) - len(whole[1:].lstrip(" \t"))]
+    _type(client, uri, 2, LINE, end, "\n" + indent)
+    rest, _ = await _ask(client, uri, LINE + 1, len(indent))
+    assert rest == whole[1 + len(indent) :] and rest.strip()
     state = await _status(client)
     assert state["last"]["cache_hit"] is True
     assert state["typethrough"]["misses"] == misses  # no request went to the model
