@@ -162,6 +162,10 @@ class CompletionSettings:
     "Kept lines"); 0: the generation stops at the line end."""
     kept_tokens: int = 64
     """Tokens the kept lines may take beyond ``maxTokens``."""
+    dynamic_multiline: bool = True
+    """A single line at a line's end that opens a block (``:``, ``{``) is shown with the
+    block's body the generation wrote on (its kept lines), as one suggestion (Cody's
+    dynamic multi-line); needs ``keptLines`` above 0 (docs/serving.md, "Kept lines")."""
     next_line_at_end: bool = True
     """At the end of a line with code, where the model ends the line at once (nothing more
     to write on it), the suggestion is the line break and the model's next line (a ghost

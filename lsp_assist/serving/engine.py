@@ -333,6 +333,9 @@ class CompletionEngine:
                 # the whole is what the entry answers with from now on (nothing: no entry);
                 # a cancelled request leaves what an earlier one put there
                 kept = planned.kept_after(result, outcome)
+                block, kept = planned.as_block(outcome.text, kept)
+                if block != outcome.text:
+                    outcome.text, outcome.multiline = block, True
                 self.typethrough.put(planned.entry, outcome.text, kept)
             return outcome
 

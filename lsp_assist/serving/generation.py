@@ -35,9 +35,14 @@ from lsp_assist.serving.alternatives import distinct, wanted
 from lsp_assist.serving.confidence import GATE_OFF, FirstLineConfidence, below
 from lsp_assist.serving.early import EarlyAnswer
 from lsp_assist.serving.infill_parts import infill_parts
-from lsp_assist.serving.kept import KeptLines, kept_indent, kept_stop_rule
+from lsp_assist.serving.kept import KeptLines, block_body, kept_indent, kept_stop_rule
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
-from lsp_assist.serving.postprocess import complete_lines, decide_multiline, postprocess
+from lsp_assist.serving.postprocess import (
+    complete_lines,
+    decide_multiline,
+    opens_block,
+    postprocess,
+)
 from lsp_assist.serving.stoprules import make_stop_rule, stop_strings
 from lsp_assist.serving.typethrough import EntryKey, TypeThrough
 
@@ -159,6 +164,8 @@ class Plan:
     """The outcome so far: the request's place, its prompt and its times until the call."""
     called: float
     """When the backend was called (``time.perf_counter``)."""
+    block: bool = False
+    """A shown line that opens a block becomes the block (``dynamicMultiline``)."""
 
     def retry(self) -> GenerationRequest:
         """The request for the next likeliest line: one line, no kept lines."""
@@ -171,6 +178,17 @@ class Plan:
         if self.keep is None or not outcome.text or outcome.alternatives:
             return ""
         return self.keep(result.text, outcome.text, whole=result.stop_reason in ENDED_AT_A_LINE_END)
+
+    def as_block(self, text: str, kept: str) -> tuple[str, str]:
+        """The suggestion and its kept lines, with a shown line that opens a block made the
+        block (its body from the kept lines); unchanged otherwise."""
+        prefix = self.clean.prefix
+        if not self.block or not kept or "\n" in text:
+            return text, kept
+        if not opens_block(prefix + text, self.clean.language):
+            return text, kept
+        body, rest = block_body(kept, len(prefix) - len(prefix.lstrip(" \t")))
+        return text + body, rest
 
 
 def plan(
@@ -253,6 +271,7 @@ def plan(
         threshold=threshold,
         prepared=dataclasses.replace(prepared, multiline=clean.multiline),
         called=called,
+        block=completion.dynamic_multiline and clean.kept_lines > 0,
     )
 
 

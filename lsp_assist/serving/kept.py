@@ -61,6 +61,27 @@ class KeptLines:
         return kept if kept.strip() else ""
 
 
+def block_body(kept: str, indent: int) -> tuple[str, str]:
+    """Split ``kept`` (lines after a line that opens a block, each after its line break)
+    into the block's body and the rest: the lines indented deeper than ``indent`` (blank
+    ones between them too) and a closer (``}``, ``)``, ``]``) at ``indent`` that ends it."""
+    lines = kept.split("\n")[1:]
+    body: list[str] = []
+    for line in lines:
+        if not line.strip() or len(line) - len(line.lstrip(" \t")) > indent:
+            body.append(line)
+            continue
+        if line.lstrip(" \t")[:1] in ("}", ")", "]") and body:
+            body.append(line)
+        break
+    while body and not body[-1].strip():
+        body.pop()
+    if not any(line.strip() for line in body):
+        return "", kept
+    head = "".join("\n" + line for line in body)
+    return head, kept[len(head) :]
+
+
 def kept_stop_rule(
     block_rule: StopRule,
     *,

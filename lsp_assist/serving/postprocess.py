@@ -354,6 +354,13 @@ def _opens_block(code: str, language: str) -> bool:
     return code.endswith("=>")
 
 
+def opens_block(line: str, language: str) -> bool:
+    """True when ``line`` (a whole line, its comment left out) ends by opening a block (``:``
+    in Python, ``{``, ``=>``, a ``case`` label), not a bracket."""
+    code = _code_part(line, language)
+    return _opens_block(code, language) and not code.endswith(("(", "["))
+
+
 def _tree_matches(tree: Any, source: bytes) -> bool:
     """True when ``tree`` was parsed from ``source`` (a stale tree is not used)."""
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 from lsp_assist.backends.base import GenerationRequest, GenerationResult
 from lsp_assist.documents import Position
 from lsp_assist.serving.engine import CompletionEngine
-from lsp_assist.serving.kept import KeptLines, kept_indent
+from lsp_assist.serving.kept import KeptLines, block_body, kept_indent
 from lsp_assist.serving.model import CompletionOutcome, CompletionQuery
 from lsp_assist.serving.scheduler import Scheduler
 from lsp_assist.serving.stoprules import make_stop_rule
@@ -285,6 +285,50 @@ async def test_switched_off_a_finished_line_shows_nothing_below(tmp_path: Path) 
     at = Position(CURSOR_LINE, CURSOR_COLUMN + len("compute(1)"))
     nxt = await _type(engine, scheduler, uri, "\n", at)
     assert not nxt.cache_hit and backend.calls == 2
+    scheduler.shutdown()
+    engine.session.close()
+
+
+def test_the_body_of_a_block_is_the_kept_lines_indented_deeper() -> None:
+    assert block_body("\n    go()\n\n    again()\nafter = 1", 0) == (
+        "\n    go()\n\n    again()",
+        "\nafter = 1",
+    )
+    # a closer at the opener's indentation ends the body and belongs to it
+    assert block_body("\n  run();\n}\nnext();", 0) == ("\n  run();\n}", "\nnext();")
+    # nothing deeper: no body
+    assert block_body("\nafter = 1", 0) == ("", "\nafter = 1")
+    assert block_body("\n\nafter = 1", 4) == ("", "\n\nafter = 1")
+
+
+async def test_a_line_that_opens_a_block_is_shown_with_its_body(tmp_path: Path) -> None:
+    """``dynamicMultiline``: where the shown line opens a block, the kept lines of its body
+    join it as one suggestion; what follows the block stays kept for after it."""
+    engine, scheduler, uri, backend = _setup(tmp_path)
+    backend.text = ":\n    go()\n    again()\nafter = 1\n\n"
+    at = Position(CURSOR_LINE, CURSOR_COLUMN)
+    first = await _type(engine, scheduler, uri, "\nif ready", at)
+    await _written(scheduler)
+    assert first.text == ":"  # the early answer: the shown line, at its end
+    again = await scheduler.complete(_query(engine, uri, CURSOR_LINE + 1, len("if ready")))
+    assert again.cache_hit and again.text == ":\n    go()\n    again()"
+    assert backend.calls == 1
+    # the block typed: the line after it is still kept, below
+    typed = ":\n    go()\n    again()"
+    end = await _type(engine, scheduler, uri, typed, Position(CURSOR_LINE + 1, len("if ready")))
+    assert end.cache_hit and end.text == "\nafter = 1"
+    scheduler.shutdown()
+    engine.session.close()
+
+
+async def test_switched_off_a_block_opener_shows_its_line_alone(tmp_path: Path) -> None:
+    engine, scheduler, uri, backend = _setup(tmp_path, dynamicMultiline=False)
+    backend.text = ":\n    go()\n    again()\nafter = 1\n\n"
+    at = Position(CURSOR_LINE, CURSOR_COLUMN)
+    await _type(engine, scheduler, uri, "\nif ready", at)
+    await _written(scheduler)
+    again = await scheduler.complete(_query(engine, uri, CURSOR_LINE + 1, len("if ready")))
+    assert again.cache_hit and again.text == ":"
     scheduler.shutdown()
     engine.session.close()
 
