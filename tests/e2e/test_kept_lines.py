@@ -154,3 +154,25 @@ async def test_at_a_finished_lines_end_the_next_line_shows_below(client: Languag
     state = await _status(client)
     assert state["last"]["cache_hit"] is True
     assert state["typethrough"]["misses"] == misses  # no request went to the model
+
+
+async def test_a_line_that_opens_a_block_comes_with_its_body(client: LanguageClient) -> None:
+    """``dynamicMultiline``: typed up to a loop's header, the suggestion shown at once is
+    the header's end; once the model is done, asked again, it is the header with the
+    loop's body (switched off, the header alone: the last assertion fails)."""
+    assert (await wait_ready(client))["model"]["loaded"]
+    path = client.workspace_path / "shop" / "checkout.py"  # type: ignore[attr-defined]
+    lines = path.read_text().split("\n")
+    header = "    for item in items"
+    path.write_text("\n".join([*lines[: LINE + 1], header]))
+    uri = open_file(client, path)
+    start, request_id = await _ask(client, uri, LINE + 1, len(header))
+    assert start.startswith(":") and request_id, start
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if (await _status(client))["last"].get("request_id") == request_id:
+            break
+        await asyncio.sleep(0.1)
+    block, _ = await _ask(client, uri, LINE + 1, len(header))
+    body = block.split("\n")[1:]
+    assert block.startswith(":\n") and body and body[0].startswith(" " * 8), block
