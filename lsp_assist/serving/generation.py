@@ -70,6 +70,8 @@ class Cleaner:
     next_line: bool = False
     """At the end of a line with code: where the model ends the line at once, the shown
     suggestion is the line break and the next line (``nextLineAtEnd``)."""
+    dynamic_block: bool = False
+    """A shown line that opens a block becomes the block (``dynamicMultiline``)."""
 
     def __call__(self, raw: str, stop_reason: str = "", *, block: bool | None = None) -> str:
         """The suggestion ``raw`` makes here ('' none); ``block``: as a multi-line one."""
@@ -164,8 +166,6 @@ class Plan:
     """The outcome so far: the request's place, its prompt and its times until the call."""
     called: float
     """When the backend was called (``time.perf_counter``)."""
-    block: bool = False
-    """A shown line that opens a block becomes the block (``dynamicMultiline``)."""
 
     def retry(self) -> GenerationRequest:
         """The request for the next likeliest line: one line, no kept lines."""
@@ -183,7 +183,7 @@ class Plan:
         """The suggestion and its kept lines, with a shown line that opens a block made the
         block (its body from the kept lines); unchanged otherwise."""
         prefix = self.clean.prefix
-        if not self.block or not kept or "\n" in text:
+        if not self.clean.dynamic_block or not kept or "\n" in text:
             return text, kept
         if not opens_block(prefix + text, self.clean.language):
             return text, kept
@@ -223,9 +223,8 @@ def plan(
     # A single line at the end of a line answered early goes on past it: serving/kept.py.
     kept = completion.kept_lines if early_ok and threshold == GATE_OFF else 0
     clean = cleaner(doc, pos, tree, settings, kept_lines=kept)
-    keep = None
-    if clean.kept_lines:
-        keep = KeptLines(clean.block, below=first_code_line(doc.text, doc.offset_at(pos)))
+    below = first_code_line(doc.text, doc.offset_at(pos))
+    keep = KeptLines(clean.block, below=below) if clean.kept_lines else None
     line_rule, stop_rule = stop_rules(clean, tree, doc, pos)
     called = time.perf_counter()
     prepared = dataclasses.replace(
@@ -271,7 +270,6 @@ def plan(
         threshold=threshold,
         prepared=dataclasses.replace(prepared, multiline=clean.multiline),
         called=called,
-        block=completion.dynamic_multiline and clean.kept_lines > 0,
     )
 
 
@@ -301,6 +299,7 @@ def cleaner(
         max_lines=completion.max_lines,
         language=doc.language_id,
         kept_lines=kept_lines,
+        dynamic_block=completion.dynamic_multiline and kept_lines > 0,
         # after code, not after a space (``x = ``: the line is not done)
         next_line=completion.next_line_at_end
         and kept_lines > 0
