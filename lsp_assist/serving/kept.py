@@ -9,7 +9,8 @@ within one decode step, as it cancels any generation. The suggestion shown is st
 first line; the lines after it are kept in its type-through entry
 (serving/typethrough.py) and answered from memory, one at a time, once the user is on
 the next line (Enter and the editor's auto-indent typed into them). Cody's "hot streak"
-does the same with up to five lines. docs/serving.md, "Kept lines".
+does the same with up to five lines. A shown line that opens a block takes its body from
+the kept lines (:func:`block_body`, ``dynamicMultiline``). docs/serving.md, "Kept lines".
 """
 
 from __future__ import annotations
