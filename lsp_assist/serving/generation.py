@@ -223,8 +223,7 @@ def plan(
     # A single line at the end of a line answered early goes on past it: serving/kept.py.
     kept = completion.kept_lines if early_ok and threshold == GATE_OFF else 0
     clean = cleaner(doc, pos, tree, settings, kept_lines=kept)
-    below = first_code_line(doc.text, doc.offset_at(pos))
-    keep = KeptLines(clean.block, below=below) if clean.kept_lines else None
+    keep = kept_lines_for(clean, doc, pos)
     line_rule, stop_rule = stop_rules(clean, tree, doc, pos)
     called = time.perf_counter()
     prepared = dataclasses.replace(
@@ -271,6 +270,13 @@ def plan(
         prepared=dataclasses.replace(prepared, multiline=clean.multiline),
         called=called,
     )
+
+
+def kept_lines_for(clean: Cleaner, doc: DocumentSnapshot, pos: Position) -> KeptLines | None:
+    """The kept lines of a generation post-processed by ``clean`` (None: it keeps none)."""
+    if not clean.kept_lines:
+        return None
+    return KeptLines(clean.block, below=first_code_line(doc.text, doc.offset_at(pos)))
 
 
 def cleaner(

@@ -136,7 +136,7 @@ class Screen:
         # each stage typed through keeps its time; one the key went past is gone
         stages = [(t, s[len(inserted) :]) for t, s in shown.stages if s.startswith(inserted)]
         stages = [(t, s) for t, s in stages if s.strip()]
-        if kind != "tab" and rest.strip() and stages:
+        if kind != "tab" and rest.strip():  # the last stage, ``rest``, is among them
             self.current = Shown(shown.id, stages, version, shown.latency_ms)
         else:
             self.current = None
