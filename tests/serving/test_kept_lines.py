@@ -301,16 +301,25 @@ def test_the_body_of_a_block_is_the_kept_lines_indented_deeper() -> None:
     assert block_body("\n\nafter = 1", 4) == ("", "\n\nafter = 1")
 
 
-async def test_a_line_that_opens_a_block_is_shown_with_its_body(tmp_path: Path) -> None:
-    """``dynamicMultiline``: where the shown line opens a block, the kept lines of its body
-    join it as one suggestion; what follows the block stays kept for after it."""
-    engine, scheduler, uri, backend = _setup(tmp_path)
+async def _at_a_block_opener(
+    tmp_path: Path, **settings: object
+) -> tuple[CompletionEngine, Scheduler, str, LinesBackend, CompletionOutcome, CompletionOutcome]:
+    """Type ``if ready`` on a new line, where the model writes a block after it; return the
+    first answer there and, once the model is done, the answer asked again at that place."""
+    engine, scheduler, uri, backend = _setup(tmp_path, **settings)
     backend.text = ":\n    go()\n    again()\nafter = 1\n\n"
     at = Position(CURSOR_LINE, CURSOR_COLUMN)
     first = await _type(engine, scheduler, uri, "\nif ready", at)
     await _written(scheduler)
-    assert first.text == ":"  # the early answer: the shown line, at its end
     again = await scheduler.complete(_query(engine, uri, CURSOR_LINE + 1, len("if ready")))
+    return engine, scheduler, uri, backend, first, again
+
+
+async def test_a_line_that_opens_a_block_is_shown_with_its_body(tmp_path: Path) -> None:
+    """``dynamicMultiline``: where the shown line opens a block, the kept lines of its body
+    join it as one suggestion; what follows the block stays kept for after it."""
+    engine, scheduler, uri, backend, first, again = await _at_a_block_opener(tmp_path)
+    assert first.text == ":"  # the early answer: the shown line, at its end
     assert again.cache_hit and again.text == ":\n    go()\n    again()"
     assert backend.calls == 1
     # the block typed: the line after it is still kept, below
@@ -322,12 +331,7 @@ async def test_a_line_that_opens_a_block_is_shown_with_its_body(tmp_path: Path) 
 
 
 async def test_switched_off_a_block_opener_shows_its_line_alone(tmp_path: Path) -> None:
-    engine, scheduler, uri, backend = _setup(tmp_path, dynamicMultiline=False)
-    backend.text = ":\n    go()\n    again()\nafter = 1\n\n"
-    at = Position(CURSOR_LINE, CURSOR_COLUMN)
-    await _type(engine, scheduler, uri, "\nif ready", at)
-    await _written(scheduler)
-    again = await scheduler.complete(_query(engine, uri, CURSOR_LINE + 1, len("if ready")))
+    engine, scheduler, _, _, _, again = await _at_a_block_opener(tmp_path, dynamicMultiline=False)
     assert again.cache_hit and again.text == ":"
     scheduler.shutdown()
     engine.session.close()
