@@ -175,9 +175,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "acceptance replay (--replay)",
         "a user retypes regions of real code at a fixed pace without waiting for answers; "
         'how much of it the suggestions write (docs/evaluation.md, "Acceptance replay"); '
-        "--rows: default,plain,kept-off,next-line-off,block-off,draft-off,draft-on,llamavim,"
-        "llmls,oracle (default: default,plain; kept-off, next-line-off, block-off, draft-off, "
-        "draft-on: the default with that switch set); "
+        "--rows: default,plain,kept-off,kept-1,kept-2,next-line-off,block-off,draft-off,"
+        "draft-on,llamavim,llmls,oracle (default: default,plain; kept-off, kept-1, kept-2, "
+        "next-line-off, block-off, draft-off, draft-on: the default with that switch set); "
         "--seed 14 (seed A) to tune "
         "on, 15 (seed B) held out",
     )

@@ -61,17 +61,20 @@ it may take all that the instructions leave; with the default ratios its share i
 and its widening stops at its cap, 80 % (context/budget.py, zone.py: ``zone_room``)."""
 SWITCHED_OFF: dict[str, dict[str, Any]] = {
     "kept-off": {"keptLines": 0},
+    "kept-1": {"keptLines": 1},
+    "kept-2": {"keptLines": 2},
     "next-line-off": {"nextLineAtEnd": False},
     "block-off": {"dynamicMultiline": False},
     "draft-off": {"draft": "off", "batchInvariant": False},
     "draft-on": {"draft": "prompt-lookup", "batchInvariant": True},
 }
 """Rows that are the default with one piece switched: kept lines off (the generation ends
-at the line break); the next line at a finished line's end off (nothing shown there);
-a line that opens a block shown alone, its body kept for the next lines (block-off);
-drafting off (plain single-row decoding, the fastest, and the default
-since 2026-12-07, so this row repeats ``default`` and measures the run's noise); drafting
-on (prompt lookup with batch-invariant steps, the default before)."""
+at the line break), or one or two kept where the default keeps four (kept-1, kept-2);
+the next line at a finished line's end off (nothing shown there); a line that opens a
+block shown alone, its body kept for the next lines (block-off); drafting off (plain
+single-row decoding, the fastest, and the default since 2026-12-07, so this row repeats
+``default`` and measures the run's noise); drafting on (prompt lookup with
+batch-invariant steps, the default before)."""
 PEER_ROWS = ("llamavim", "llmls")
 """Rows that are another tool's client, not an lsp-assist server."""
 SERVER_ROWS = ("default", "plain", *SWITCHED_OFF)
