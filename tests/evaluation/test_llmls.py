@@ -1,5 +1,5 @@
-"""llm.nvim on llm-ls (the replay's second peer): its completion type, debounce, cancels, and
-a real ``llama_cpp.server`` answering through it."""
+"""llm.nvim on llm-ls (the replay's llm-ls peer): its completion type, debounce, cancels, its
+window in bytes, and a real ``llama-server`` answering through it."""
 
 from __future__ import annotations
 
@@ -95,8 +95,9 @@ async def test_a_request_goes_out_a_debounce_after_the_last_key(tmp_path: Path) 
     assert s._timer is None and len(s.posted) == 1  # the first key's timer never fired
     body, request, _ = s.posted[0]
     assert request.version == 2 and request.kind == MULTI_LINE
-    assert body["temperature"] == 0.2 and body["top_p"] == 0.95 and body["stream"] is False
-    assert "max_tokens" not in body and body["seed"] == 3
+    # llm.nvim's llamacpp backend has no default request body: no sampling, no max_tokens
+    assert set(body) == {"prompt", "model", "stream", "seed"}
+    assert body["stream"] is False and body["seed"] == 3
     assert body["prompt"].endswith("    return ")  # no FIM markers without a vocabulary
     await s.stop()
 
@@ -139,6 +140,22 @@ async def test_single_line_answers_are_cut_and_empty_ones_skipped(tmp_path: Path
     await s.stop()
 
 
+async def test_the_window_counts_bytes_as_llm_ls_does_without_a_tokenizer(
+    tmp_path: Path,
+) -> None:
+    s = await _started(tmp_path)
+    s.window = 60
+    path = tmp_path / "a.py"
+    line = "s = 'ééééé'\n"  # 11 characters, 16 bytes
+    text = line * 8 + "t = \n"
+    await s.open(path, text, 0)
+    s.key(path, text, 8, 4, 1, lambda a: None)
+    await _until(lambda: bool(s.posted), "a request")
+    # 4 + 3 x 16 bytes fit in 60, a fourth line does not (counted in characters, 5 would)
+    assert s.posted[0][0]["prompt"] == line * 3 + "t = "
+    await s.stop()
+
+
 class FirstHeld(LlmLsSuggester):
     """The real client whose first request goes out only once the next key has come: a
     model slow by construction, whatever the machine (the real one may answer in 10 ms)."""
@@ -164,11 +181,12 @@ class FirstHeld(LlmLsSuggester):
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-async def test_llama_cpp_server_answers_through_the_client(tmp_path: Path) -> None:
+async def test_llama_server_answers_through_the_client(tmp_path: Path) -> None:
     from lsp_assist.backends import small_model_path
 
     s = FirstHeld(model_path=small_model_path(), threads=2, seed=5)
     s.debounce_s = 0.0
+    s.max_tokens = 16  # a model without FIM may write on until its context is full
     path = tmp_path / "calc.py"
     text = "def add(a, b):\n    return \n"
     path.write_text(text)
@@ -188,5 +206,6 @@ async def test_llama_cpp_server_answers_through_the_client(tmp_path: Path) -> No
         assert [a.version for a in got] == [2] and got[0].text
         assert s.stats["requests"] == 2 and s.stats["cancelled"] == 1
         assert s.stats["responses"] == 1
+        assert s.stats["evaluated_tokens"] > 0 and s.stats["predicted_tokens"] > 0
     finally:
         await s.stop()

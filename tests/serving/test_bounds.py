@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -238,6 +239,38 @@ class Watch:
         self.samples += 1
 
 
+class Evictions:
+    """The retriever's memos that were full when a new key came (their eviction ran). A
+    memo emptied when full may be sampled at any size below its bound: a build resolves
+    several imports at once, and which builds run depends on the machine's speed."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.full: set[int] = set()
+        keep = retriever._keep
+
+        def counted(memo: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
+            if key not in memo and len(memo) >= limit:
+                self.full.add(id(memo))
+            keep(memo, key, value, limit)
+
+        monkeypatch.setattr(retriever, "_keep", counted)
+
+    def ran(self, service: Service) -> set[str]:
+        """The names (as ``Service.memory`` lists them) of the memos whose eviction ran."""
+        engine = service.session.context_engine()
+        assert engine is not None
+        memos = {
+            "retriever.denied": engine.retriever._denied,
+            "retriever.resolved": engine.retriever._resolved,
+            "retriever.texts": engine.retriever._texts,
+            "retriever.rendered": engine.retriever._render_cache,
+            "retriever.forwards": engine.retriever._forwards,
+            "retriever.usage": engine.retriever._usage,
+            "retriever.apis": engine.retriever._apis,
+        }
+        return {name for name, memo in memos.items() if id(memo) in self.full}
+
+
 async def until(condition: Callable[[], bool], timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -257,6 +290,7 @@ async def test_what_grows_with_use_stays_within_its_bounds(
     # not a bound: accepts are measured RETAIN_AFTER_S after; held past the run, so that a
     # slow machine does not measure them before they reach MAX_PROBES
     monkeypatch.setenv(RETAIN_AFTER_ENV, "3600")
+    evictions = Evictions(monkeypatch)
     root = tmp_path / "ws"
     root.mkdir()
     users = make_workspace(root, filler)
@@ -302,6 +336,7 @@ async def test_what_grows_with_use_stays_within_its_bounds(
         metrics_log = service.session.metrics
         assert metrics_log is not None and metrics_log.flush(120)
         watch.check("the end")
+        evicted = evictions.ran(service)
     finally:
         service.close()
     missed = []
@@ -309,7 +344,7 @@ async def test_what_grows_with_use_stays_within_its_bounds(
         assert name in watch.peak, f"{name} was never listed"
         bound, unit = watch.bound[name]
         need = bound // 2 if unit in ("bytes", "characters", "tokens") else bound
-        if watch.peak[name] < need:
+        if watch.peak[name] < need and name not in evicted:
             missed.append(f"{name}: peak {watch.peak[name]:,} of {bound:,} {unit}")
     assert not missed, "not fed up to its bound (eviction never ran): " + "; ".join(missed)
     doc = (Path(__file__).parents[2] / "docs" / "configuration.md").read_text()

@@ -1,30 +1,32 @@
-"""llm-ls's completion client (llm.nvim on llm-ls) against llama-cpp-python's server.
+"""llm-ls's completion client (llm.nvim on llm-ls) against llama.cpp's ``llama-server``.
 
-The acceptance replay's second peer (``suggester.py``): what a user of Hugging Face's
-llm.nvim with its language server llm-ls gets on the same model, keys and pace, with a
-local OpenAI-compatible server (``python -m llama_cpp.server``, as the ``bench`` peer
-row runs it: ``llmls_row.py``). Written from llm.nvim **ce69731** (``lua/llm/completion.lua``,
-``lua/llm/config.lua``) and llm-ls **1c52b94** (``crates/llm-ls/src/main.rs``,
-``backend.rs``; 0.5.3 and 9 commits, the version llm.nvim pins is 0.5.3), read, not copied.
+The acceptance replay's llm-ls peer (``suggester.py``): what a user of Hugging Face's
+llm.nvim with its language server llm-ls gets on the same model, keys and pace, with
+llm-ls's ``llamacpp`` backend talking to the same ``llama-server`` the llama.vim row
+starts (``peers/llamavim/server.py``, the flags of llama.cpp's FIM presets). Written from
+llm.nvim **ce69731** (``lua/llm/completion.lua``, ``lua/llm/config.lua``) and llm-ls
+**1c52b94** (``crates/llm-ls/src/main.rs``, ``backend.rs``; 0.5.3 and 9 commits, the
+version llm.nvim pins is 0.5.3), read, not copied.
 
-Defaults (llm.nvim's ``default_config`` and ``default_request_bodies.openai``):
+Defaults a user has (llm.nvim's ``default_config``; ``backend = "llamacpp"`` has no default
+request body there, so llm-ls sends only ``prompt``, ``model`` and ``stream``):
 
 ==================  ====================================  ===============================
 constant            llm.nvim / llm-ls                     value
 ==================  ====================================  ===============================
 ``DEBOUNCE_MS``     ``debounce_ms``                       150
-``CONTEXT_WINDOW``  ``context_window``                    1024 tokens
-``TEMPERATURE``     ``request_body`` (openai backend)     0.2
-``TOP_P``           ``request_body`` (openai backend)     0.95
-(none)              ``max_tokens``: not sent              the server's default, 16
+``CONTEXT_WINDOW``  ``context_window`` (no tokenizer)     1024 **bytes**
+(none)              sampling: not sent                    llama-server's defaults
+(none)              ``max_tokens``: not sent              until the model ends (n_predict -1)
 ``STREAM``          ``build_body``                        false
 ==================  ====================================  ===============================
 
-The FIM markers are the model's own (a user of llm.nvim on Qwen2.5-Coder sets ``fim``
-to them), and ``context_window`` counts the model's tokens (the user sets
-``tokenizer``; without one llm-ls counts bytes). llm.nvim sends a temperature, so the
-server **samples**: a fixed ``seed`` (a field llama-cpp-python's server takes) makes a
-replay repeatable; that is the one thing added.
+Without a ``tokenizer`` (llm.nvim's default) llm-ls's ``build_prompt`` counts each line's
+``String::len()``: bytes, so the window holds about a third as many tokens as 1024
+tokens would. The FIM markers are the model's own (a user of llm.nvim on Qwen2.5-Coder
+sets ``fim`` to them). The server samples with its defaults; a fixed ``seed`` (the
+request's and the server's ``--seed``) makes a replay repeatable: that is the one thing
+added.
 
 What it does, event by event:
 
@@ -38,17 +40,14 @@ What it does, event by event:
   character right of the cursor is not whitespace), *single line* (the answer cut at its
   first line break) or *multi line*. The prompt is ``build_prompt``
   (:func:`~lsp_assist.evaluation.peers.llmls_row.window_prompt`: whole lines around the cursor,
-  one above and one below in turn, within ``context_window`` - 3 tokens, in
-  ``<prefix>above<suffix>below<middle>``), POSTed to ``/v1/completions`` with
-  ``stream`` false.
+  one above and one below in turn, within ``context_window`` - 3 bytes, in
+  ``<prefix>above<suffix>below<middle>``), POSTed to ``/v1/completions`` (``build_url``
+  of the ``llamacpp`` backend) with ``stream`` false.
 - **The response** (``M.lsp_suggest``'s callback) is drawn at the position the request
   was for, line by line; Tab inserts it at the cursor (``utils.insert_at``: nothing right
   of the cursor is replaced). A cancelled request's response never reaches the client.
-- **The server** (llama-cpp-python's ``create_completion``): one model behind a lock; a
-  request whose client has gone by the time it holds the lock is refused ("Client
-  closed request"), but the request already running runs to its end: a request that is
-  not streamed cannot be interrupted. So a new key never stops the work of the one
-  before; it waits behind it.
+- **The server** (``llama-server``, one slot): it notices a closed connection while it
+  generates and stops that task, so a cancel frees the model.
 
 Simplified for a replay (no Vim): no UI, no accept/reject telemetry requests (llm-ls
 only logs them), ``rest`` does nothing (llm.nvim has no cursor-hold handler), positions
@@ -79,17 +78,21 @@ LLM_LS_COMMIT = "1c52b94"
 DEBOUNCE_MS = 150
 """``debounce_ms``: the request goes out this long after the last key."""
 CONTEXT_WINDOW = 1024
-"""``context_window``: the prompt's tokens, FIM markers included."""
-TEMPERATURE = 0.2
-"""``request_body.temperature`` of the openai backend."""
-TOP_P = 0.95
-"""``request_body.top_p`` of the openai backend."""
+"""``context_window``: the prompt's size, in bytes without a ``tokenizer`` (the default),
+the three FIM markers counted as one each."""
 STREAM = False
 """llm-ls's ``build_body`` for the openai backend."""
 HTTP_TIMEOUT_S = 600.0
 """A request's socket timeout (a queued request waits for the ones before it)."""
+START_TIMEOUT_S = 600.0
+"""How long ``llama-server`` may take to load the model and answer ``/health``."""
 
 EMPTY, SINGLE_LINE, MULTI_LINE = "empty", "single_line", "multi_line"
+
+
+def utf8_bytes(line: str) -> int:
+    """A line's size as llm-ls counts it without a tokenizer (Rust's ``String::len()``)."""
+    return len(line.encode("utf-8"))
 
 
 def _line_starts(text: str) -> list[int]:
@@ -156,17 +159,19 @@ class _Request:
 
 class LlmLsSuggester:
     """llm.nvim and llm-ls (:class:`~lsp_assist.evaluation.suggester.Suggester`) on a
-    ``llama_cpp.server`` it starts. State lives on the event loop of :meth:`start`; HTTP
+    ``llama-server`` it starts. State lives on the event loop of :meth:`start`; HTTP
     runs in threads and comes back with ``call_soon_threadsafe``."""
 
     label = "llm-ls"
 
-    def __init__(self, *, model_path: Path, threads: int, seed: int, n_ctx: int = 2048) -> None:
+    def __init__(self, *, model_path: Path, threads: int, seed: int) -> None:
         self.model_path = model_path
         self.threads = threads
         self.seed = seed
-        self.n_ctx = n_ctx
         self.debounce_s = DEBOUNCE_MS / 1000
+        self.window = CONTEXT_WINDOW
+        self.max_tokens: int | None = None
+        """A cap on each answer's tokens; None (a user's llm.nvim) sends none."""
         self.url = ""
         self.stats: dict[str, int] = {
             "keys": 0,
@@ -179,10 +184,10 @@ class LlmLsSuggester:
             "shown": 0,
             "reused_tokens": 0,
             "evaluated_tokens": 0,
+            "predicted_tokens": 0,
         }
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: Any = None
-        self._count: Callable[[str], int] = len
         self._fim: tuple[str, str, str] | None = None
         self._vocab: Any = None
         self._timer: asyncio.TimerHandle | None = None
@@ -231,7 +236,7 @@ class LlmLsSuggester:
         self._reject()
         server, self._server = self._server, None
         if server is not None:
-            await asyncio.to_thread(server.close)
+            await server.stop()
         for thread in list(self._threads):
             await asyncio.to_thread(thread.join, 5)
         vocab, self._vocab = self._vocab, None
@@ -242,7 +247,7 @@ class LlmLsSuggester:
 
     def _launch(self) -> None:
         from lsp_assist.backends import Vocabulary
-        from lsp_assist.evaluation.peers.llmls_row import PeerServer
+        from lsp_assist.evaluation.peers.llamavim.server import LlamaServer
 
         vocab = Vocabulary(str(self.model_path))
         self._vocab = vocab
@@ -252,18 +257,15 @@ class LlmLsSuggester:
             marks = tuple(vocab.token_text(int(i)) for i in ids if i is not None)
             if len(marks) == 3:
                 self._fim = (marks[0], marks[1], marks[2])
-        counted: dict[str, int] = {}
-
-        def count(line: str) -> int:
-            if line not in counted:
-                counted[line] = len(vocab.tokenize(line))
-            return counted[line]
-
-        self._count = count
-        server = PeerServer(
-            str(self.model_path), n_ctx=self.n_ctx, threads=self.threads, max_tokens=16
+        server = LlamaServer()
+        server.start(
+            self.model_path,
+            threads=self.threads,
+            seed=self.seed,
+            ctx_size=0,
+            timeout_s=START_TIMEOUT_S,
+            log_path=None,
         )
-        server.start()
         self._server = server
         self.url = server.url
 
@@ -306,37 +308,39 @@ class LlmLsSuggester:
             return
         from lsp_assist.evaluation.peers.llmls_row import window_prompt
 
-        prompt = window_prompt(text, line, column, self._count, CONTEXT_WINDOW, self._fim)
+        prompt = window_prompt(text, line, column, utf8_bytes, self.window, self._fim)
         request = _Request(version=version, kind=kind, sent=time.perf_counter())
         self._request = request
         self.stats["requests"] += 1
         self._post(self._body(prompt), request, lambda raw: self._done(request, raw, on_answer))
 
     def _body(self, prompt: str) -> dict[str, Any]:
-        return {
+        body: dict[str, Any] = {
             "prompt": prompt,
             "model": str(self.model_path),
             "stream": STREAM,
-            "temperature": TEMPERATURE,
-            "top_p": TOP_P,
             "seed": self.seed,
         }
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        return body
 
     def _done(self, request: _Request, raw: str | None, on_answer: AnswerCallback) -> None:
         """The response (on the loop): drawn unless its request was cancelled."""
         if self._request is request:
             self._request = None
-        self._read_reuse()
         if request.cancelled or self._stopped:
             return
         if raw is None:
             self.stats["failed"] += 1
             return
         try:
-            text = str(json.loads(raw)["choices"][0]["text"])
+            body = json.loads(raw)
+            text = str(body["choices"][0]["text"])
         except (ValueError, KeyError, IndexError, TypeError):
             self.stats["failed"] += 1
             return
+        self._count_timings(body.get("timings"))
         self.stats["responses"] += 1
         if request.kind == SINGLE_LINE:
             text = text.split("\n", 1)[0]
@@ -346,17 +350,19 @@ class LlmLsSuggester:
         self.stats["shown"] += 1
         on_answer(Answer(version=request.version, text=text, arrived=time.perf_counter()))
 
-    def _read_reuse(self) -> None:
-        server = self._server
-        if server is None:
+    def _count_timings(self, timings: Any) -> None:
+        """Add a response's ``timings`` (prompt tokens from the KV cache and evaluated,
+        tokens generated) to the stats; a cancelled request's are never read."""
+        if not isinstance(timings, dict):
             return
-        from lsp_assist.evaluation.peers.llmls_row import PREFIX_HIT
-
-        for line in server.drain_log():
-            match = PREFIX_HIT.search(line)
-            if match:
-                self.stats["reused_tokens"] += int(match.group(1))
-                self.stats["evaluated_tokens"] += int(match.group(2))
+        for stat, key in (
+            ("reused_tokens", "cache_n"),
+            ("evaluated_tokens", "prompt_n"),
+            ("predicted_tokens", "predicted_n"),
+        ):
+            value = timings.get(key)
+            if isinstance(value, int):
+                self.stats[stat] += value
 
     def _post(
         self, body: dict[str, Any], request: _Request, done: Callable[[str | None], None]
