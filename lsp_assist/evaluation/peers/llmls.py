@@ -46,8 +46,9 @@ What it does, event by event:
 - **The response** (``M.lsp_suggest``'s callback) is drawn at the position the request
   was for, line by line; Tab inserts it at the cursor (``utils.insert_at``: nothing right
   of the cursor is replaced). A cancelled request's response never reaches the client.
-- **The server** (``llama-server``, one slot): it notices a closed connection while it
-  generates and stops that task, so a cancel frees the model.
+- **The server** (``llama-server``, one slot): it checks once a second whether a
+  request's connection is still open and cancels the task when it is not, so a
+  cancelled request holds the model for up to a second.
 
 Simplified for a replay (no Vim): no UI, no accept/reject telemetry requests (llm-ls
 only logs them), ``rest`` does nothing (llm.nvim has no cursor-hold handler), positions
