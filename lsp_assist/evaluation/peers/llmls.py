@@ -68,9 +68,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsp_assist.evaluation.suggester import Answer, AnswerCallback
+
+if TYPE_CHECKING:
+    from lsp_assist.evaluation.peers.llamavim.server import LlamaServer
 
 LLM_NVIM_COMMIT = "ce69731"
 """The llm.nvim commit this follows (github.com/huggingface/llm.nvim)."""
@@ -82,7 +85,7 @@ CONTEXT_WINDOW = 1024
 """``context_window``: the prompt's size, in bytes without a ``tokenizer`` (the default),
 the three FIM markers counted as one each."""
 STREAM = False
-"""llm-ls's ``build_body`` for the openai backend."""
+"""llm-ls's ``build_body`` for the ``llamacpp`` backend (as for ``openai`` and ``ollama``)."""
 HTTP_TIMEOUT_S = 600.0
 """A request's socket timeout (a queued request waits for the ones before it)."""
 START_TIMEOUT_S = 600.0
@@ -188,7 +191,7 @@ class LlmLsSuggester:
             "predicted_tokens": 0,
         }
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._server: Any = None
+        self._server: LlamaServer | None = None
         self._fim: tuple[str, str, str] | None = None
         self._vocab: Any = None
         self._timer: asyncio.TimerHandle | None = None
@@ -248,7 +251,7 @@ class LlmLsSuggester:
 
     def _launch(self) -> None:
         from lsp_assist.backends import Vocabulary
-        from lsp_assist.evaluation.peers.llamavim.server import LlamaServer
+        from lsp_assist.evaluation.peers.llamavim.server import PRESET_CTX, LlamaServer
 
         vocab = Vocabulary(str(self.model_path))
         self._vocab = vocab
@@ -263,7 +266,7 @@ class LlmLsSuggester:
             self.model_path,
             threads=self.threads,
             seed=self.seed,
-            ctx_size=0,
+            ctx_size=PRESET_CTX,
             timeout_s=START_TIMEOUT_S,
             log_path=None,
         )
